@@ -1,0 +1,52 @@
+//! The command line: one file per subcommand. `main.rs` parses and dispatches here.
+
+pub mod node;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+use crate::cluster::Home;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "caplab",
+    version,
+    about = "A performance lab for Apache Cassandra: provision nodes, drive CQL workloads, measure latency correctly"
+)]
+pub struct Cli {
+    /// Where nodes, their data and logs live [env: CAPLAB_HOME; default: ~/.local/share/caplab].
+    /// Downloaded Cassandra jars are cached apart, under CAPLAB_CACHE (default ~/.cache/caplab).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Provision and manage local Cassandra nodes.
+    #[command(subcommand)]
+    Node(node::NodeCommand),
+}
+
+impl Cli {
+    pub fn home(&self) -> Home {
+        match &self.home {
+            Some(dir) => Home::with_data(dir),
+            None => Home::from_env(),
+        }
+    }
+
+    pub fn run(self) -> anyhow::Result<()> {
+        let home = self.home();
+        match self.command {
+            Command::Node(cmd) => node::run(&home, cmd),
+        }
+    }
+}
+
+/// Progress for the user goes to stderr, so stdout stays for results.
+pub fn say(msg: &str) {
+    eprintln!("{msg}");
+}

@@ -1,0 +1,452 @@
+//! The local cluster as a whole: start (reusing, refusing or restarting what runs), stop,
+//! status and wipe, over the nodes under `<data home>/nodes/`.
+
+use anyhow::{Context, Result, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::node::{Liveness, NodeState, cql_ready, tail_since};
+use super::yaml::{BaseConfig, Override};
+use super::{ClusterSpec, Home, NATIVE_PORT, STORAGE_PORT, java, jvm, maven, nodetool, yaml};
+
+/// How `start` treats nodes that already run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StartOptions {
+    /// Stop nodes running with another configuration and start them with this one.
+    pub restart: bool,
+    /// How long one node may take to accept CQL.
+    pub timeout: Option<Duration>,
+}
+
+/// What `start` did.
+#[derive(Debug)]
+pub struct Started {
+    pub nodes: Vec<NodeState>,
+    /// True when every node was already running with this configuration.
+    pub reused: bool,
+}
+
+/// Every node under the home, by index.
+pub fn nodes(home: &Home) -> Result<Vec<NodeState>> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(home.nodes_dir()) else {
+        return Ok(out);
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        if let Some(s) = NodeState::load(&e.path())? {
+            out.push(s);
+        }
+    }
+    out.sort_by_key(|s| s.index);
+    Ok(out)
+}
+
+/// Nodes by name (all when `names` is empty); an unknown name is an error.
+pub fn select(home: &Home, names: &[String]) -> Result<Vec<NodeState>> {
+    let all = nodes(home)?;
+    if names.is_empty() {
+        return Ok(all);
+    }
+    for n in names {
+        if !all.iter().any(|s| &s.name == n) {
+            let known: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+            bail!(
+                "no node named '{n}' under {} (nodes: {})",
+                home.nodes_dir().display(),
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                }
+            );
+        }
+    }
+    Ok(all.into_iter().filter(|s| names.contains(&s.name)).collect())
+}
+
+/// Brings up the cluster `spec` describes and returns when every node accepts CQL.
+pub fn start(home: &Home, spec: &ClusterSpec, opts: StartOptions, say: &mut dyn FnMut(&str)) -> Result<Started> {
+    for o in &spec.overrides {
+        Override::parse(o)?;
+    }
+    let existing = nodes(home)?;
+    let running: Vec<&NodeState> = existing.iter().filter(|s| s.liveness() == Liveness::Running).collect();
+    let mismatched: Vec<&NodeState> = running
+        .iter()
+        .copied()
+        .filter(|s| &s.spec != spec || s.index > spec.nodes)
+        .collect();
+    if !mismatched.is_empty() {
+        if !opts.restart {
+            let diffs = mismatched[0].spec.differences(spec);
+            bail!(
+                "{} running with a different configuration ({}). Stop it first ('caplab node stop'), or pass --restart \
+                 to restart with the new configuration (add --wipe to start from empty data)",
+                names_of(&mismatched),
+                if diffs.is_empty() {
+                    "more nodes than asked for".to_string()
+                } else {
+                    diffs.join("; ")
+                }
+            );
+        }
+        for s in &mismatched {
+            say(&format!("Restarting {} with the new configuration", s.name));
+            stop_node(s, StopOptions::default(), say)?;
+        }
+    }
+    let all_up = (1..=spec.nodes).all(|i| {
+        running
+            .iter()
+            .any(|s| s.index == i && &s.spec == spec && s.liveness() == Liveness::Running)
+    });
+    if all_up && mismatched.is_empty() {
+        let nodes = (1..=spec.nodes)
+            .filter_map(|i| existing.iter().find(|s| s.index == i).cloned())
+            .collect();
+        return Ok(Started { nodes, reused: true });
+    }
+
+    let classpath = maven::resolve(home, &spec.version, say)?;
+    let mut out = Vec::new();
+    for i in 1..=spec.nodes {
+        let dir = home.node_dir(&ClusterSpec::node_name(i));
+        let prev = NodeState::load(&dir)?;
+        if let Some(p) = prev
+            .as_ref()
+            .filter(|p| &p.spec == spec && p.liveness() == Liveness::Running)
+        {
+            out.push(p.clone());
+            continue;
+        }
+        let state = launch(
+            spec,
+            i,
+            &dir,
+            &classpath,
+            opts.timeout.unwrap_or(Duration::from_secs(240)),
+            say,
+        )?;
+        out.push(state);
+    }
+    Ok(Started {
+        nodes: out,
+        reused: false,
+    })
+}
+
+fn names_of(nodes: &[&NodeState]) -> String {
+    let names: Vec<&str> = nodes.iter().map(|s| s.name.as_str()).collect();
+    if names.len() == 1 {
+        format!("{} is", names[0])
+    } else {
+        format!("{} are", names.join(", "))
+    }
+}
+
+/// Writes the node's configuration, starts its JVM in its own process group (so it
+/// outlives caplab and ignores caplab's Ctrl-C) and waits until it serves CQL.
+fn launch(
+    spec: &ClusterSpec,
+    index: u32,
+    dir: &Path,
+    classpath: &Path,
+    timeout: Duration,
+    say: &mut dyn FnMut(&str),
+) -> Result<NodeState> {
+    let name = ClusterSpec::node_name(index);
+    let address = spec.node_address(index);
+    let jmx_port = spec.node_jmx_port(index);
+    check_ports_free(&name, address, jmx_port)?;
+
+    let conf_dir = dir.join("conf");
+    let data_dir = dir.join("data");
+    let log_dir = dir.join("logs");
+    for d in [&conf_dir, &data_dir, &log_dir] {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+    let seeds = format!("{}:{STORAGE_PORT}", spec.node_address(1));
+    let base = yaml::base(&BaseConfig {
+        cluster_name: &spec.cluster_name,
+        address: &address.to_string(),
+        seeds: &seeds,
+        native_port: NATIVE_PORT,
+        storage_port: STORAGE_PORT,
+    });
+    let overrides = spec
+        .overrides
+        .iter()
+        .map(|o| Override::parse(o))
+        .collect::<Result<Vec<_>>>()?;
+    std::fs::write(conf_dir.join("cassandra.yaml"), yaml::render(base, &overrides)?)?;
+    std::fs::write(conf_dir.join("logback.xml"), jvm::LOGBACK_XML)?;
+
+    let server = jvm::ServerJvm {
+        heap: spec.heap,
+        gc: spec.gc,
+        jdk_major: spec.jdk.major,
+        jvm_opts: &spec.jvm_opts,
+        conf_dir: &conf_dir,
+        data_dir: &data_dir,
+        log_dir: &log_dir,
+        jmx_port,
+        classpath,
+    };
+    let command = server.args()?;
+    let console_log = log_dir.join("console.log");
+    let console = std::fs::File::create(&console_log)?;
+    let mut state = NodeState {
+        name: name.clone(),
+        index,
+        spec: spec.clone(),
+        address: address.to_string(),
+        native_port: NATIVE_PORT,
+        storage_port: STORAGE_PORT,
+        jmx_port,
+        pid: None,
+        started_at: None,
+        dir: dir.to_path_buf(),
+        conf_dir: conf_dir.clone(),
+        data_dir: data_dir.clone(),
+        log_dir: log_dir.clone(),
+        system_log: log_dir.join("system.log"),
+        gc_log: server.gc_log(),
+        console_log: console_log.clone(),
+        classpath: classpath.to_path_buf(),
+        command: command.clone(),
+    };
+    let log_offset = std::fs::metadata(&state.system_log).map(|m| m.len()).unwrap_or(0);
+    say(&format!(
+        "Starting {name} on {address}: Cassandra {} on JDK {} ({}), {} GC, heap {}",
+        spec.version,
+        spec.jdk.version,
+        spec.jdk.java.display(),
+        spec.gc,
+        jvm::heap_flag_value(spec.heap)
+    ));
+    let mut child = Command::new(&spec.jdk.java)
+        .args(&command)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(console.try_clone()?)
+        .stderr(console)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("cannot run {}", spec.jdk.java.display()))?;
+    state.pid = Some(child.id());
+    state.started_at = Some(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    );
+    state.save()?;
+
+    let begin = Instant::now();
+    let cql = state.cql_addr();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            state.pid = None;
+            state.save()?;
+            bail!(
+                "{}",
+                startup_failure(&state, log_offset, &format!("exited during startup ({status})"))
+            );
+        }
+        if cql_ready(cql) {
+            break;
+        }
+        if begin.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            state.pid = None;
+            state.save()?;
+            bail!(
+                "{}",
+                startup_failure(
+                    &state,
+                    log_offset,
+                    &format!(
+                        "did not accept CQL on {cql} within {}s and was killed",
+                        timeout.as_secs()
+                    )
+                )
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    say(&format!(
+        "{name} accepts CQL on {cql} after {:.1}s",
+        begin.elapsed().as_secs_f64()
+    ));
+    Ok(state)
+}
+
+/// One paragraph: what happened, the likely cause where the logs tell it, the last log
+/// lines and where the whole logs are.
+fn startup_failure(state: &NodeState, log_offset: u64, what: &str) -> String {
+    let system = tail_since(&state.system_log, log_offset, 400);
+    let console = tail_since(&state.console_log, 0, 200);
+    let both = format!("{console}\n{system}");
+    let mut cause = String::new();
+    if both.contains("Setting a system-wide Policy object is not supported")
+        || both.contains("UnsupportedClassVersionError")
+    {
+        let ok = java::supported_majors(&state.spec.version);
+        cause = format!(
+            "Cassandra {} does not run on JDK {}: use a JDK it supports ({}) with --java. ",
+            state.spec.version,
+            state.spec.jdk.major,
+            ok.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(" or ")
+        );
+    } else if let Some(line) = both.lines().find(|l| {
+        l.contains("Invalid yaml")
+            || l.contains("ConfigurationException")
+            || l.contains("Exception encountered during startup")
+    }) {
+        cause = format!("Cassandra said: {}. ", line.trim());
+    }
+    let (shown, lines) = if system.trim().is_empty() {
+        (&state.console_log, &console)
+    } else {
+        (&state.system_log, &system)
+    };
+    let last: Vec<&str> = lines.lines().collect();
+    format!(
+        "{} {what}. {cause}Last lines of {}:\n{}\n(full logs: {} and {})",
+        state.name,
+        shown.display(),
+        last[last.len().saturating_sub(15)..].join("\n"),
+        state.system_log.display(),
+        state.console_log.display()
+    )
+}
+
+/// Refuses to start a node whose ports another process holds.
+fn check_ports_free(name: &str, address: Ipv4Addr, jmx_port: u16) -> Result<()> {
+    let checks = [
+        (SocketAddr::from((address, NATIVE_PORT)), "CQL"),
+        (SocketAddr::from((address, STORAGE_PORT)), "storage"),
+        (SocketAddr::from((Ipv4Addr::LOCALHOST, jmx_port)), "JMX"),
+    ];
+    for (addr, what) in checks {
+        if let Err(e) = TcpListener::bind(addr) {
+            bail!(
+                "{name} cannot start: its {what} port {addr} is in use ({e}). Stop whatever listens there \
+                 (see 'ss -ltnp | grep {}'), or start caplab's nodes elsewhere with --address and --jmx-port",
+                addr.port()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// How `stop` shuts a node down.
+#[derive(Debug, Clone, Copy)]
+pub struct StopOptions {
+    /// Flush memtables and stop accepting writes first (nodetool drain).
+    pub drain: bool,
+    /// How long after SIGTERM before SIGKILL.
+    pub timeout: Duration,
+}
+
+impl Default for StopOptions {
+    fn default() -> Self {
+        StopOptions {
+            drain: true,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Stops the given nodes, last first; returns what was done per node.
+pub fn stop(nodes: &[NodeState], opts: StopOptions, say: &mut dyn FnMut(&str)) -> Result<()> {
+    for s in nodes.iter().rev() {
+        stop_node(s, opts, say)?;
+    }
+    Ok(())
+}
+
+fn stop_node(s: &NodeState, opts: StopOptions, say: &mut dyn FnMut(&str)) -> Result<()> {
+    let mut s = s.clone();
+    match s.liveness() {
+        Liveness::Stopped => return Ok(()),
+        Liveness::Dead => {
+            say(&format!(
+                "{} had already exited; see {}",
+                s.name,
+                s.system_log.display()
+            ));
+        }
+        Liveness::Running => {
+            let pid = s.pid.expect("running node has a pid");
+            let begin = Instant::now();
+            if opts.drain
+                && let Err(e) = nodetool::run(&s, &["drain"], Duration::from_secs(120))
+            {
+                say(&format!("{}: drain failed ({e}); stopping without it", s.name));
+            }
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+            if !wait_gone(pid, &s, opts.timeout) {
+                say(&format!(
+                    "{} did not stop within {}s of SIGTERM; killing it",
+                    s.name,
+                    opts.timeout.as_secs()
+                ));
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+                wait_gone(pid, &s, Duration::from_secs(10));
+            }
+            say(&format!(
+                "Stopped {} (pid {pid}) in {:.1}s",
+                s.name,
+                begin.elapsed().as_secs_f64()
+            ));
+        }
+    }
+    s.pid = None;
+    s.started_at = None;
+    s.save()
+}
+
+fn wait_gone(pid: u32, s: &NodeState, timeout: Duration) -> bool {
+    let begin = Instant::now();
+    while begin.elapsed() < timeout {
+        // Reap it if this process started it, so it does not linger as a zombie.
+        let _ = nix::sys::wait::waitpid(Pid::from_raw(pid as i32), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+        if !super::node::is_our_process(pid, &s.conf_dir) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// Removes nodes' directories (data, logs, configuration, state). Running nodes are
+/// refused unless `force`, which stops them first.
+pub fn wipe(nodes: &[NodeState], force: bool, say: &mut dyn FnMut(&str)) -> Result<()> {
+    let running: Vec<&NodeState> = nodes.iter().filter(|s| s.liveness() == Liveness::Running).collect();
+    if !running.is_empty() && !force {
+        bail!(
+            "{} running: stop it first ('caplab node stop') or pass --force to stop and wipe",
+            names_of(&running)
+        );
+    }
+    stop(
+        nodes,
+        StopOptions {
+            drain: false,
+            timeout: Duration::from_secs(30),
+        },
+        say,
+    )?;
+    for s in nodes {
+        std::fs::remove_dir_all(&s.dir).with_context(|| format!("cannot remove {}", s.dir.display()))?;
+        say(&format!("Wiped {} ({})", s.name, s.dir.display()));
+    }
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! Provisioning local Cassandra nodes: resolving jars from Maven Central, choosing a JDK,
+//! writing cassandra.yaml and the JVM command line, starting, watching and stopping the
+//! processes, and the state files that later stages (runs, telemetry) read.
+
+pub mod home;
+pub mod java;
+pub mod jvm;
+pub mod local;
+pub mod maven;
+pub mod node;
+pub mod nodetool;
+pub mod yaml;
+
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+
+pub use home::Home;
+pub use java::Jdk;
+pub use jvm::Gc;
+
+/// What the user asked for: every node of the local cluster runs with this.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSpec {
+    pub version: String,
+    pub jdk: Jdk,
+    pub gc: Gc,
+    /// Heap per node, bytes.
+    pub heap: u64,
+    pub jvm_opts: Vec<String>,
+    /// cassandra.yaml overrides as `key=value`, applied in order.
+    pub overrides: Vec<String>,
+    pub nodes: u32,
+    /// Address of node1; node i listens on this address plus i-1.
+    pub address: Ipv4Addr,
+    /// JMX port of node1; node i uses this port plus i-1 (JMX binds to 127.0.0.1 only).
+    pub jmx_port: u16,
+    pub cluster_name: String,
+}
+
+pub const NATIVE_PORT: u16 = 9042;
+pub const STORAGE_PORT: u16 = 7000;
+
+impl ClusterSpec {
+    pub fn node_name(index: u32) -> String {
+        format!("node{index}")
+    }
+
+    pub fn node_address(&self, index: u32) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.address) + index - 1)
+    }
+
+    pub fn node_jmx_port(&self, index: u32) -> u16 {
+        self.jmx_port + (index - 1) as u16
+    }
+
+    /// Lines saying how `self` differs from `other`, for "running with a different
+    /// configuration" errors.
+    pub fn differences(&self, other: &ClusterSpec) -> Vec<String> {
+        let mut d = Vec::new();
+        let mut cmp = |what: &str, a: String, b: String| {
+            if a != b {
+                d.push(format!("{what}: {a} (running) vs {b} (asked)"));
+            }
+        };
+        cmp("version", self.version.clone(), other.version.clone());
+        cmp(
+            "java",
+            self.jdk.java.display().to_string(),
+            other.jdk.java.display().to_string(),
+        );
+        cmp("gc", self.gc.to_string(), other.gc.to_string());
+        cmp(
+            "heap",
+            jvm::heap_flag_value(self.heap),
+            jvm::heap_flag_value(other.heap),
+        );
+        cmp(
+            "jvm options",
+            format!("{:?}", self.jvm_opts),
+            format!("{:?}", other.jvm_opts),
+        );
+        cmp(
+            "overrides",
+            format!("{:?}", self.overrides),
+            format!("{:?}", other.overrides),
+        );
+        cmp("nodes", self.nodes.to_string(), other.nodes.to_string());
+        cmp("address", self.address.to_string(), other.address.to_string());
+        cmp("jmx port", self.jmx_port.to_string(), other.jmx_port.to_string());
+        cmp("cluster name", self.cluster_name.clone(), other.cluster_name.clone());
+        d
+    }
+}

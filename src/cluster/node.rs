@@ -1,0 +1,241 @@
+//! One local node: its directories, its state file (`state.json`, read by later stages for
+//! log paths and PIDs), and its process as seen through /proc.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::ClusterSpec;
+
+/// Everything about a node that outlives the caplab process that started it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeState {
+    pub name: String,
+    pub index: u32,
+    pub spec: ClusterSpec,
+    pub address: String,
+    pub native_port: u16,
+    pub storage_port: u16,
+    pub jmx_port: u16,
+    /// The running JVM, if caplab started one that has not been stopped.
+    pub pid: Option<u32>,
+    /// Unix seconds when the current process was started.
+    pub started_at: Option<u64>,
+    pub dir: PathBuf,
+    pub conf_dir: PathBuf,
+    pub data_dir: PathBuf,
+    pub log_dir: PathBuf,
+    pub system_log: PathBuf,
+    pub gc_log: PathBuf,
+    /// The JVM's own stdout and stderr.
+    pub console_log: PathBuf,
+    pub classpath: PathBuf,
+    pub command: Vec<String>,
+}
+
+/// Whether a node's process is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    Running,
+    Stopped,
+    /// The state file names a process that is gone: the node died.
+    Dead,
+}
+
+impl std::fmt::Display for Liveness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Liveness::Running => "running",
+            Liveness::Stopped => "stopped",
+            Liveness::Dead => "dead",
+        })
+    }
+}
+
+impl NodeState {
+    pub fn state_file(dir: &Path) -> PathBuf {
+        dir.join("state.json")
+    }
+
+    pub fn load(dir: &Path) -> Result<Option<NodeState>> {
+        let path = Self::state_file(dir);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "{} is damaged; remove the node with 'caplab node wipe' or fix the file",
+                    path.display()
+                )
+            })?)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+
+    /// Written to a temporary file and renamed, so readers never see half a state.
+    pub fn save(&self) -> Result<()> {
+        let path = Self::state_file(&self.dir);
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_string_pretty(self)?)?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    pub fn cql_addr(&self) -> SocketAddr {
+        format!("{}:{}", self.address, self.native_port)
+            .parse()
+            .expect("node address is an IPv4 address")
+    }
+
+    pub fn liveness(&self) -> Liveness {
+        match self.pid {
+            None => Liveness::Stopped,
+            Some(pid) if is_our_process(pid, &self.conf_dir) => Liveness::Running,
+            Some(_) => Liveness::Dead,
+        }
+    }
+}
+
+/// True if `pid` is alive (not a zombie) and is the JVM started with this config directory,
+/// so a recycled PID is never mistaken for the node.
+pub fn is_our_process(pid: u32, conf_dir: &Path) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    if proc_state(&stat) == Some('Z') {
+        return false;
+    }
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let needle = conf_dir.join("cassandra.yaml");
+    String::from_utf8_lossy(&cmdline).contains(needle.to_string_lossy().as_ref())
+}
+
+fn proc_state(stat: &str) -> Option<char> {
+    // The command name may contain spaces and parentheses; the state follows the last ')'.
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// CPU time and memory of a process from /proc.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct ProcUsage {
+    pub user_seconds: f64,
+    pub system_seconds: f64,
+    pub rss_bytes: u64,
+    pub threads: u64,
+}
+
+pub fn proc_usage(pid: u32) -> Option<ProcUsage> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    // After the ')' field 0 is state (3rd in proc(5)); utime is 14th, stime 15th, threads 20th.
+    let tick = clock_ticks() as f64;
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    let threads: u64 = fields.get(17)?.parse().ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let rss_kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0);
+    Some(ProcUsage {
+        user_seconds: utime / tick,
+        system_seconds: stime / tick,
+        rss_bytes: rss_kb * 1024,
+        threads,
+    })
+}
+
+fn clock_ticks() -> i64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100)
+}
+
+/// Asks the native transport for its OPTIONS: true once the node serves CQL.
+pub fn cql_ready(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    // Protocol v4 request header: version, flags, stream id (2 bytes), opcode OPTIONS (5), body length 0.
+    if s.write_all(&[0x04, 0, 0, 0, 0x05, 0, 0, 0, 0]).is_err() {
+        return false;
+    }
+    let mut header = [0u8; 9];
+    // A v4 response with opcode SUPPORTED (6).
+    s.read_exact(&mut header).is_ok() && header[0] == 0x84 && header[4] == 0x06
+}
+
+/// The last `n` lines of a text file (empty if it cannot be read).
+pub fn tail(path: &Path, n: usize) -> String {
+    tail_since(path, 0, n)
+}
+
+/// The last `n` lines written to a file after byte `offset` (a log's length before a run).
+pub fn tail_since(path: &Path, offset: u64, n: usize) -> String {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let from = (offset as usize).min(bytes.len());
+    let text = String::from_utf8_lossy(&bytes[from..]);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Bytes used under a directory.
+pub fn dir_size(path: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(path) else { return 0 };
+    rd.filter_map(|e| e.ok())
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_process_from_proc() {
+        let me = std::process::id();
+        let u = proc_usage(me).expect("own /proc entry");
+        assert!(u.rss_bytes > 0 && u.threads >= 1);
+        assert!(matches!(
+            proc_state(&std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap()),
+            Some('R' | 'S')
+        ));
+        assert!(
+            !is_our_process(me, Path::new("/no/such/conf")),
+            "a process without the node's config is not the node"
+        );
+    }
+
+    #[test]
+    fn state_after_paren_in_command_name() {
+        assert_eq!(proc_state("123 (a) b) S 1 2"), Some('S'));
+        assert_eq!(proc_state("123 (java) Z 1"), Some('Z'));
+    }
+
+    #[test]
+    fn tail_since_skips_earlier_runs() {
+        let dir = std::env::temp_dir().join(format!("caplab-tail-{}", std::process::id()));
+        std::fs::write(&dir, "old 1\nold 2\nnew 1\nnew 2\nnew 3\n").unwrap();
+        assert_eq!(tail_since(&dir, 12, 10), "new 1\nnew 2\nnew 3");
+        assert_eq!(tail(&dir, 2), "new 2\nnew 3");
+        std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn nothing_listening_is_not_ready() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        assert!(!cql_ready(addr));
+    }
+}

@@ -1,0 +1,114 @@
+//! Helpers for integration tests: each test gets its own caplab home, loopback address and
+//! JMX ports, drives the real `caplab` binary, and stops its nodes when it ends (even on a
+//! failed assertion). Tests that start JVMs take a lock so two never boot at once on a
+//! 2-core machine.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+
+static JVM_LOCK: Mutex<()> = Mutex::new(());
+
+/// Serialises tests that start Cassandra nodes.
+pub fn jvm_lock() -> MutexGuard<'static, ()> {
+    JVM_LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub struct Lab {
+    pub home: PathBuf,
+    pub address: String,
+    pub jmx_port: u16,
+}
+
+impl Lab {
+    /// A fresh home for test `name`; nodes listen from `address` with JMX from `jmx_port`.
+    pub fn new(name: &str, address: &str, jmx_port: u16) -> Lab {
+        let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("caplab-tests")
+            .join(name);
+        let lab = Lab {
+            home,
+            address: address.into(),
+            jmx_port,
+        };
+        // Left over from an aborted earlier run: stop and remove.
+        if lab.home.exists() {
+            lab.caplab(&["node", "wipe", "--force"]);
+            let _ = std::fs::remove_dir_all(&lab.home);
+        }
+        lab
+    }
+
+    pub fn caplab(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_caplab"))
+            .args(args)
+            .env("CAPLAB_HOME", &self.home)
+            .output()
+            .expect("run caplab")
+    }
+
+    /// `caplab node start` on this lab's address and ports with a small heap, plus `extra`.
+    pub fn start(&self, extra: &[&str]) -> Output {
+        let jmx = self.jmx_port.to_string();
+        let mut args = vec!["node", "start", "--address", &self.address, "--jmx-port", &jmx];
+        if !extra.contains(&"--heap") {
+            args.extend(["--heap", "1G"]);
+        }
+        args.extend_from_slice(extra);
+        self.caplab(&args)
+    }
+
+    pub fn cql(&self) -> String {
+        format!("{}:9042", self.address)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.caplab(&["node", "stop", "--no-drain", "--timeout", "20"]);
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts success and shows caplab's output if not.
+#[track_caller]
+pub fn ok(o: Output) -> Output {
+    assert!(
+        o.status.success(),
+        "caplab failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        stdout(&o),
+        stderr(&o)
+    );
+    o
+}
+
+/// Asserts failure (exit 1) and returns stderr.
+#[track_caller]
+pub fn fails(o: Output) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "caplab should have failed:\nstdout:\n{}\nstderr:\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stderr(&o)
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}

@@ -1,0 +1,261 @@
+//! `caplab node` against real Cassandra nodes: provisioning, configuration, lifecycle,
+//! clusters, and the errors users see.
+
+mod common;
+
+use common::{Lab, fails, jvm_lock, ok, runtime, stderr, stdout};
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::statement::Consistency;
+use scylla::statement::unprepared::Statement;
+use std::net::TcpListener;
+
+async fn connect(addr: &str) -> Session {
+    SessionBuilder::new()
+        .known_node(addr)
+        .build()
+        .await
+        .expect("connect to the node")
+}
+
+async fn count(s: &Session, table: &str) -> i64 {
+    let r = s
+        .query_unpaged(format!("SELECT count(*) FROM {table}"), ())
+        .await
+        .unwrap();
+    r.into_rows_result().unwrap().single_row::<(i64,)>().unwrap().0
+}
+
+fn state_file(lab: &Lab, node: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(lab.home.join("nodes").join(node).join("state.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// E1's server setup: trie memtable with 64 shards, off-heap objects, 8 flush writers, big format.
+const E1_SETTINGS: &[&str] = &[
+    "--set",
+    "memtable.configurations.trie.class_name=TrieMemtable",
+    "--set",
+    "memtable.configurations.trie.parameters.shards=64",
+    "--set",
+    "memtable.configurations.default.inherits=trie",
+    "--set",
+    "memtable_allocation_type=offheap_objects",
+    "--set",
+    "memtable_flush_writers=8",
+    "--set",
+    "sstable.selected_format=big",
+];
+
+#[test]
+fn single_node_lifecycle_keeps_data_and_applies_overrides() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("lifecycle", "127.0.10.1", 7410);
+    let started = ok(lab.start(E1_SETTINGS));
+    let out = stdout(&started);
+    assert!(
+        out.contains("127.0.10.1:9042") && out.contains("Cassandra 5.0.9") && out.contains("pid "),
+        "{out}"
+    );
+    let first_pid = state_file(&lab, "node1")["pid"]
+        .as_u64()
+        .expect("running node has a pid");
+
+    let rt = runtime();
+    rt.block_on(async {
+        let s = connect(&lab.cql()).await;
+        s.query_unpaged(
+            "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+            (),
+        )
+        .await
+        .unwrap();
+        s.query_unpaged("CREATE TABLE ks.t (pk int PRIMARY KEY, v text)", ())
+            .await
+            .unwrap();
+        let insert = s.prepare("INSERT INTO ks.t (pk, v) VALUES (?, ?)").await.unwrap();
+        for i in 0..100i32 {
+            s.execute_unpaged(&insert, (i, format!("value {i}"))).await.unwrap();
+        }
+        assert_eq!(count(&s, "ks.t").await, 100);
+        let r = s.query_unpaged("SELECT v FROM ks.t WHERE pk = 42", ()).await.unwrap();
+        assert_eq!(
+            r.into_rows_result().unwrap().single_row::<(String,)>().unwrap().0,
+            "value 42"
+        );
+        // The --set overrides reached the server.
+        for (name, want) in [
+            ("memtable_flush_writers", "8"),
+            ("memtable_allocation_type", "offheap_objects"),
+        ] {
+            let r = s
+                .query_unpaged("SELECT value FROM system_views.settings WHERE name = ?", (name,))
+                .await
+                .unwrap();
+            assert_eq!(
+                r.into_rows_result().unwrap().single_row::<(String,)>().unwrap().0,
+                want,
+                "{name}"
+            );
+        }
+    });
+
+    // The same configuration again reuses the running node.
+    let again = ok(lab.start(E1_SETTINGS));
+    assert!(stderr(&again).contains("reusing"), "{}", stderr(&again));
+    assert_eq!(state_file(&lab, "node1")["pid"].as_u64(), Some(first_pid));
+    // A different configuration is refused while it runs, naming the difference.
+    let refused = fails(lab.start(&["--heap", "2G"]));
+    assert!(
+        refused.contains("different configuration") && refused.contains("heap") && refused.contains("--restart"),
+        "{refused}"
+    );
+
+    let status = stdout(&ok(lab.caplab(&["node", "status"])));
+    assert!(
+        status.contains("node1") && status.contains("running") && status.contains(&first_pid.to_string()),
+        "{status}"
+    );
+
+    // The node keeps its logs where the state file says.
+    let st = state_file(&lab, "node1");
+    for key in ["system_log", "gc_log"] {
+        let path = st[key].as_str().unwrap();
+        let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 0, "{key} {path} is empty or missing");
+    }
+    let gc = std::fs::read_to_string(st["gc_log"].as_str().unwrap()).unwrap();
+    assert!(gc.contains("Using G1"), "the GC log names the collector");
+
+    ok(lab.caplab(&["node", "stop"]));
+    let status = stdout(&ok(lab.caplab(&["node", "status"])));
+    assert!(status.contains("stopped"), "{status}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{first_pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{first_pid}/cmdline"))
+                .map(|c| !c.contains("CassandraDaemon"))
+                .unwrap_or(true)
+    );
+
+    // Restarting keeps the data.
+    ok(lab.start(E1_SETTINGS));
+    rt.block_on(async {
+        let s = connect(&lab.cql()).await;
+        assert_eq!(count(&s, "ks.t").await, 100);
+    });
+
+    // Wipe refuses a running node, and with --force removes everything.
+    assert!(fails(lab.caplab(&["node", "wipe"])).contains("--force"));
+    ok(lab.caplab(&["node", "wipe", "--force"]));
+    assert!(!lab.home.join("nodes/node1").exists());
+}
+
+#[test]
+fn bad_override_fails_with_cassandras_reason_and_log_path() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("bad-override", "127.0.11.1", 7420);
+    let err = fails(lab.start(&["--set", "no_such_setting=3"]));
+    assert!(err.contains("exited during startup"), "{err}");
+    assert!(err.contains("no_such_setting"), "names the bad key: {err}");
+    assert!(
+        err.contains(&lab.home.join("nodes/node1/logs/system.log").display().to_string()),
+        "gives the log path: {err}"
+    );
+    assert!(stdout(&ok(lab.caplab(&["node", "status"]))).contains("stopped"));
+}
+
+#[test]
+fn a_taken_port_is_refused_before_starting_java() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("port-in-use", "127.0.12.1", 7430);
+    let _holder = TcpListener::bind("127.0.12.1:9042").unwrap();
+    let err = fails(lab.start(&[]));
+    assert!(
+        err.contains("127.0.12.1:9042 is in use") && err.contains("--address"),
+        "{err}"
+    );
+}
+
+#[test]
+fn three_nodes_form_one_cluster_that_takes_quorum_writes() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("three-nodes", "127.0.13.1", 7440);
+    let out = stdout(&ok(lab.start(&["--nodes", "3", "--heap", "768M"])));
+    for a in ["127.0.13.1:9042", "127.0.13.2:9042", "127.0.13.3:9042"] {
+        assert!(out.contains(a), "{out}");
+    }
+    runtime().block_on(async {
+        let s = connect(&lab.cql()).await;
+        let r = s.query_unpaged("SELECT peer FROM system.peers_v2", ()).await.unwrap();
+        assert_eq!(r.into_rows_result().unwrap().rows_num(), 2, "node1 sees two peers");
+        assert_eq!(
+            s.get_cluster_state().get_nodes_info().len(),
+            3,
+            "the driver sees three nodes"
+        );
+        s.query_unpaged(
+            "CREATE KEYSPACE rf3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+            (),
+        )
+        .await
+        .unwrap();
+        s.query_unpaged("CREATE TABLE rf3.t (pk int PRIMARY KEY, v int)", ())
+            .await
+            .unwrap();
+        for i in 0..50i32 {
+            let mut st = Statement::new("INSERT INTO rf3.t (pk, v) VALUES (?, ?)");
+            st.set_consistency(Consistency::Quorum);
+            s.query_unpaged(st, (i, i)).await.unwrap();
+        }
+        let mut all = Statement::new("SELECT count(*) FROM rf3.t");
+        all.set_consistency(Consistency::All);
+        let n = s
+            .query_unpaged(all, ())
+            .await
+            .unwrap()
+            .into_rows_result()
+            .unwrap()
+            .single_row::<(i64,)>()
+            .unwrap()
+            .0;
+        assert_eq!(n, 50, "every replica has every row");
+    });
+}
+
+#[test]
+fn cassandra_6_0_alpha2_starts_on_the_machines_jdk() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("six-oh", "127.0.14.1", 7450);
+    ok(lab.start(&["--version", "6.0-alpha2"]));
+    runtime().block_on(async {
+        let s = connect(&lab.cql()).await;
+        let r = s
+            .query_unpaged("SELECT release_version FROM system.local", ())
+            .await
+            .unwrap();
+        let v = r.into_rows_result().unwrap().single_row::<(String,)>().unwrap().0;
+        assert!(v.starts_with("6.0"), "release_version {v}");
+    });
+}
+
+#[test]
+fn an_unpublished_version_is_named_as_such() {
+    let lab = Lab::new("unpublished", "127.0.15.1", 7460);
+    let err = fails(lab.start(&["--version", "5.0.99"]));
+    assert!(
+        err.contains("not published on Maven Central") && err.contains("5.0.99"),
+        "{err}"
+    );
+}
+
+#[test]
+fn flags_are_checked_before_anything_runs() {
+    let lab = Lab::new("bad-flags", "127.0.16.1", 7470);
+    assert!(fails(lab.start(&["--heap", "lots"])).contains("not a heap size"));
+    assert!(fails(lab.start(&["--set", "memtable_flush_writers"])).contains("key=value"));
+    assert!(fails(lab.start(&["--java", "/nonexistent/jdk"])).contains("is not a JDK"));
+    assert!(fails(lab.start(&["--gc", "zgc-generational", "--java", "17"])).contains("JDK 21"));
+    let usage = lab.start(&["--gc", "cms"]);
+    assert_eq!(usage.status.code(), Some(2), "clap usage errors exit 2");
+    assert!(!lab.home.join("nodes").exists(), "nothing was created");
+}
