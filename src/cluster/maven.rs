@@ -33,7 +33,8 @@ pub fn resolve(home: &Home, version: &str, say: &mut dyn FnMut(&str)) -> Result<
     let log_path = dir.join("mvn.log");
     let log = std::fs::File::create(&log_path)?;
     let status = Command::new("mvn")
-        .args(["-B", "-f"])
+        // -U: a version missing on an earlier try may have been published since.
+        .args(["-B", "-U", "-f"])
         .arg(&pom)
         .arg("dependency:copy-dependencies")
         .arg(format!("-DoutputDirectory={}", partial.display()))
@@ -121,9 +122,11 @@ fn count_jars(dir: &Path) -> Result<usize> {
 
 /// Turns Maven's output into one paragraph that names the fix.
 pub fn explain_failure(version: &str, mvn_output: &str, log: &Path) -> String {
-    if mvn_output.contains(&format!(
-        "Could not find artifact org.apache.cassandra:cassandra-all:jar:{version}"
-    )) {
+    let artifact = format!("org.apache.cassandra:cassandra-all:jar:{version}");
+    let missing = mvn_output
+        .lines()
+        .any(|l| l.contains(&artifact) && (l.contains("Could not find artifact") || l.contains("was not found in")));
+    if missing {
         return format!(
             "Cassandra {version} is not published on Maven Central as org.apache.cassandra:cassandra-all: \
              check the version (for example 5.0.9 or 6.0-alpha2). Maven's log: {}",
@@ -174,6 +177,9 @@ mod tests {
         let missing =
             "[ERROR] Failed ... Could not find artifact org.apache.cassandra:cassandra-all:jar:0.0.1 in central";
         assert!(explain_failure("0.0.1", missing, log).contains("not published"));
+        // Maven words it differently once the miss is cached in ~/.m2.
+        let cached = "[ERROR] Failed: org.apache.cassandra:cassandra-all:jar:0.0.1 was not found in https://x during a previous attempt.";
+        assert!(explain_failure("0.0.1", cached, log).contains("not published"));
         let offline = "[ERROR] Could not transfer artifact ... java.net.UnknownHostException: repo";
         assert!(explain_failure("5.0.9", offline, log).contains("could not be reached"));
         assert!(explain_failure("5.0.9", "[ERROR] boom", log).contains("[ERROR] boom"));
