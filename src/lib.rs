@@ -1,7 +1,12 @@
 //! caplab: a performance lab for Apache Cassandra.
 //!
-//! The binary in `main.rs` is only a command line over these modules, so that tests and
-//! other tools can drive each stage directly.
+//! Data flows one way: a workload (`workload`) is driven by the engine (`engine`) over a CQL
+//! session (`client`), measurements are recorded and written (`metrics`), and the command
+//! line (`cli`) wires them together. `cluster` provisions the nodes being measured.
 
 pub mod cli;
+pub mod client;
 pub mod cluster;
+pub mod engine;
+pub mod metrics;
+pub mod workload;

@@ -1,0 +1,169 @@
+//! The CQL connection to the cluster under test: contact points, datacenter, consistency,
+//! connections per host, compression, authentication, timeouts; and how driver errors are
+//! counted by kind.
+
+use anyhow::{Result, bail};
+use scylla::client::PoolSize;
+use scylla::client::execution_profile::ExecutionProfile;
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use scylla::frame::Compression;
+use scylla::policies::load_balancing::DefaultPolicy;
+use scylla::statement::Consistency;
+use serde::Serialize;
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use crate::metrics::ErrorKind;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientOptions {
+    /// Contact points, `host` or `host:port`.
+    pub hosts: Vec<String>,
+    /// Prefer coordinators in this datacenter.
+    pub dc: Option<String>,
+    #[serde(serialize_with = "consistency_name")]
+    pub consistency: Consistency,
+    pub connections_per_host: usize,
+    pub compression: bool,
+    pub user: Option<String>,
+    #[serde(skip)]
+    pub password: Option<String>,
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+fn consistency_name<S: serde::Serializer>(c: &Consistency, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{c:?}"))
+}
+
+/// `one`, `local_quorum`, … → Consistency.
+pub fn parse_consistency(s: &str) -> Result<Consistency> {
+    Ok(match s.to_ascii_lowercase().replace('-', "_").as_str() {
+        "any" => Consistency::Any,
+        "one" => Consistency::One,
+        "two" => Consistency::Two,
+        "three" => Consistency::Three,
+        "quorum" => Consistency::Quorum,
+        "all" => Consistency::All,
+        "local_quorum" => Consistency::LocalQuorum,
+        "each_quorum" => Consistency::EachQuorum,
+        "local_one" => Consistency::LocalOne,
+        _ => bail!(
+            "'{s}' is not a consistency level: use one of any, one, two, three, quorum, all, local_quorum, each_quorum, local_one"
+        ),
+    })
+}
+
+/// Connects, failing within the connect timeout with a message that names the fix.
+pub async fn connect(o: &ClientOptions) -> Result<Session> {
+    let mut policy = DefaultPolicy::builder().token_aware(true);
+    if let Some(dc) = &o.dc {
+        policy = policy.prefer_datacenter(dc.clone()).permit_dc_failover(false);
+    }
+    let profile = ExecutionProfile::builder()
+        .consistency(o.consistency)
+        .request_timeout(Some(o.request_timeout))
+        .load_balancing_policy(policy.build())
+        .build();
+    let hosts: Vec<String> = o
+        .hosts
+        .iter()
+        .map(|h| {
+            if h.contains(':') {
+                h.clone()
+            } else {
+                format!("{h}:9042")
+            }
+        })
+        .collect();
+    let mut b = SessionBuilder::new()
+        .known_nodes(&hosts)
+        .connection_timeout(o.connect_timeout)
+        .pool_size(PoolSize::PerHost(
+            NonZeroUsize::new(o.connections_per_host.max(1)).unwrap(),
+        ))
+        .default_execution_profile_handle(profile.into_handle());
+    if o.compression {
+        b = b.compression(Some(Compression::Lz4));
+    }
+    if let Some(u) = &o.user {
+        b = b.user(u, o.password.clone().unwrap_or_default());
+    }
+    match tokio::time::timeout(o.connect_timeout + Duration::from_secs(2), b.build()).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => bail!(
+            "cannot connect to {}: {e}. Is Cassandra running there? Start a local node with 'caplab node start', \
+             or pass --hosts with the cluster's contact points",
+            hosts.join(", ")
+        ),
+        Err(_) => bail!(
+            "no answer from {} within {}s: check the address and that the native transport port is open",
+            hosts.join(", "),
+            (o.connect_timeout + Duration::from_secs(2)).as_secs()
+        ),
+    }
+}
+
+/// What kind of failure an execution error is, for counting.
+pub fn classify(e: &ExecutionError) -> ErrorKind {
+    match e {
+        ExecutionError::RequestTimeout(_) => ErrorKind::ClientTimeout,
+        ExecutionError::ConnectionPoolError(_) | ExecutionError::EmptyPlan => ErrorKind::Connection,
+        ExecutionError::LastAttemptError(a) => match a {
+            RequestAttemptError::DbError(db, _) => match db {
+                DbError::ReadTimeout { .. } | DbError::WriteTimeout { .. } => ErrorKind::ServerTimeout,
+                DbError::Unavailable { .. } => ErrorKind::Unavailable,
+                DbError::Overloaded | DbError::RateLimitReached { .. } => ErrorKind::Overloaded,
+                _ => ErrorKind::Other,
+            },
+            RequestAttemptError::BrokenConnectionError(_) | RequestAttemptError::UnableToAllocStreamId => {
+                ErrorKind::Connection
+            }
+            _ => ErrorKind::Other,
+        },
+        _ => ErrorKind::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consistency_names() {
+        assert_eq!(parse_consistency("LOCAL_QUORUM").unwrap(), Consistency::LocalQuorum);
+        assert_eq!(parse_consistency("local-one").unwrap(), Consistency::LocalOne);
+        assert!(
+            parse_consistency("most")
+                .unwrap_err()
+                .to_string()
+                .contains("local_quorum")
+        );
+    }
+
+    #[test]
+    fn timeouts_are_told_apart() {
+        assert_eq!(
+            classify(&ExecutionError::RequestTimeout(Duration::from_secs(1))),
+            ErrorKind::ClientTimeout
+        );
+        let wt = DbError::WriteTimeout {
+            consistency: Consistency::One,
+            received: 0,
+            required: 1,
+            write_type: scylla::errors::WriteType::Simple,
+        };
+        assert_eq!(
+            classify(&ExecutionError::LastAttemptError(RequestAttemptError::DbError(
+                wt,
+                String::new()
+            ))),
+            ErrorKind::ServerTimeout
+        );
+        let ov = RequestAttemptError::DbError(DbError::Overloaded, String::new());
+        assert_eq!(classify(&ExecutionError::LastAttemptError(ov)), ErrorKind::Overloaded);
+        assert_eq!(classify(&ExecutionError::EmptyPlan), ErrorKind::Connection);
+    }
+}

@@ -1,0 +1,57 @@
+//! The per-second CSV (columns of the E5 talk's client metrics): one row per interval and
+//! operation type, written unbuffered so each second is on disk when it ends.
+
+use anyhow::Result;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::Write;
+use std::time::SystemTime;
+
+use super::Interval;
+
+pub const HEADER: &str = "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs\n";
+
+pub struct CsvLog {
+    file: File,
+    host: String,
+    line: String,
+}
+
+impl CsvLog {
+    /// `host` names the client machine (several loaders write one CSV each).
+    pub fn create(mut file: File, host: String) -> Result<CsvLog> {
+        file.write_all(HEADER.as_bytes())?;
+        Ok(CsvLog {
+            file,
+            host,
+            line: String::with_capacity(256),
+        })
+    }
+
+    /// One row per operation type; an interval where a type completed nothing gets a row
+    /// with count 0 and empty latencies, so every second is present.
+    pub fn write(&mut self, started: SystemTime, interval: &Interval, ops: &[(String, String)]) -> Result<()> {
+        let when = humantime::format_rfc3339_millis(started + interval.start + interval.length);
+        for ((op, table), s) in ops.iter().zip(&interval.ops) {
+            self.line.clear();
+            let h = &s.response;
+            let ms = |v: u64| v as f64 / 1e6;
+            write!(self.line, "{when},{},{table},{op},{}", self.host, s.ok)?;
+            if h.is_empty() {
+                self.line.push_str(",,,,,\n");
+            } else {
+                writeln!(
+                    self.line,
+                    ",{:.3},{:.3},{:.3},{:.3},{:.3}",
+                    ms(h.min()),
+                    ms(h.value_at_quantile(0.5)),
+                    h.mean() / 1e6,
+                    ms(h.value_at_quantile(0.999)),
+                    ms(h.max())
+                )?;
+            }
+            self.file.write_all(self.line.as_bytes())?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,314 @@
+//! Recording: the engine's workers write into shards (a worker always uses the same one, and
+//! there are several per thread), so recording an operation takes an uncontended lock. Once
+//! per interval the collector swaps each shard out and merges them.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Latencies are recorded in nanoseconds, from 1 µs (3 significant digits) to one hour;
+/// longer ones are clamped to the top.
+pub const LOWEST_NS: u64 = 1_000;
+pub const HIGHEST_NS: u64 = 3_600_000_000_000;
+pub const SIGFIG: u8 = 3;
+
+/// An operation that started this much after its intended time did not start on time.
+pub const LATE_NS: u64 = 10_000_000;
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGFIG).expect("valid histogram bounds")
+}
+
+/// What went wrong with an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The server's read or write timeout (the coordinator gave up on replicas).
+    ServerTimeout,
+    /// The client's own request timeout.
+    ClientTimeout,
+    Unavailable,
+    Overloaded,
+    /// No connection could carry the request.
+    Connection,
+    Other,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::ServerTimeout,
+        ErrorKind::ClientTimeout,
+        ErrorKind::Unavailable,
+        ErrorKind::Overloaded,
+        ErrorKind::Connection,
+        ErrorKind::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::ServerTimeout => "server_timeout",
+            ErrorKind::ClientTimeout => "client_timeout",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::Connection => "connection",
+            ErrorKind::Other => "other",
+        }
+    }
+}
+
+/// Everything measured for one operation type over some time.
+#[derive(Debug, Clone)]
+pub struct OpStats {
+    /// Completion minus intended start, successful operations.
+    pub response: Histogram<u64>,
+    /// Completion minus actual send, successful operations.
+    pub service: Histogram<u64>,
+    /// Completion minus intended start, failed operations.
+    pub error_response: Histogram<u64>,
+    pub ok: u64,
+    pub rows: u64,
+    pub partitions: u64,
+    pub errors: [u64; ErrorKind::ALL.len()],
+    /// Operations that started more than `LATE_NS` after their intended time.
+    pub late: u64,
+    /// Largest start delay behind schedule, ns.
+    pub max_lag_ns: u64,
+    /// Operations completed during warm-up (not in the histograms).
+    pub warmup_ops: u64,
+}
+
+impl Default for OpStats {
+    fn default() -> Self {
+        OpStats {
+            response: new_histogram(),
+            service: new_histogram(),
+            error_response: new_histogram(),
+            ok: 0,
+            rows: 0,
+            partitions: 0,
+            errors: [0; ErrorKind::ALL.len()],
+            late: 0,
+            max_lag_ns: 0,
+            warmup_ops: 0,
+        }
+    }
+}
+
+impl OpStats {
+    pub fn error_count(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    pub fn add(&mut self, o: &OpStats) {
+        self.response.add(&o.response).expect("same bounds");
+        self.service.add(&o.service).expect("same bounds");
+        self.error_response.add(&o.error_response).expect("same bounds");
+        self.ok += o.ok;
+        self.rows += o.rows;
+        self.partitions += o.partitions;
+        for (a, b) in self.errors.iter_mut().zip(o.errors) {
+            *a += b;
+        }
+        self.late += o.late;
+        self.max_lag_ns = self.max_lag_ns.max(o.max_lag_ns);
+        self.warmup_ops += o.warmup_ops;
+    }
+
+    /// Zeroes the counts, keeping the histograms' memory.
+    pub fn reset(&mut self) {
+        self.response.reset();
+        self.service.reset();
+        self.error_response.reset();
+        self.ok = 0;
+        self.rows = 0;
+        self.partitions = 0;
+        self.errors = [0; ErrorKind::ALL.len()];
+        self.late = 0;
+        self.max_lag_ns = 0;
+        self.warmup_ops = 0;
+    }
+}
+
+/// One completed operation, as the engine reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct Completion {
+    pub op: usize,
+    pub intended: Instant,
+    pub sent: Instant,
+    pub done: Instant,
+    /// Rows and partitions written or read, or the error.
+    pub result: Result<(u64, u64), ErrorKind>,
+    /// False for warm-up operations.
+    pub measured: bool,
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn op_stats(op_types: usize) -> Vec<OpStats> {
+    (0..op_types).map(|_| OpStats::default()).collect()
+}
+
+/// The shards of one run.
+pub struct Recorder {
+    shards: Vec<Mutex<Vec<OpStats>>>,
+    /// Empty stats swapped into a shard at each drain, so the shard's lock is held only for
+    /// the swap and never while histograms are merged.
+    spare: Mutex<Vec<OpStats>>,
+    op_types: usize,
+}
+
+impl Recorder {
+    pub fn new(shards: usize, op_types: usize) -> Recorder {
+        let shards = (0..shards.max(1)).map(|_| Mutex::new(op_stats(op_types))).collect();
+        Recorder {
+            shards,
+            spare: Mutex::new(op_stats(op_types)),
+            op_types,
+        }
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    pub fn op_types(&self) -> usize {
+        self.op_types
+    }
+
+    /// Records into shard `shard`: the caller (a worker) always passes the same one.
+    pub fn record(&self, shard: usize, c: &Completion) {
+        let mut guard = self.shards[shard % self.shards.len()]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let s = &mut guard[c.op];
+        if !c.measured {
+            s.warmup_ops += 1;
+            return;
+        }
+        let response = ns(c.done.saturating_duration_since(c.intended));
+        let lag = ns(c.sent.saturating_duration_since(c.intended));
+        if lag > LATE_NS {
+            s.late += 1;
+        }
+        s.max_lag_ns = s.max_lag_ns.max(lag);
+        match c.result {
+            Ok((rows, partitions)) => {
+                s.ok += 1;
+                s.rows += rows;
+                s.partitions += partitions;
+                s.response.saturating_record(response);
+                s.service
+                    .saturating_record(ns(c.done.saturating_duration_since(c.sent)));
+            }
+            Err(kind) => {
+                s.errors[kind as usize] += 1;
+                s.error_response.saturating_record(response);
+            }
+        }
+    }
+
+    /// Merges every shard into `into` (one entry per op type, zeroed first) and leaves the
+    /// shards empty. Called by one collector at a time.
+    pub fn drain_into(&self, into: &mut [OpStats]) {
+        into.iter_mut().for_each(OpStats::reset);
+        let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        for shard in &self.shards {
+            std::mem::swap(&mut *shard.lock().unwrap_or_else(|p| p.into_inner()), &mut *spare);
+            for (acc, s) in into.iter_mut().zip(spare.iter_mut()) {
+                acc.add(s);
+                s.reset();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn completion(
+        op: usize,
+        intended_ms: u64,
+        sent_ms: u64,
+        done_ms: u64,
+        result: Result<(u64, u64), ErrorKind>,
+    ) -> Completion {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        Completion {
+            op,
+            intended: at(intended_ms),
+            sent: at(sent_ms),
+            done: at(done_ms),
+            result,
+            measured: true,
+        }
+    }
+
+    #[test]
+    fn records_response_from_intended_and_service_from_send() {
+        let r = Recorder::new(4, 2);
+        r.record(0, &completion(0, 0, 50, 60, Ok((10, 1))));
+        r.record(3, &completion(1, 0, 0, 5, Err(ErrorKind::Overloaded)));
+        r.record(
+            5,
+            &Completion {
+                measured: false,
+                ..completion(0, 0, 0, 1, Ok((1, 1)))
+            },
+        );
+        let mut out = op_stats(2);
+        r.drain_into(&mut out);
+        let insert = &out[0];
+        assert_eq!(
+            (
+                insert.ok,
+                insert.rows,
+                insert.partitions,
+                insert.late,
+                insert.warmup_ops
+            ),
+            (1, 10, 1, 1, 1)
+        );
+        assert!(
+            (insert.response.max() as f64 - 60e6).abs() < 60e3,
+            "response = done - intended"
+        );
+        assert!(
+            (insert.service.max() as f64 - 10e6).abs() < 10e3,
+            "service = done - sent"
+        );
+        assert_eq!(out[1].errors[ErrorKind::Overloaded as usize], 1);
+        assert_eq!(out[1].response.len(), 0, "errors stay out of the success histograms");
+        assert_eq!(out[1].error_response.len(), 1);
+        // Drained shards start empty.
+        r.drain_into(&mut out);
+        assert_eq!(out[0].ok + out[0].response.len() + out[1].error_count(), 0);
+    }
+}
+
+/// One interval's merged measurements.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    /// Since the run started.
+    pub start: Duration,
+    pub length: Duration,
+    /// True when the interval ends before the measured window begins.
+    pub warmup: bool,
+    pub ops: Vec<OpStats>,
+}
+
+impl Interval {
+    /// Whether it holds measured (not warm-up) operations.
+    pub fn has_measured(&self) -> bool {
+        self.ops.iter().any(|o| o.ok + o.error_count() > 0)
+    }
+
+    /// Whether it belongs in the results: after warm-up, or holding measured operations.
+    pub fn is_reported(&self) -> bool {
+        !self.warmup || self.has_measured()
+    }
+}

@@ -1,0 +1,229 @@
+//! The run summary: cassandra-stress's fields (op, partition and row rates, latency mean,
+//! median, 95th, 99th, 99.9th, max, totals, errors, operation time) for response time and
+//! for service time, per operation type and in total.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::recorder::{ErrorKind, OpStats};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Latency {
+    pub count: u64,
+    pub mean_ms: f64,
+    pub median_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Latency {
+    pub fn of(h: &Histogram<u64>) -> Latency {
+        let q = |x| h.value_at_quantile(x) as f64 / 1e6;
+        Latency {
+            count: h.len(),
+            mean_ms: if h.is_empty() { 0.0 } else { h.mean() / 1e6 },
+            median_ms: q(0.5),
+            p95_ms: q(0.95),
+            p99_ms: q(0.99),
+            p999_ms: q(0.999),
+            max_ms: h.max() as f64 / 1e6,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OpSummary {
+    pub name: String,
+    pub ops: u64,
+    pub op_rate: f64,
+    pub partitions: u64,
+    pub partition_rate: f64,
+    pub rows: u64,
+    pub row_rate: f64,
+    /// Completion minus intended start (includes waiting behind schedule).
+    pub response: Latency,
+    /// Completion minus actual send.
+    pub service: Latency,
+    pub errors: BTreeMap<&'static str, u64>,
+    pub error_total: u64,
+    pub late_ops: u64,
+    pub max_lag_ms: f64,
+}
+
+impl OpSummary {
+    pub fn of(name: &str, s: &OpStats, seconds: f64) -> OpSummary {
+        let rate = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+        OpSummary {
+            name: name.to_string(),
+            ops: s.ok,
+            op_rate: rate(s.ok),
+            partitions: s.partitions,
+            partition_rate: rate(s.partitions),
+            rows: s.rows,
+            row_rate: rate(s.rows),
+            response: Latency::of(&s.response),
+            service: Latency::of(&s.service),
+            errors: ErrorKind::ALL
+                .iter()
+                .map(|k| (k.name(), s.errors[*k as usize]))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            error_total: s.error_count(),
+            late_ops: s.late,
+            max_lag_ms: s.max_lag_ns as f64 / 1e6,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Length of the measured window.
+    pub operation_time_s: f64,
+    pub total: OpSummary,
+    pub per_op: Vec<OpSummary>,
+    /// Operations the schedule called for in the measured window that never started.
+    pub not_started: u64,
+}
+
+impl Summary {
+    pub fn of(names: &[String], totals: &[OpStats], measured: Duration, not_started: u64) -> Summary {
+        let secs = measured.as_secs_f64();
+        let mut all = OpStats::default();
+        for t in totals {
+            all.add(t);
+        }
+        Summary {
+            operation_time_s: secs,
+            total: OpSummary::of("total", &all, secs),
+            per_op: names
+                .iter()
+                .zip(totals)
+                .map(|(n, t)| OpSummary::of(n, t, secs))
+                .collect(),
+            not_started,
+        }
+    }
+
+    /// The text printed at the end of a run.
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        let t = &self.total;
+        let per_op = |f: &dyn Fn(&OpSummary) -> String| -> String {
+            if self.per_op.len() < 2 {
+                return String::new();
+            }
+            let parts: Vec<String> = self.per_op.iter().map(|p| format!("{}: {}", p.name, f(p))).collect();
+            format!("  [{}]", parts.join(", "))
+        };
+        let _ = writeln!(o, "Results:");
+        let _ = writeln!(
+            o,
+            "Op rate                   : {:>12} op/s{}",
+            group(t.op_rate),
+            per_op(&|p| format!("{} op/s", group(p.op_rate)))
+        );
+        let _ = writeln!(o, "Partition rate            : {:>12} pk/s", group(t.partition_rate));
+        let _ = writeln!(o, "Row rate                  : {:>12} row/s", group(t.row_rate));
+        for (label, l) in [("Latency", &t.response), ("Service time", &t.service)] {
+            let _ = writeln!(o, "{:<26}: {:>12.3} ms", format!("{label} mean"), l.mean_ms);
+            let _ = writeln!(o, "{:<26}: {:>12.3} ms", format!("{label} median"), l.median_ms);
+            let _ = writeln!(o, "{:<26}: {:>12.3} ms", format!("{label} 95th percentile"), l.p95_ms);
+            let _ = writeln!(o, "{:<26}: {:>12.3} ms", format!("{label} 99th percentile"), l.p99_ms);
+            let _ = writeln!(
+                o,
+                "{:<26}: {:>12.3} ms",
+                format!("{label} 99.9th percentile"),
+                l.p999_ms
+            );
+            let _ = writeln!(o, "{:<26}: {:>12.3} ms", format!("{label} max"), l.max_ms);
+        }
+        let _ = writeln!(o, "Total operations          : {:>12}", group(t.ops as f64));
+        let _ = writeln!(o, "Total partitions          : {:>12}", group(t.partitions as f64));
+        let _ = writeln!(o, "Total rows                : {:>12}", group(t.rows as f64));
+        let kinds: Vec<String> = t.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(
+            o,
+            "Total errors              : {:>12}{}",
+            group(t.error_total as f64),
+            if kinds.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", kinds.join(", "))
+            }
+        );
+        if t.late_ops > 0 || self.not_started > 0 {
+            let _ = writeln!(
+                o,
+                "Behind schedule           : {} ops started >10 ms late (max {:.1} ms), {} never started",
+                group(t.late_ops as f64),
+                t.max_lag_ms,
+                group(self.not_started as f64)
+            );
+        }
+        let secs = self.operation_time_s;
+        let _ = writeln!(
+            o,
+            "Total operation time      : {:02}:{:02}:{:06.3}",
+            (secs / 3600.0) as u64,
+            (secs / 60.0) as u64 % 60,
+            secs % 60.0
+        );
+        o
+    }
+}
+
+/// 1234567.8 → "1,234,568".
+pub fn group(v: f64) -> String {
+    let n = v.round() as u64;
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_totals() {
+        let mut s = OpStats::default();
+        for v in 1..=1000u64 {
+            s.response.record(v * 1_000_000).unwrap();
+            s.service.record(v * 500_000).unwrap();
+        }
+        s.ok = 1000;
+        s.rows = 10_000;
+        s.partitions = 1000;
+        s.errors[ErrorKind::ServerTimeout as usize] = 3;
+        let sum = Summary::of(&["batch".into()], &[s], Duration::from_secs(10), 0);
+        assert_eq!(sum.total.op_rate, 100.0);
+        assert_eq!(sum.total.row_rate, 1000.0);
+        assert!((sum.total.response.median_ms - 500.0).abs() < 1.0);
+        assert!((sum.total.service.max_ms - 500.0).abs() < 1.0);
+        let text = sum.render();
+        assert!(
+            text.contains("Row rate                  :        1,000 row/s"),
+            "{text}"
+        );
+        assert!(text.contains("server_timeout 3"), "{text}");
+        assert!(text.contains("Total operation time      : 00:00:10.000"), "{text}");
+    }
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(group(0.0), "0");
+        assert_eq!(group(999.0), "999");
+        assert_eq!(group(1234567.4), "1,234,567");
+    }
+}
