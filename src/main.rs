@@ -5,7 +5,7 @@ use clap::Parser;
 fn main() -> std::process::ExitCode {
     let cli = caplab::cli::Cli::parse();
     match cli.run() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand. `main.rs` parses and dispatches here.
 
 pub mod node;
+pub mod run;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -28,6 +29,9 @@ pub enum Command {
     /// Provision and manage local Cassandra nodes.
     #[command(subcommand)]
     Node(node::NodeCommand),
+    /// Drive a workload against a cluster and record latency and throughput (default: E1 inserts
+    /// for 60 s against the local node, starting one if none runs).
+    Run(Box<run::RunArgs>),
 }
 
 impl Cli {
@@ -38,10 +42,12 @@ impl Cli {
         }
     }
 
-    pub fn run(self) -> anyhow::Result<()> {
+    /// Runs the command; the result is the process exit code.
+    pub fn run(self) -> anyhow::Result<u8> {
         let home = self.home();
         match self.command {
-            Command::Node(cmd) => node::run(&home, cmd),
+            Command::Node(cmd) => node::run(&home, cmd).map(|()| 0),
+            Command::Run(args) => run::run(&home, *args),
         }
     }
 }

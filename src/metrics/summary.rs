@@ -123,32 +123,36 @@ impl Summary {
         let _ = writeln!(o, "Results:");
         let _ = writeln!(
             o,
-            "Op rate                   : {:>12} op/s{}",
+            "Op rate                       : {:>12} op/s{}",
             group(t.op_rate),
             per_op(&|p| format!("{} op/s", group(p.op_rate)))
         );
-        let _ = writeln!(o, "Partition rate            : {:>12} pk/s", group(t.partition_rate));
-        let _ = writeln!(o, "Row rate                  : {:>12} row/s", group(t.row_rate));
+        let _ = writeln!(
+            o,
+            "Partition rate                : {:>12} pk/s",
+            group(t.partition_rate)
+        );
+        let _ = writeln!(o, "Row rate                      : {:>12} row/s", group(t.row_rate));
         for (label, l) in [("Latency", &t.response), ("Service time", &t.service)] {
-            let _ = writeln!(o, "{:<26}: {:>12.3} ms", format!("{label} mean"), l.mean_ms);
-            let _ = writeln!(o, "{:<26}: {:>12.3} ms", format!("{label} median"), l.median_ms);
-            let _ = writeln!(o, "{:<26}: {:>12.3} ms", format!("{label} 95th percentile"), l.p95_ms);
-            let _ = writeln!(o, "{:<26}: {:>12.3} ms", format!("{label} 99th percentile"), l.p99_ms);
+            let _ = writeln!(o, "{:<30}: {:>12.3} ms", format!("{label} mean"), l.mean_ms);
+            let _ = writeln!(o, "{:<30}: {:>12.3} ms", format!("{label} median"), l.median_ms);
+            let _ = writeln!(o, "{:<30}: {:>12.3} ms", format!("{label} 95th percentile"), l.p95_ms);
+            let _ = writeln!(o, "{:<30}: {:>12.3} ms", format!("{label} 99th percentile"), l.p99_ms);
             let _ = writeln!(
                 o,
                 "{:<26}: {:>12.3} ms",
                 format!("{label} 99.9th percentile"),
                 l.p999_ms
             );
-            let _ = writeln!(o, "{:<26}: {:>12.3} ms", format!("{label} max"), l.max_ms);
+            let _ = writeln!(o, "{:<30}: {:>12.3} ms", format!("{label} max"), l.max_ms);
         }
-        let _ = writeln!(o, "Total operations          : {:>12}", group(t.ops as f64));
-        let _ = writeln!(o, "Total partitions          : {:>12}", group(t.partitions as f64));
-        let _ = writeln!(o, "Total rows                : {:>12}", group(t.rows as f64));
+        let _ = writeln!(o, "Total operations              : {:>12}", group(t.ops as f64));
+        let _ = writeln!(o, "Total partitions              : {:>12}", group(t.partitions as f64));
+        let _ = writeln!(o, "Total rows                    : {:>12}", group(t.rows as f64));
         let kinds: Vec<String> = t.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(
             o,
-            "Total errors              : {:>12}{}",
+            "Total errors                  : {:>12}{}",
             group(t.error_total as f64),
             if kinds.is_empty() {
                 String::new()
@@ -159,7 +163,7 @@ impl Summary {
         if t.late_ops > 0 || self.not_started > 0 {
             let _ = writeln!(
                 o,
-                "Behind schedule           : {} ops started >10 ms late (max {:.1} ms), {} never started",
+                "Behind schedule               : {} ops started >10 ms late (max {:.1} ms), {} never started",
                 group(t.late_ops as f64),
                 t.max_lag_ms,
                 group(self.not_started as f64)
@@ -168,7 +172,7 @@ impl Summary {
         let secs = self.operation_time_s;
         let _ = writeln!(
             o,
-            "Total operation time      : {:02}:{:02}:{:06.3}",
+            "Total operation time          : {:02}:{:02}:{:06.3}",
             (secs / 3600.0) as u64,
             (secs / 60.0) as u64 % 60,
             secs % 60.0
@@ -213,11 +217,11 @@ mod tests {
         assert!((sum.total.service.max_ms - 500.0).abs() < 1.0);
         let text = sum.render();
         assert!(
-            text.contains("Row rate                  :        1,000 row/s"),
+            text.contains("Row rate                      :        1,000 row/s"),
             "{text}"
         );
         assert!(text.contains("server_timeout 3"), "{text}");
-        assert!(text.contains("Total operation time      : 00:00:10.000"), "{text}");
+        assert!(text.contains("Total operation time          : 00:00:10.000"), "{text}");
     }
 
     #[test]

@@ -1,0 +1,252 @@
+//! `caplab run` against a real node: operation counts, rows in the table, rates, and the
+//! files a user reads afterwards; and what happens when the cluster is not there or goes away.
+
+mod common;
+
+use common::{Lab, fails, jvm_lock, ok, runtime, stderr, stdout};
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use scylla::client::session_builder::SessionBuilder;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn result_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap()
+}
+
+fn rows_in(addr: &str, table: &str) -> i64 {
+    runtime().block_on(async {
+        let s = SessionBuilder::new().known_node(addr).build().await.unwrap();
+        let r = s
+            .query_unpaged(format!("SELECT count(*) FROM caplab.{table}"), ())
+            .await
+            .unwrap();
+        r.into_rows_result().unwrap().single_row::<(i64,)>().unwrap().0
+    })
+}
+
+/// Counts per tag in an interval log, decoding every histogram.
+fn hlog_counts(path: &Path) -> (BTreeMap<String, u64>, Vec<String>) {
+    use base64::Engine;
+    let bytes = std::fs::read(path).unwrap();
+    let text = String::from_utf8_lossy(&bytes).to_string();
+    let headers: Vec<String> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Tag="))
+        .map(String::from)
+        .collect();
+    let mut counts = BTreeMap::new();
+    let mut de = Deserializer::new();
+    for entry in IntervalLogIterator::new(&bytes) {
+        if let LogEntry::Interval(h) = entry.expect("a valid interval log line") {
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(h.encoded_histogram())
+                .unwrap();
+            let hist: Histogram<u64> = de.deserialize(&mut raw.as_slice()).unwrap();
+            let max_ms = hist.max() as f64 / 1e6;
+            assert!(
+                (h.max() - max_ms).abs() < 0.01,
+                "Interval_Max is the max in ms (divisor 1e6)"
+            );
+            *counts.entry(h.tag().unwrap().as_str().to_string()).or_default() += hist.len();
+        }
+    }
+    (counts, headers)
+}
+
+#[test]
+fn insert_and_batch_runs_write_exactly_what_they_report() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("run-e1", "127.0.20.1", 7480);
+    ok(lab.start(&[]));
+    let hosts = lab.cql();
+
+    // insert: 10 s at 2,000 ops/s, after 5 s of warm-up for the freshly started (cold) node.
+    let out = lab.home.join("results-insert");
+    let run = ok(lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--warmup",
+        "5s",
+        "--duration",
+        "10s",
+        "--rate",
+        "2000",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let text = stdout(&run);
+    assert!(
+        text.contains("Op rate") && text.contains("Latency 99.9th percentile") && text.contains("Service time max"),
+        "{text}"
+    );
+    let doc = result_json(&out);
+    assert_eq!(doc["status"], "completed");
+    let total = &doc["summary"]["total"];
+    let n = total["ops"].as_u64().unwrap();
+    assert!((19_800..=20_200).contains(&n), "10 s at 2,000/s is 20,000 ±1 %: {n}");
+    assert_eq!(total["error_total"], 0);
+    let warmup_ops = (doc["started_ops"].as_u64().unwrap() - n) as i64;
+    assert!(
+        (9_900..=10_100).contains(&warmup_ops),
+        "5 s of warm-up at 2,000/s: {warmup_ops}"
+    );
+    assert_eq!(
+        rows_in(&hosts, "e1_insert") - warmup_ops,
+        n as i64,
+        "the table holds exactly the rows written"
+    );
+
+    // The interval log holds the same operations as the summary, in Java's format.
+    let (counts, headers) = hlog_counts(&out.join("latency.hlog"));
+    assert_eq!(counts["insert.response"], n);
+    assert_eq!(counts["insert.service"], n);
+    assert!(headers.iter().any(|h| h == "#[Histogram log format version 1.3]"));
+    assert!(headers.iter().any(|h| h.starts_with("#[StartTime: ")));
+    assert!(
+        headers
+            .iter()
+            .any(|h| h.starts_with("\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\""))
+    );
+    // So does the summary's encoded histogram in result.json.
+    {
+        use base64::Engine;
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(doc["histograms"]["insert.response"].as_str().unwrap())
+            .unwrap();
+        let h: Histogram<u64> = Deserializer::new().deserialize(&mut raw.as_slice()).unwrap();
+        assert_eq!(h.len(), n);
+    }
+
+    // The CSV: the E5 columns, one row per second (plus the last partial one), counts adding up.
+    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!((10..=11).contains(&rows.len()), "one row per second: {}", rows.len());
+    assert!(
+        rows.iter()
+            .all(|r| r.len() == 10 && r[2] == "e1_insert" && r[3] == "insert")
+    );
+    let csv_total: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
+    assert_eq!(csv_total, n);
+    assert!(
+        rows[..9].iter().all(|r| r[4].parse::<u64>().unwrap() > 0),
+        "every full second has operations: {csv}"
+    );
+
+    // batch: 5 s at 300 batches/s of 10 rows.
+    let out = lab.home.join("results-batch");
+    ok(lab.caplab(&[
+        "run",
+        "--workload",
+        "batch",
+        "--hosts",
+        &hosts,
+        "--duration",
+        "5s",
+        "--rate",
+        "300",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let total = result_json(&out)["summary"]["total"].clone();
+    let ops = total["ops"].as_u64().unwrap();
+    assert!((1_480..=1_520).contains(&ops), "{ops}");
+    assert_eq!(total["rows"].as_u64().unwrap(), 10 * ops);
+    let ratio = total["row_rate"].as_f64().unwrap() / total["op_rate"].as_f64().unwrap();
+    assert!((ratio - 10.0).abs() < 1e-9, "row rate is 10x op rate: {ratio}");
+    assert_eq!(rows_in(&hosts, "e1_batch"), 10 * ops as i64);
+}
+
+#[test]
+fn unreachable_hosts_fail_within_seconds() {
+    let lab = Lab::new("run-unreachable", "127.0.21.1", 7490);
+    let begin = Instant::now();
+    let err = fails(lab.caplab(&[
+        "run",
+        "--hosts",
+        "127.0.21.1:9042",
+        "--duration",
+        "5s",
+        "--out",
+        lab.home.join("r").to_str().unwrap(),
+    ]));
+    assert!(begin.elapsed() < Duration::from_secs(10), "took {:?}", begin.elapsed());
+    assert!(
+        err.contains("cannot connect to 127.0.21.1:9042") && err.contains("caplab node start"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_run_flags_are_refused() {
+    let lab = Lab::new("run-flags", "127.0.22.1", 7500);
+    let bad = |args: &[&str]| {
+        let o = lab.caplab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        stderr(&o)
+    };
+    assert!(bad(&["run", "--rate", "fast"]).contains("flat out"));
+    assert!(bad(&["run", "--warmup", "a while"]).contains("warm-up"));
+    assert!(bad(&["run", "--duration", "10s", "-n", "5"]).contains("cannot be used with"));
+    assert!(fails(lab.caplab(&["run", "--hosts", "x", "--consistency", "most"])).contains("local_quorum"));
+    assert!(fails(lab.caplab(&["run", "--hosts", "x", "--batch-size", "0"])).contains("--batch-size"));
+}
+
+#[test]
+fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("run-node-dies", "127.0.23.1", 7510);
+    ok(lab.start(&[]));
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(lab.home.join("nodes/node1/state.json")).unwrap()).unwrap();
+    let pid = state["pid"].as_u64().unwrap() as i32;
+    let out = lab.home.join("results");
+    let child = Command::new(env!("CARGO_BIN_EXE_caplab"))
+        .args([
+            "run",
+            "--hosts",
+            &lab.cql(),
+            "--duration",
+            "120s",
+            "--rate",
+            "1000",
+            "--timeout",
+            "2s",
+        ])
+        .args(["--give-up-after", "3s", "--out", out.to_str().unwrap()])
+        .env("CAPLAB_HOME", &lab.home)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    let killed = Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        killed.elapsed() < Duration::from_secs(20),
+        "run ended {:?} after the node died",
+        killed.elapsed()
+    );
+    let err = fails(o);
+    assert!(err.contains("the cluster stopped answering"), "{err}");
+    let doc = result_json(&out);
+    assert_eq!(doc["status"], "failed");
+    let ok_ops = doc["summary"]["total"]["ops"].as_u64().unwrap();
+    assert!(
+        ok_ops > 2_000,
+        "what was measured before the node died is kept: {ok_ops}"
+    );
+    assert!(doc["summary"]["total"]["error_total"].as_u64().unwrap() > 0);
+    let (counts, _) = hlog_counts(&out.join("latency.hlog"));
+    assert_eq!(counts["insert.response"], ok_ops);
+}
