@@ -250,3 +250,136 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
     let (counts, _) = hlog_counts(&out.join("latency.hlog"));
     assert_eq!(counts["insert.response"], ok_ops);
 }
+
+/// A keystore for the node and the PEM certificate clients trust, made with the JDK's keytool.
+/// The driver checks that the certificate names the address it connected to (SAN IP).
+fn make_certificate(dir: &Path, ip: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let ks = dir.join("keystore.jks");
+    let pem = dir.join("node.pem");
+    let _ = std::fs::remove_file(&ks);
+    let keytool = |args: &[&str]| {
+        let o = Command::new("keytool")
+            .args(args)
+            .output()
+            .expect("keytool from the JDK");
+        assert!(
+            o.status.success(),
+            "keytool {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let ks_s = ks.to_str().unwrap();
+    keytool(&[
+        "-genkeypair",
+        "-alias",
+        "node",
+        "-keyalg",
+        "RSA",
+        "-keysize",
+        "2048",
+        "-validity",
+        "30",
+        "-storetype",
+        "JKS",
+        "-keystore",
+        ks_s,
+        "-storepass",
+        "caplab",
+        "-keypass",
+        "caplab",
+        "-dname",
+        &format!("CN={ip}"),
+        "-ext",
+        "bc:c",
+        "-ext",
+        &format!("san=ip:{ip}"),
+    ]);
+    keytool(&[
+        "-exportcert",
+        "-rfc",
+        "-alias",
+        "node",
+        "-keystore",
+        ks_s,
+        "-storepass",
+        "caplab",
+        "-file",
+        pem.to_str().unwrap(),
+    ]);
+    (ks, pem)
+}
+
+#[test]
+fn tls_runs_encrypt_and_check_the_server_certificate() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("run-tls", "127.0.24.1", 7520);
+    let (ks, pem) = make_certificate(&lab.home.join("tls"), "127.0.24.1");
+    // Same address, another (untrusted) authority.
+    let (_, other_pem) = make_certificate(&lab.home.join("tls-other"), "127.0.24.1");
+    let keystore = format!("client_encryption_options.keystore={}", ks.display());
+    // TLS only: a plain-text client is refused.
+    ok(lab.start(&[
+        "--set",
+        "client_encryption_options.enabled=true",
+        "--set",
+        "client_encryption_options.optional=false",
+        "--set",
+        &keystore,
+        "--set",
+        "client_encryption_options.keystore_password=caplab",
+    ]));
+    let hosts = lab.cql();
+    let out = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
+
+    let r = out("tls-ok");
+    let run = ok(lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--tls",
+        "--tls-ca",
+        pem.to_str().unwrap(),
+        "-n",
+        "2000",
+        "--rate",
+        "1000",
+        "--out",
+        &r,
+    ]));
+    assert!(stdout(&run).contains("Total operations"), "{}", stdout(&run));
+    assert_eq!(result_json(Path::new(&r))["summary"]["total"]["ops"], 2000);
+
+    let plain = fails(lab.caplab(&["run", "--hosts", &hosts, "-n", "10", "--out", &out("plain")]));
+    assert!(
+        plain.contains("cannot connect") || plain.contains("no answer"),
+        "{plain}"
+    );
+    let untrusted = fails(lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--tls",
+        "--tls-ca",
+        other_pem.to_str().unwrap(),
+        "-n",
+        "10",
+        "--out",
+        &out("untrusted"),
+    ]));
+    assert!(
+        untrusted.contains("cannot connect"),
+        "a server whose certificate is not trusted is refused: {untrusted}"
+    );
+    ok(lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--tls",
+        "--tls-insecure",
+        "-n",
+        "10",
+        "--out",
+        &out("insecure"),
+    ]));
+}

@@ -66,6 +66,15 @@ pub struct RunArgs {
     pub user: Option<String>,
     #[arg(long, env = "CAPLAB_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
+    /// Encrypt connections with TLS.
+    #[arg(long)]
+    pub tls: bool,
+    /// PEM certificate authority (or server certificate) to trust with --tls; default: the system's.
+    #[arg(long, value_name = "PEM", requires = "tls")]
+    pub tls_ca: Option<PathBuf>,
+    /// With --tls, accept any server certificate (encrypted but unauthenticated).
+    #[arg(long, requires = "tls")]
+    pub tls_insecure: bool,
     /// Client request timeout.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "12s")]
     pub timeout: Duration,
@@ -163,6 +172,9 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
         password: args.password.clone(),
         request_timeout: args.timeout,
         connect_timeout: Duration::from_secs(3),
+        tls: args.tls,
+        tls_ca: args.tls_ca.clone(),
+        tls_insecure: args.tls_insecure,
     };
     let ecfg = EngineConfig {
         rate: args.rate,

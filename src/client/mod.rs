@@ -32,6 +32,12 @@ pub struct ClientOptions {
     pub password: Option<String>,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
+    /// Encrypt connections (client_encryption_options on the server).
+    pub tls: bool,
+    /// PEM file of the certificate authority (or the server certificate) to trust.
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// Accept any server certificate (encrypts, but does not authenticate the server).
+    pub tls_insecure: bool,
 }
 
 fn consistency_name<S: serde::Serializer>(c: &Consistency, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -91,8 +97,16 @@ pub async fn connect(o: &ClientOptions) -> Result<Session> {
     if let Some(u) = &o.user {
         b = b.user(u, o.password.clone().unwrap_or_default());
     }
+    if o.tls {
+        b = b.tls_context(Some(tls_context(o)?));
+    }
     match tokio::time::timeout(o.connect_timeout + Duration::from_secs(2), b.build()).await {
         Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) if e.to_string().contains("certificate verify failed") => bail!(
+            "cannot connect to {}: the server's TLS certificate is not trusted ({e}). Pass --tls-ca with the PEM \
+             certificate of its authority, or --tls-insecure to encrypt without checking it",
+            hosts.join(", ")
+        ),
         Ok(Err(e)) => bail!(
             "cannot connect to {}: {e}. Is Cassandra running there? Start a local node with 'caplab node start', \
              or pass --hosts with the cluster's contact points",
@@ -104,6 +118,27 @@ pub async fn connect(o: &ClientOptions) -> Result<Session> {
             (o.connect_timeout + Duration::from_secs(2)).as_secs()
         ),
     }
+}
+
+fn tls_context(o: &ClientOptions) -> Result<openssl::ssl::SslContext> {
+    use openssl::ssl::{SslContextBuilder, SslMethod, SslVerifyMode};
+    let mut ctx = SslContextBuilder::new(SslMethod::tls())?;
+    if let Some(ca) = &o.tls_ca {
+        ctx.set_ca_file(ca).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot read the certificate authority {}: {e}. Give a PEM file (keytool -exportcert -rfc writes one)",
+                ca.display()
+            )
+        })?;
+    } else {
+        ctx.set_default_verify_paths()?;
+    }
+    ctx.set_verify(if o.tls_insecure {
+        SslVerifyMode::NONE
+    } else {
+        SslVerifyMode::PEER
+    });
+    Ok(ctx.build())
 }
 
 /// What kind of failure an execution error is, for counting.

@@ -156,7 +156,8 @@ fn clock_ticks() -> i64 {
         .unwrap_or(100)
 }
 
-/// Asks the native transport for its OPTIONS: true once the node serves CQL.
+/// True once the node's native transport listens (the last step of startup): it answers a
+/// CQL OPTIONS request with SUPPORTED, or, when it requires TLS, rejects the plain request.
 pub fn cql_ready(addr: SocketAddr) -> bool {
     let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
         return false;
@@ -167,8 +168,15 @@ pub fn cql_ready(addr: SocketAddr) -> bool {
         return false;
     }
     let mut header = [0u8; 9];
-    // A v4 response with opcode SUPPORTED (6).
-    s.read_exact(&mut header).is_ok() && header[0] == 0x84 && header[4] == 0x06
+    match s.read_exact(&mut header) {
+        // A v4 response with opcode SUPPORTED (6).
+        Ok(()) => header[0] == 0x84 && header[4] == 0x06,
+        // A TLS-only port answers plain text with an alert or by closing: it is listening.
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+        ),
+    }
 }
 
 /// The last `n` lines of a text file (empty if it cannot be read).
