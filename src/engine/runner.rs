@@ -103,7 +103,7 @@ pub async fn run<W: Workload>(
             let mut started = 0u64;
             let mut i = w as u64;
             while i < limit && !stop.load(Ordering::Relaxed) {
-                let intended = match schedule.intended(i) {
+                let (intended, sent) = match schedule.intended(i) {
                     Some(t) => {
                         if end.is_some_and(|e| t >= e) {
                             break;
@@ -114,11 +114,14 @@ pub async fn run<W: Workload>(
                                 break;
                             }
                         }
-                        t
+                        (t, Instant::now())
                     }
-                    None => Instant::now(),
+                    // Flat out there is no schedule to fall behind: intended is the send.
+                    None => {
+                        let now = Instant::now();
+                        (now, now)
+                    }
                 };
-                let sent = Instant::now();
                 // Behind schedule past the end: what was not started by then never will be.
                 if end.is_some_and(|e| sent >= e) {
                     break;

@@ -140,7 +140,7 @@ impl Summary {
             let _ = writeln!(o, "{:<30}: {:>12.3} ms", format!("{label} 99th percentile"), l.p99_ms);
             let _ = writeln!(
                 o,
-                "{:<26}: {:>12.3} ms",
+                "{:<30}: {:>12.3} ms",
                 format!("{label} 99.9th percentile"),
                 l.p999_ms
             );
@@ -221,6 +221,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("server_timeout 3"), "{text}");
+        assert!(text.lines().skip(1).all(|l| l.find(':') == Some(30)), "labels line up: {text}");
         assert!(text.contains("Total operation time          : 00:00:10.000"), "{text}");
     }
 
