@@ -113,6 +113,9 @@ pub fn start(home: &Home, spec: &ClusterSpec, opts: StartOptions, say: &mut dyn 
     }
 
     let classpath = maven::resolve(home, &spec.version, say)?;
+    // A cluster created by this start has no data to stream: its nodes join without
+    // bootstrapping, which also avoids bootstrap's race with gossip on a loaded machine.
+    let fresh = (1..=spec.nodes).all(|i| !home.node_dir(&ClusterSpec::node_name(i)).join("data").exists());
     let mut out = Vec::new();
     for i in 1..=spec.nodes {
         let dir = home.node_dir(&ClusterSpec::node_name(i));
@@ -127,6 +130,7 @@ pub fn start(home: &Home, spec: &ClusterSpec, opts: StartOptions, say: &mut dyn 
         let state = launch(
             spec,
             i,
+            fresh,
             &dir,
             &classpath,
             opts.timeout.unwrap_or(Duration::from_secs(240)),
@@ -154,6 +158,7 @@ fn names_of(nodes: &[&NodeState]) -> String {
 fn launch(
     spec: &ClusterSpec,
     index: u32,
+    fresh_cluster: bool,
     dir: &Path,
     classpath: &Path,
     timeout: Duration,
@@ -177,6 +182,7 @@ fn launch(
         seeds: &seeds,
         native_port: NATIVE_PORT,
         storage_port: STORAGE_PORT,
+        auto_bootstrap: !fresh_cluster,
     });
     let overrides = spec
         .overrides

@@ -13,6 +13,8 @@ pub struct BaseConfig<'a> {
     pub seeds: &'a str,
     pub native_port: u16,
     pub storage_port: u16,
+    /// False for nodes of a cluster being created: there is nothing to stream to them.
+    pub auto_bootstrap: bool,
 }
 
 /// The base cassandra.yaml of a node before overrides.
@@ -30,6 +32,7 @@ listen_address: {addr}
 rpc_address: {addr}
 native_transport_port: {native}
 storage_port: {storage}
+auto_bootstrap: {bootstrap}
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
@@ -40,6 +43,7 @@ seed_provider:
         native = cfg.native_port,
         storage = cfg.storage_port,
         seeds = cfg.seeds,
+        bootstrap = cfg.auto_bootstrap,
     );
     serde_norway::from_str(&text).expect("base cassandra.yaml is valid YAML")
 }
@@ -141,6 +145,7 @@ mod tests {
             seeds: "127.0.0.1:7000",
             native_port: 9042,
             storage_port: 7000,
+            auto_bootstrap: false,
         })
     }
 

@@ -221,7 +221,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("server_timeout 3"), "{text}");
-        assert!(text.lines().skip(1).all(|l| l.find(':') == Some(30)), "labels line up: {text}");
+        assert!(
+            text.lines().skip(1).all(|l| l.find(':') == Some(30)),
+            "labels line up: {text}"
+        );
         assert!(text.contains("Total operation time          : 00:00:10.000"), "{text}");
     }
 
