@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Lab, fails, jvm_lock, ok, runtime, stderr, stdout};
+use common::{Lab, fails, jvm_lock, ok, result_json, runtime, stderr, stdout};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
@@ -12,10 +12,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn result_json(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap()
-}
 
 fn rows_in(addr: &str, table: &str) -> i64 {
     runtime().block_on(async {

@@ -2,6 +2,7 @@
 
 pub mod node;
 pub mod run;
+pub mod workloads;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -32,6 +33,11 @@ pub enum Command {
     /// Drive a workload against a cluster and record latency and throughput (default: E1 inserts
     /// for 60 s against the local node, starting one if none runs).
     Run(Box<run::RunArgs>),
+    /// List the built-in workloads, or print one's profile.
+    Workloads {
+        #[command(subcommand)]
+        command: Option<workloads::WorkloadsCommand>,
+    },
 }
 
 impl Cli {
@@ -48,6 +54,7 @@ impl Cli {
         match self.command {
             Command::Node(cmd) => node::run(&home, cmd).map(|()| 0),
             Command::Run(args) => run::run(&home, *args),
+            Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `caplab run`: drive a workload against a cluster and write its results.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Parser};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::IntervalLogWriter;
@@ -17,16 +17,25 @@ use crate::client::{self, ClientOptions};
 use crate::cluster::Home;
 use crate::cluster::local::{self, StartOptions};
 use crate::cluster::node::{Liveness, NodeState};
-use crate::engine::{self, EndReason, EngineConfig, IntervalSink, Warmup};
+use crate::engine::{self, EndReason, EngineConfig, IntervalSink, Warmup, Workload};
 use crate::metrics::summary::{Summary, group};
 use crate::metrics::{Interval, csv::CsvLog, hdrlog};
+use crate::workload::builtin;
+use crate::workload::dynamic::{Dynamic, Populate};
 use crate::workload::e1::{E1, E1Options, Kind};
+use crate::workload::profile::Profile;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Built-in workload.
-    #[arg(long, value_enum, default_value_t = Kind::Insert)]
-    pub workload: Kind,
+    /// Built-in workload ('caplab workloads' lists them).
+    #[arg(long, default_value = "insert")]
+    pub workload: String,
+    /// A workload profile (YAML) instead of a built-in ('caplab workloads show NAME' prints one to start from).
+    #[arg(long, value_name = "FILE", conflicts_with = "workload")]
+    pub profile: Option<PathBuf>,
+    /// Skip the profile's populate phase (the data is already there).
+    #[arg(long)]
+    pub no_populate: bool,
     /// Length of the measured window (after warm-up), e.g. 60s, 5m. Default 60s unless -n.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
@@ -82,9 +91,10 @@ pub struct RunArgs {
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     pub give_up_after: Duration,
 
-    /// Partitions written to (operation i writes partition i mod N).
-    #[arg(long, default_value_t = 100_000)]
-    pub partitions: u64,
+    /// Partitions addressed (E1: operation i writes partition i mod N; default 100000; profiles:
+    /// overrides the profile's `partitions`).
+    #[arg(long)]
+    pub partitions: Option<u64>,
     /// Characters per value column.
     #[arg(long, default_value_t = 10)]
     pub value_size: usize,
@@ -143,12 +153,48 @@ fn parse_warmup(s: &str) -> Result<Warmup, String> {
 }
 
 /// Exit codes: 0 done, 1 failed (results kept), 130 interrupted (results kept).
-pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
-    let consistency = client::parse_consistency(&args.consistency)?;
-    let wl = E1Options {
-        kind: args.workload,
+/// The workload a run drives, settled before anything touches the cluster.
+enum Chosen {
+    E1(E1Options),
+    Profile { profile: Box<Profile>, origin: String },
+}
+
+impl Chosen {
+    fn name(&self) -> String {
+        match self {
+            Chosen::E1(o) => o.kind.name().to_string(),
+            Chosen::Profile { profile, origin } => profile.name.clone().unwrap_or_else(|| origin.clone()),
+        }
+    }
+}
+
+fn choose(args: &RunArgs) -> Result<Chosen> {
+    let profile = |profile: Profile, origin: String| {
+        let mut profile = Box::new(profile);
+        if let Some(n) = args.partitions {
+            profile.partitions = n;
+        }
+        profile.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        Ok(Chosen::Profile { profile, origin })
+    };
+    if let Some(path) = &args.profile {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read profile {}", path.display()))?;
+        let origin = path.display().to_string();
+        return profile(Profile::parse(&text, &origin)?, origin);
+    }
+    let builtin = builtin::find(&args.workload)?;
+    if let Some(parsed) = builtin.profile() {
+        return profile(parsed?, format!("workloads/{}.yaml", builtin.name));
+    }
+    let kind = if builtin.name == "batch" {
+        Kind::Batch
+    } else {
+        Kind::Insert
+    };
+    let opts = E1Options {
+        kind,
         keyspace: args.keyspace.clone(),
-        partitions: args.partitions,
+        partitions: args.partitions.unwrap_or(100_000),
         value_columns: args.value_columns,
         value_size: args.value_size,
         batch_size: args.batch_size,
@@ -156,7 +202,14 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
         durable_writes: args.durable_writes,
         compaction: args.compaction,
     };
-    wl.validate()?;
+    opts.validate()?;
+    Ok(Chosen::E1(opts))
+}
+
+/// Exit codes: 0 done, 1 failed (results kept), 130 interrupted (results kept).
+pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
+    let consistency = client::parse_consistency(&args.consistency)?;
+    let chosen = choose(&args)?;
     let duration = match (args.duration, args.ops) {
         (None, None) => Some(Duration::from_secs(60)),
         (d, _) => d,
@@ -187,7 +240,7 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
         drain_timeout: args.timeout + Duration::from_secs(2),
         shards: 4 * args.threads as usize,
     };
-    let out = args.out.clone().unwrap_or_else(|| default_out(args.workload));
+    let out = args.out.clone().unwrap_or_else(|| default_out(&chosen.name()));
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create the results directory {}", out.display()))?;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -198,35 +251,105 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
     rt.block_on(async move {
         let session = Arc::new(client::connect(&copts).await?);
         let release = release_version(&session).await;
-        let workload = Arc::new(E1::setup(session.clone(), wl.clone()).await?);
-        let names = engine::Workload::op_names(&*workload);
-        let started = SystemTime::now();
-        let mut doc = json!({
-            "caplab_version": env!("CARGO_PKG_VERSION"),
-            "status": "running",
-            "started_at": humantime::format_rfc3339_millis(started).to_string(),
-            "command": std::env::args().collect::<Vec<_>>(),
-            "config": {
-                "workload": wl,
+        let run = Drive {
+            args: &args,
+            ecfg: &ecfg,
+            out: &out,
+            config: json!({
                 "client": copts,
                 "engine": {
                     "rate": ecfg.rate, "concurrency": ecfg.concurrency, "threads": args.threads,
                     "duration_s": ecfg.duration.map(|d| d.as_secs_f64()), "ops": ecfg.ops,
                     "warmup": format!("{:?}", ecfg.warmup), "interval_s": 1.0,
                 },
-            },
-            "environment": environment(release.as_deref(), &local_nodes),
-            "schema": wl.ddl(),
-            "statements": [wl.insert_cql()],
+            }),
+            environment: environment(release.as_deref(), &local_nodes),
+            target: format!(
+                "{} (Cassandra {})",
+                copts.hosts.join(","),
+                release.as_deref().unwrap_or("?")
+            ),
+        };
+        match chosen {
+            Chosen::E1(opts) => {
+                let workload = Arc::new(E1::setup(session.clone(), opts.clone()).await?);
+                let table = opts.table();
+                let about = About {
+                    name: opts.kind.name().into(),
+                    workload: serde_json::to_value(&opts)?,
+                    schema: opts.ddl(),
+                    statements: vec![opts.insert_cql()],
+                    tables: vec![table],
+                };
+                run.drive(workload, about).await
+            }
+            Chosen::Profile { profile, origin } => {
+                let workload = Arc::new(Dynamic::setup(session.clone(), &profile).await?);
+                if let Some(op) = profile.populate.as_deref().filter(|_| !args.no_populate) {
+                    populate(&workload, op, &args, &ecfg).await?;
+                }
+                let about = About {
+                    name: run_name(&profile, &origin),
+                    workload: json!({"profile": origin, "definition": &*profile}),
+                    schema: profile.schema.clone(),
+                    statements: profile.operations.values().map(|o| o.cql.clone()).collect(),
+                    tables: workload.op_tables(),
+                };
+                run.drive(workload, about).await
+            }
+        }
+    })
+}
+
+fn run_name(p: &Profile, origin: &str) -> String {
+    p.name.clone().unwrap_or_else(|| origin.to_string())
+}
+
+/// What result.json and the CSV say about the workload.
+struct About {
+    name: String,
+    workload: serde_json::Value,
+    schema: Vec<String>,
+    statements: Vec<String>,
+    /// Table of each operation type, for the CSV.
+    tables: Vec<String>,
+}
+
+/// Everything a run needs besides the workload.
+struct Drive<'a> {
+    args: &'a RunArgs,
+    ecfg: &'a EngineConfig,
+    out: &'a Path,
+    config: serde_json::Value,
+    environment: serde_json::Value,
+    target: String,
+}
+
+impl Drive<'_> {
+    async fn drive<W: Workload>(self, workload: Arc<W>, about: About) -> Result<u8> {
+        let (args, ecfg, out) = (self.args, self.ecfg, self.out);
+        let names = workload.op_names();
+        let started = SystemTime::now();
+        let mut config = self.config;
+        config["workload"] = about.workload;
+        let mut doc = json!({
+            "caplab_version": env!("CARGO_PKG_VERSION"),
+            "status": "running",
+            "workload": about.name,
+            "started_at": humantime::format_rfc3339_millis(started).to_string(),
+            "command": std::env::args().collect::<Vec<_>>(),
+            "config": config,
+            "environment": self.environment,
+            "schema": about.schema,
+            "statements": about.statements,
             "files": {"hdr_log": "latency.hlog", "csv": "latency.csv"},
         });
         write_json(&out.join("result.json"), &doc)?;
         say(&format!(
-            "Running {} against {} (Cassandra {}) {}; results in {}",
-            wl.kind.name(),
-            copts.hosts.join(","),
-            release.as_deref().unwrap_or("?"),
-            describe_load(&ecfg),
+            "Running {} against {} {}; results in {}",
+            about.name,
+            self.target,
+            describe_load(ecfg),
             out.display()
         ));
 
@@ -234,18 +357,16 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
         let mut serializer = V2DeflateSerializer::new();
         let hlog = hdrlog::begin(&mut hlog_file, &mut serializer, started)?;
         let csv = CsvLog::create(File::create(out.join("latency.csv"))?, hostname())?;
-        let table = wl.table();
         let mut sink = Outputs {
             hlog,
             csv,
-            csv_ops: names.iter().map(|n| (n.clone(), table.clone())).collect(),
+            csv_ops: names.iter().cloned().zip(about.tables).collect(),
             names: names.clone(),
             started,
             tag: String::new(),
             quiet: args.quiet,
             planned: ecfg.duration,
             warmup: ecfg.warmup,
-            rows_per_op: wl.rows_per_op(),
         };
 
         let stop = Arc::new(AtomicBool::new(false));
@@ -260,7 +381,7 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
                 }
             }
         });
-        let end = engine::run(workload, &ecfg, stop, &mut sink).await;
+        let end = engine::run(workload, ecfg, stop, &mut sink).await;
         drop(sink);
 
         let summary = Summary::of(&names, &end.totals, end.measured, end.not_started);
@@ -298,7 +419,72 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
             eprintln!("error: {m}");
         }
         Ok(code)
-    })
+    }
+}
+
+/// Writes every row of every partition with the profile's populate operation, flat out,
+/// before measuring; progress goes to stderr, nothing to the results.
+async fn populate(workload: &Arc<Dynamic>, op_name: &str, args: &RunArgs, base: &EngineConfig) -> Result<()> {
+    let op = workload.op_index(op_name).expect("validated populate operation");
+    let total = workload.populate_ops(op);
+    say(&format!(
+        "Populating: {} operations of '{op_name}' (every row of every partition)",
+        group(total as f64)
+    ));
+    struct Progress {
+        quiet: bool,
+        done: u64,
+        errors: u64,
+    }
+    impl IntervalSink for Progress {
+        fn interval(&mut self, iv: &Interval) -> Result<()> {
+            let ok: u64 = iv.ops.iter().map(|o| o.ok).sum();
+            self.done += ok;
+            self.errors += iv.ops.iter().map(|o| o.error_count()).sum::<u64>();
+            if !self.quiet && iv.length >= Duration::from_millis(200) {
+                eprintln!(
+                    "populate {:>10} done  {:>9} op/s",
+                    group(self.done as f64),
+                    group(ok as f64 / iv.length.as_secs_f64())
+                );
+            }
+            Ok(())
+        }
+    }
+    let cfg = EngineConfig {
+        rate: 0.0,
+        duration: None,
+        ops: Some(total),
+        warmup: Warmup::None,
+        ..base.clone()
+    };
+    let mut progress = Progress {
+        quiet: args.quiet,
+        done: 0,
+        errors: 0,
+    };
+    let begin = std::time::Instant::now();
+    let end = engine::run(
+        Arc::new(Populate {
+            inner: workload.clone(),
+            op,
+        }),
+        &cfg,
+        Arc::new(AtomicBool::new(false)),
+        &mut progress,
+    )
+    .await;
+    if end.reason != EndReason::Completed || progress.errors > 0 {
+        bail!(
+            "populating failed: {} of {} operations succeeded, {} failed ({:?}); the measured run did not start",
+            group(progress.done as f64),
+            group(total as f64),
+            group(progress.errors as f64),
+            end.reason
+        );
+    }
+    say(&format!("Populated in {:.1}s", begin.elapsed().as_secs_f64()));
+    Ok(())
 }
 
 /// Where to send load: `--hosts`, else the running local nodes, else a local node started now.
@@ -327,10 +513,10 @@ fn targets(home: &Home, hosts: &[String]) -> Result<(Vec<String>, Vec<NodeState>
     ))
 }
 
-fn default_out(kind: Kind) -> PathBuf {
+fn default_out(name: &str) -> PathBuf {
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let stamp: String = stamp.chars().filter(|c| c.is_ascii_digit() || *c == 'T').collect();
-    PathBuf::from("caplab-results").join(format!("{}-{}", stamp.replace('T', "-"), kind.name()))
+    PathBuf::from("caplab-results").join(format!("{}-{name}", stamp.replace('T', "-")))
 }
 
 fn describe_load(c: &EngineConfig) -> String {
@@ -395,7 +581,6 @@ struct Outputs<'a> {
     quiet: bool,
     planned: Option<Duration>,
     warmup: Warmup,
-    rows_per_op: u64,
 }
 
 impl IntervalSink for Outputs<'_> {
@@ -443,7 +628,7 @@ impl Outputs<'_> {
         let mut line = format!(
             "{elapsed}  {:>9} op/s {:>10} row/s  p50 {:>7.2}  p99 {:>7.2}  p99.9 {:>7.2}  max {:>8.2} ms  errors {}",
             group(all.ok as f64 / secs),
-            group((all.ok * self.rows_per_op) as f64 / secs),
+            group(all.rows as f64 / secs),
             ms(0.5),
             ms(0.99),
             ms(0.999),

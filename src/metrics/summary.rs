@@ -169,6 +169,23 @@ impl Summary {
                 group(self.not_started as f64)
             );
         }
+        if self.per_op.len() > 1 {
+            let _ = writeln!(o, "Per operation                 :");
+            for p in &self.per_op {
+                let _ = writeln!(
+                    o,
+                    "  {:<28}: {:>9} op/s  {:>10} rows  p50 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3} ms  errors {}",
+                    p.name,
+                    group(p.op_rate),
+                    group(p.rows as f64),
+                    p.response.median_ms,
+                    p.response.p99_ms,
+                    p.response.p999_ms,
+                    p.response.max_ms,
+                    p.error_total
+                );
+            }
+        }
         let secs = self.operation_time_s;
         let _ = writeln!(
             o,

@@ -2,5 +2,9 @@
 //! produces the same keys and values, so reruns are comparable and reads find what writes
 //! wrote.
 
+pub mod builtin;
+pub mod dynamic;
 pub mod e1;
+pub mod generate;
+pub mod profile;
 pub mod values;

@@ -105,6 +105,11 @@ pub fn fails(o: Output) -> String {
     stderr(&o)
 }
 
+/// A run's result.json.
+pub fn result_json(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).expect("result.json")).expect("valid JSON")
+}
+
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

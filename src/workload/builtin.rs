@@ -1,0 +1,89 @@
+//! Built-in workloads: E1's `insert` and `batch` (hand-written for the write path's speed) and
+//! profiles shipped as YAML files in `workloads/`, compiled into the binary.
+
+use anyhow::{Result, bail};
+
+use super::profile::Profile;
+
+#[derive(Debug)]
+pub struct Builtin {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// The profile text, for built-ins that are profiles.
+    pub yaml: Option<&'static str>,
+}
+
+pub const BUILTINS: &[Builtin] = &[
+    Builtin {
+        name: "insert",
+        description: "E1: one prepared INSERT per operation (pk text 15, ck text 10, five text values of 10)",
+        yaml: None,
+    },
+    Builtin {
+        name: "batch",
+        description: "E1: UNLOGGED batches of --batch-size rows of one partition",
+        yaml: None,
+    },
+    Builtin {
+        name: "keyvalue",
+        description: "",
+        yaml: Some(include_str!("../../workloads/keyvalue.yaml")),
+    },
+    Builtin {
+        name: "timeseries",
+        description: "",
+        yaml: Some(include_str!("../../workloads/timeseries.yaml")),
+    },
+    Builtin {
+        name: "mixed",
+        description: "",
+        yaml: Some(include_str!("../../workloads/mixed.yaml")),
+    },
+    Builtin {
+        name: "wide-read",
+        description: "",
+        yaml: Some(include_str!("../../workloads/wide-read.yaml")),
+    },
+];
+
+pub fn find(name: &str) -> Result<&'static Builtin> {
+    match BUILTINS.iter().find(|b| b.name == name) {
+        Some(b) => Ok(b),
+        None => bail!(
+            "no built-in workload '{name}': choose one of {} ('caplab workloads' describes them), or pass --profile FILE",
+            BUILTINS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+impl Builtin {
+    pub fn profile(&self) -> Option<Result<Profile>> {
+        self.yaml
+            .map(|y| Profile::parse(y, &format!("workloads/{}.yaml", self.name)))
+    }
+
+    /// The one-line description (a profile's own, for profiles).
+    pub fn describe(&self) -> String {
+        match self.profile() {
+            Some(Ok(p)) => p.description.unwrap_or_default(),
+            _ => self.description.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_profile_parses_and_is_described() {
+        for b in BUILTINS {
+            if let Some(p) = b.profile() {
+                let p = p.unwrap_or_else(|e| panic!("{}: {e}", b.name));
+                assert_eq!(p.name.as_deref(), Some(b.name));
+            }
+            assert!(!b.describe().is_empty(), "{} has no description", b.name);
+        }
+        assert!(find("nope").unwrap_err().to_string().contains("keyvalue"));
+    }
+}

@@ -1,0 +1,354 @@
+//! Running a profile: its schema is created through the server, which then tells (through
+//! `system_schema.columns`) each column's type and whether it is a partition key, clustering
+//! or regular column; each operation's bind markers are matched by name to a column and its
+//! generator. A profile rejected at this stage leaves no schema behind.
+//!
+//! Operation `i` picks an operation by weight, a partition by `partition_select` and a row:
+//! with `sequence`, partition `i mod P` and row `(i / P) mod R`, so successive passes add rows
+//! to every partition; otherwise both are drawn from hashes of `i`.
+
+use anyhow::{Context, Result, bail};
+use scylla::client::session::Session;
+use scylla::statement::batch::{Batch, BatchType};
+use scylla::statement::prepared::PreparedStatement;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::generate::{ColumnSpec, Distribution, Generator, Role, Value, draw, supported};
+use super::profile::{BatchKind, Profile};
+use super::values::mix;
+use crate::client::{classify, parse_consistency};
+use crate::engine::{Outcome, Workload};
+
+const OP_SALT: u64 = 0x6f70_6572_6174_696f;
+const PARTITION_SALT: u64 = 0x7061_7274_6974_696f;
+const ROW_SALT: u64 = 0x726f_7773_726f_7773;
+
+struct Op {
+    name: String,
+    statement: PreparedStatement,
+    batch: Option<Batch>,
+    rows: usize,
+    generators: Vec<Generator>,
+    read: bool,
+}
+
+pub struct Dynamic {
+    session: Arc<Session>,
+    ops: Vec<Op>,
+    /// Cumulative weights, one per operation.
+    cumulative: Vec<u64>,
+    partitions: u64,
+    rows_per_partition: u64,
+    select: Distribution,
+}
+
+/// Per worker: for each operation, for each batch row, one value per bind marker.
+pub type Buffers = Vec<Vec<Vec<Value>>>;
+
+impl Dynamic {
+    /// Creates the keyspace and schema, prepares the operations and matches their binds;
+    /// on any error, drops what it created.
+    pub async fn setup(session: Arc<Session>, profile: &Profile) -> Result<Dynamic> {
+        let ks = &profile.keyspace;
+        let before = existing_tables(&session, ks).await?;
+        let outcome = Self::build(session.clone(), profile).await;
+        if outcome.is_err() {
+            cleanup(&session, ks, before.as_ref()).await;
+        }
+        outcome
+    }
+
+    async fn build(session: Arc<Session>, profile: &Profile) -> Result<Dynamic> {
+        let ks = &profile.keyspace;
+        let create = format!(
+            "CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {} AND durable_writes = {}",
+            profile.replication, profile.durable_writes
+        );
+        session
+            .query_unpaged(create.as_str(), ())
+            .await
+            .with_context(|| format!("the server rejected: {create}"))?;
+        session.use_keyspace(ks, false).await?;
+        for stmt in &profile.schema {
+            session
+                .query_unpaged(stmt.as_str(), ())
+                .await
+                .with_context(|| format!("the server rejected schema statement: {stmt}"))?;
+        }
+        let _ = session.await_schema_agreement().await;
+
+        let mut known_columns = BTreeSet::new();
+        let mut ops = Vec::new();
+        for (name, spec) in &profile.operations {
+            let mut statement = session
+                .prepare(spec.cql.as_str())
+                .await
+                .with_context(|| format!("operation {name}: the server rejected its CQL: {}", spec.cql))?;
+            if let Some(c) = &spec.consistency {
+                statement.set_consistency(parse_consistency(c)?);
+            }
+            if let Some(c) = &spec.serial_consistency {
+                statement.set_serial_consistency(Some(serial(c)?));
+            }
+            statement.set_is_idempotent(spec.idempotent.unwrap_or(spec.is_read()));
+            let mut generators = Vec::new();
+            for col in statement.get_variable_col_specs().iter() {
+                let table = col.table_spec().table_name().to_string();
+                let columns = table_columns(&session, ks, &table).await?;
+                columns.iter().for_each(|(c, _)| {
+                    known_columns.insert(c.clone());
+                });
+                let Some((_, kind)) = columns.iter().find(|(c, _)| c == col.name()) else {
+                    bail!(
+                        "operation {name} binds `{}`, which is not a column of {ks}.{table}: bind markers must name columns \
+                         (write `column = ?`); columns are {}",
+                        col.name(),
+                        columns.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>().join(", ")
+                    );
+                };
+                let Some(native) = supported(col.typ()) else {
+                    bail!(
+                        "operation {name}: no generator can produce {:?} for column `{}` yet (supported: text, ascii, blob, int, \
+                         bigint, boolean, double, float, uuid, timeuuid, timestamp)",
+                        col.typ(),
+                        col.name()
+                    );
+                };
+                let role = match kind.as_str() {
+                    "partition_key" => Role::Partition,
+                    "clustering" => Role::Clustering,
+                    _ => Role::Regular,
+                };
+                let spec = profile
+                    .columns
+                    .get(col.name())
+                    .cloned()
+                    .unwrap_or_else(ColumnSpec::default);
+                generators.push(Generator::new(col.name(), spec, role, native));
+            }
+            let rows = spec.batch.as_ref().map(|b| b.rows as usize).unwrap_or(1);
+            let batch = spec.batch.as_ref().map(|b| {
+                let mut batch = Batch::new(match b.kind {
+                    BatchKind::Unlogged => BatchType::Unlogged,
+                    BatchKind::Logged => BatchType::Logged,
+                    BatchKind::Counter => BatchType::Counter,
+                });
+                for _ in 0..b.rows {
+                    batch.append_statement(statement.clone());
+                }
+                if let Some(c) = statement.get_consistency() {
+                    batch.set_consistency(c);
+                }
+                batch.set_is_idempotent(statement.get_is_idempotent());
+                batch
+            });
+            ops.push(Op {
+                name: name.clone(),
+                statement,
+                batch,
+                rows,
+                generators,
+                read: spec.is_read(),
+            });
+        }
+        for col in profile.columns.keys() {
+            if !known_columns.contains(col) {
+                bail!(
+                    "columns names `{col}`, which no operation's table has (tables' columns: {})",
+                    known_columns.iter().cloned().collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+        let mut sum = 0;
+        let cumulative = profile
+            .operations
+            .values()
+            .map(|o| {
+                sum += u64::from(o.weight);
+                sum
+            })
+            .collect();
+        Ok(Dynamic {
+            session,
+            ops,
+            cumulative,
+            partitions: profile.partitions,
+            rows_per_partition: profile.rows_per_partition,
+            select: profile.partition_select,
+        })
+    }
+
+    fn choose(&self, i: u64) -> usize {
+        let total = *self.cumulative.last().expect("at least one operation");
+        let x = mix(i ^ OP_SALT) % total;
+        self.cumulative.iter().position(|&c| x < c).expect("x below the total")
+    }
+
+    fn address(&self, i: u64) -> (u64, u64) {
+        let (p, r) = (self.partitions, self.rows_per_partition);
+        match self.select {
+            Distribution::Sequence => (i % p, (i / p) % r),
+            d => (draw(d, mix(i ^ PARTITION_SALT), p, i), mix(i ^ ROW_SALT) % r),
+        }
+    }
+
+    /// Runs operation `op` on rows `first_row..` of `partition`.
+    pub async fn execute_at(&self, buffers: &mut Buffers, op: usize, partition: u64, first_row: u64) -> Outcome {
+        let o = &self.ops[op];
+        let rows = &mut buffers[op];
+        for (k, row) in rows.iter_mut().enumerate() {
+            let r = (first_row + k as u64) % self.rows_per_partition;
+            for (g, v) in o.generators.iter().zip(row.iter_mut()) {
+                g.render(g.index(partition, r), v);
+            }
+        }
+        let result = match &o.batch {
+            Some(b) => self.session.batch(b, &rows[..]).await.map(|_| (o.rows as u64, 1)),
+            None => match self.session.execute_unpaged(&o.statement, &rows[0]).await {
+                Ok(r) if o.read => Ok((r.into_rows_result().map(|r| r.rows_num() as u64).unwrap_or(0), 1)),
+                Ok(_) => Ok((1, 1)),
+                Err(e) => Err(e),
+            },
+        };
+        Outcome {
+            op,
+            result: result.map_err(|e| classify(&e)),
+        }
+    }
+
+    /// Operations needed to write every row of every partition with operation `op`.
+    pub fn populate_ops(&self, op: usize) -> u64 {
+        let per_op = self.ops[op].rows as u64;
+        self.partitions * self.rows_per_partition.div_ceil(per_op)
+    }
+
+    /// The table each operation works on (as the server reports it), for per-table results.
+    pub fn op_tables(&self) -> Vec<String> {
+        self.ops
+            .iter()
+            .map(|o| {
+                o.statement
+                    .get_table_spec()
+                    .map(|t| t.table_name().to_string())
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    pub fn op_index(&self, name: &str) -> Option<usize> {
+        self.ops.iter().position(|o| o.name == name)
+    }
+}
+
+impl Workload for Dynamic {
+    type Worker = Buffers;
+
+    fn op_names(&self) -> Vec<String> {
+        self.ops.iter().map(|o| o.name.clone()).collect()
+    }
+
+    fn worker(&self, _id: usize) -> Buffers {
+        self.ops
+            .iter()
+            .map(|o| {
+                (0..o.rows)
+                    .map(|_| (0..o.generators.len()).map(|_| Value::Int(0)).collect())
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn execute(&self, w: &mut Buffers, i: u64) -> Outcome {
+        let op = self.choose(i);
+        let (p, r) = self.address(i);
+        self.execute_at(w, op, p, r).await
+    }
+}
+
+/// Writes every row of every partition with one operation, before measurement.
+pub struct Populate {
+    pub inner: Arc<Dynamic>,
+    pub op: usize,
+}
+
+impl Workload for Populate {
+    type Worker = Buffers;
+
+    fn op_names(&self) -> Vec<String> {
+        self.inner.op_names()
+    }
+
+    fn worker(&self, id: usize) -> Buffers {
+        self.inner.worker(id)
+    }
+
+    async fn execute(&self, w: &mut Buffers, i: u64) -> Outcome {
+        let p = i % self.inner.partitions;
+        let first_row = (i / self.inner.partitions) * self.inner.ops[self.op].rows as u64;
+        self.inner.execute_at(w, self.op, p, first_row).await
+    }
+}
+
+fn serial(s: &str) -> Result<scylla::statement::SerialConsistency> {
+    use scylla::statement::SerialConsistency;
+    match s.to_ascii_lowercase().as_str() {
+        "serial" => Ok(SerialConsistency::Serial),
+        "local_serial" => Ok(SerialConsistency::LocalSerial),
+        _ => bail!("'{s}' is not a serial consistency: use serial or local_serial"),
+    }
+}
+
+/// Column names and kinds of a table, from the server's schema tables.
+async fn table_columns(session: &Session, ks: &str, table: &str) -> Result<Vec<(String, String)>> {
+    let r = session
+        .query_unpaged(
+            "SELECT column_name, kind FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
+            (ks, table),
+        )
+        .await?
+        .into_rows_result()?;
+    Ok(r.rows::<(String, String)>()?.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// The keyspace's tables, or None when the keyspace does not exist yet.
+async fn existing_tables(session: &Session, ks: &str) -> Result<Option<BTreeSet<String>>> {
+    let r = session
+        .query_unpaged(
+            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?",
+            (ks,),
+        )
+        .await?
+        .into_rows_result()?;
+    if r.rows_num() == 0 {
+        return Ok(None);
+    }
+    let r = session
+        .query_unpaged(
+            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?",
+            (ks,),
+        )
+        .await?
+        .into_rows_result()?;
+    Ok(Some(
+        r.rows::<(String,)>()?.filter_map(|t| t.ok().map(|t| t.0)).collect(),
+    ))
+}
+
+/// Drops what a rejected profile created: the keyspace if it is new, else its new tables.
+async fn cleanup(session: &Session, ks: &str, before: Option<&BTreeSet<String>>) {
+    match before {
+        None => {
+            let _ = session.query_unpaged(format!("DROP KEYSPACE IF EXISTS {ks}"), ()).await;
+        }
+        Some(old) => {
+            if let Ok(Some(now)) = existing_tables(session, ks).await {
+                for t in now.difference(old) {
+                    let _ = session
+                        .query_unpaged(format!("DROP TABLE IF EXISTS {ks}.{t}"), ())
+                        .await;
+                }
+            }
+        }
+    }
+}

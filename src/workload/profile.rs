@@ -1,0 +1,234 @@
+//! The profile format: a keyspace, the schema as CQL, per-column generators, the partition
+//! and row populations, and named operations with weights. Everything but the schema and
+//! the operations has a default. A profile that does not parse or does not make sense is
+//! rejected with its file, line and column before anything touches the cluster.
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use super::generate::{ColumnSpec, Distribution};
+use crate::client::parse_consistency;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default = "default_keyspace")]
+    pub keyspace: String,
+    /// The keyspace's replication map, as CQL.
+    #[serde(default = "default_replication")]
+    pub replication: String,
+    #[serde(default = "yes")]
+    pub durable_writes: bool,
+    /// CREATE TABLE / CREATE TYPE statements, run in the keyspace in order.
+    pub schema: Vec<String>,
+    /// Generators by column name; columns not named get defaults for their type.
+    #[serde(default)]
+    pub columns: BTreeMap<String, ColumnSpec>,
+    /// Partition key population: operations address partitions 0..partitions.
+    #[serde(default = "default_partitions")]
+    pub partitions: u64,
+    /// Clustering rows per partition: operations address rows 0..rows_per_partition.
+    #[serde(default = "one")]
+    pub rows_per_partition: u64,
+    /// How operations pick a partition (sequence: 0, 1, 2, … wrapping around).
+    #[serde(default)]
+    pub partition_select: Distribution,
+    /// Named operations; an operation is chosen by weight.
+    pub operations: BTreeMap<String, Operation>,
+    /// Before measuring, write every row of every partition with this operation.
+    #[serde(default)]
+    pub populate: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Operation {
+    /// One CQL statement; its bind markers (`?` or `:name`) name the columns they take.
+    pub cql: String,
+    #[serde(default = "one_u32")]
+    pub weight: u32,
+    pub consistency: Option<String>,
+    pub serial_consistency: Option<String>,
+    /// Default: true for SELECT, false otherwise.
+    pub idempotent: Option<bool>,
+    /// Run the statement as a batch of rows of one partition.
+    pub batch: Option<BatchSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchSpec {
+    #[serde(rename = "type", default)]
+    pub kind: BatchKind,
+    pub rows: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BatchKind {
+    #[default]
+    Unlogged,
+    Logged,
+    Counter,
+}
+
+fn default_keyspace() -> String {
+    "caplab".into()
+}
+fn default_replication() -> String {
+    "{'class': 'SimpleStrategy', 'replication_factor': 1}".into()
+}
+fn yes() -> bool {
+    true
+}
+fn default_partitions() -> u64 {
+    10_000
+}
+fn one() -> u64 {
+    1
+}
+fn one_u32() -> u32 {
+    1
+}
+
+impl Operation {
+    pub fn is_read(&self) -> bool {
+        self.cql.trim_start().to_ascii_lowercase().starts_with("select")
+    }
+}
+
+impl Profile {
+    /// Parses and checks a profile; `origin` (a file name) prefixes every error.
+    pub fn parse(text: &str, origin: &str) -> Result<Profile> {
+        let p: Profile = serde_norway::from_str(text).map_err(|e| match e.location() {
+            Some(l) => anyhow::anyhow!(
+                "{origin}:{}:{}: {}",
+                l.line(),
+                l.column(),
+                strip_location(&e.to_string())
+            ),
+            None => anyhow::anyhow!("{origin}: {e}"),
+        })?;
+        p.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        Ok(p)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ident(&self.keyspace) {
+            bail!(
+                "keyspace '{}' is not a plain CQL identifier (letters, digits, _)",
+                self.keyspace
+            );
+        }
+        if self.schema.is_empty() {
+            bail!("schema is empty: give at least one CREATE TABLE statement");
+        }
+        if self.operations.is_empty() {
+            bail!("operations is empty: name at least one, e.g. operations: {{write: {{cql: \"INSERT ...\"}}}}");
+        }
+        if self.partitions == 0 || self.rows_per_partition == 0 {
+            bail!("partitions and rows_per_partition must be at least 1");
+        }
+        if self.operations.values().all(|o| o.weight == 0) {
+            bail!("every operation has weight 0: give at least one a positive weight");
+        }
+        for (name, op) in &self.operations {
+            if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                bail!("operation name '{name}' may only use letters, digits, '_' and '-'");
+            }
+            for cl in [&op.consistency, &op.serial_consistency].into_iter().flatten() {
+                parse_consistency(cl).map_err(|e| anyhow::anyhow!("operation {name}: {e}"))?;
+            }
+            if let Some(b) = &op.batch {
+                if b.rows == 0 {
+                    bail!("operation {name}: batch rows must be at least 1");
+                }
+                if op.is_read() {
+                    bail!("operation {name}: a SELECT cannot be batched");
+                }
+            }
+        }
+        for (col, spec) in &self.columns {
+            spec.validate(col)?;
+        }
+        if let Some(p) = &self.populate {
+            match self.operations.get(p) {
+                None => bail!("populate names operation '{p}', which is not among the operations"),
+                Some(op) if op.is_read() => bail!("populate must name a writing operation, not '{p}' (a SELECT)"),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Operation names in a fixed order (the order results list them in).
+    pub fn op_names(&self) -> Vec<String> {
+        self.operations.keys().cloned().collect()
+    }
+}
+
+/// serde_norway appends "at line X column Y"; the prefix already says where.
+fn strip_location(msg: &str) -> String {
+    match msg.find(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name: kv
+schema:
+  - CREATE TABLE IF NOT EXISTS kv (k text PRIMARY KEY, v blob)
+columns:
+  v: {size: {min: 10, max: 20}}
+partitions: 500
+operations:
+  write: {cql: "INSERT INTO kv (k, v) VALUES (?, ?)", weight: 3}
+  read: {cql: "SELECT * FROM kv WHERE k = ?", consistency: local_quorum}
+populate: write
+"#;
+
+    #[test]
+    fn parses_with_defaults() {
+        let p = Profile::parse(GOOD, "kv.yaml").unwrap();
+        assert_eq!(p.keyspace, "caplab");
+        assert_eq!(p.rows_per_partition, 1);
+        assert_eq!(p.op_names(), vec!["read", "write"]);
+        assert!(p.operations["read"].is_read() && !p.operations["write"].is_read());
+        assert_eq!(p.operations["write"].weight, 3);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let err = |text: &str| Profile::parse(text, "p.yaml").unwrap_err().to_string();
+        let unknown = err(&GOOD.replace("partitions: 500", "partitons: 500"));
+        assert!(
+            unknown.starts_with("p.yaml:7:1: unknown field `partitons`"),
+            "{unknown}"
+        );
+        let wrong_type = err(&GOOD.replace("partitions: 500", "partitions: many"));
+        assert!(
+            wrong_type.starts_with("p.yaml:7:") && wrong_type.contains("invalid type"),
+            "{wrong_type}"
+        );
+        let bad_dist = err(&GOOD.replace("v: {size: {min: 10, max: 20}}", "v: {distribution: pareto}"));
+        assert!(
+            bad_dist.contains("p.yaml:6:") && bad_dist.contains("pareto"),
+            "{bad_dist}"
+        );
+        assert!(err(&GOOD.replace("populate: write", "populate: read")).contains("writing operation"));
+        assert!(err(&GOOD.replace("populate: write", "populate: load")).contains("'load', which is not among"));
+        assert!(err(&GOOD.replace("local_quorum", "most")).contains("operation read"));
+        assert!(err(&GOOD.replace("weight: 3", "weight: 3, batch: {rows: 0}")).contains("batch rows"));
+    }
+}

@@ -1,0 +1,153 @@
+//! Workload profiles against a real node: every built-in runs, reads return what writes and
+//! the populate phase wrote, mixes follow the weights, and bad profiles are refused cleanly.
+
+mod common;
+
+use common::{Lab, fails, jvm_lock, ok, result_json, runtime, stdout};
+use scylla::client::session_builder::SessionBuilder;
+
+/// (operations, rows) of one operation type in a run's summary.
+fn op(doc: &serde_json::Value, name: &str) -> (u64, u64) {
+    let p = doc["summary"]["per_op"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap();
+    (p["ops"].as_u64().unwrap(), p["rows"].as_u64().unwrap())
+}
+
+#[test]
+fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("profiles", "127.0.32.1", 7610);
+    ok(lab.start(&[]));
+    let hosts = lab.cql();
+    let listed = stdout(&ok(lab.caplab(&["workloads"])));
+    for name in ["insert", "batch", "keyvalue", "timeseries", "mixed", "wide-read"] {
+        assert!(listed.contains(name), "{listed}");
+    }
+    // (workload, read share, rows each read returns: exact, or at most)
+    for (name, read_share, rows_per_read) in [
+        ("keyvalue", 0.5, Some(1)),
+        ("mixed", 0.5, Some(1)),
+        ("wide-read", 0.9, Some(8)),
+        ("timeseries", 0.2, None),
+    ] {
+        let out = lab.home.join(format!("r-{name}"));
+        let o = ok(lab.caplab(&[
+            "run",
+            "--hosts",
+            &hosts,
+            "--workload",
+            name,
+            "--partitions",
+            "400",
+            "-n",
+            "6000",
+            "--rate",
+            "3000",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        let doc = result_json(&out);
+        assert_eq!(doc["status"], "completed", "{name}: {}", stdout(&o));
+        assert_eq!(doc["summary"]["total"]["error_total"], 0, "{name}");
+        let (reads, rows) = op(&doc, "read");
+        let (writes, _) = op(&doc, "write");
+        assert_eq!(reads + writes, 6000, "{name}");
+        let share = reads as f64 / 6000.0;
+        assert!(
+            (share - read_share).abs() < 0.02,
+            "{name}: read share {share:.3}, weights say {read_share}"
+        );
+        match rows_per_read {
+            Some(k) => assert_eq!(rows, k * reads, "{name}: every read finds the {k} row(s) it asks for"),
+            None => assert!(
+                rows > reads && rows <= 10 * reads,
+                "{name}: reads return up to 10 latest rows: {rows} for {reads}"
+            ),
+        }
+        // The CSV names each operation's table.
+        let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+        assert!(csv.lines().skip(1).any(|l| l.contains(",read,")), "{csv}");
+    }
+
+    // A printed profile runs as a file, unchanged.
+    let shown = stdout(&ok(lab.caplab(&["workloads", "show", "timeseries"])));
+    let file = lab.home.join("my-timeseries.yaml");
+    std::fs::write(&file, shown).unwrap();
+    let out = lab.home.join("r-file");
+    ok(lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--profile",
+        file.to_str().unwrap(),
+        "-n",
+        "500",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    assert_eq!(result_json(&out)["summary"]["total"]["ops"], 500);
+
+    // A profile the server shows to be wrong is refused and leaves no schema behind.
+    let bad = lab.home.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "keyspace: rejected\nschema:\n  - CREATE TABLE IF NOT EXISTS t (k int PRIMARY KEY, v text)\noperations:\n  read: {cql: \"SELECT * FROM t WHERE k = ? LIMIT ?\"}\n",
+    )
+    .unwrap();
+    let err = fails(lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--profile",
+        bad.to_str().unwrap(),
+        "-n",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    assert!(
+        err.contains("binds `[limit]`") && err.contains("columns are k, v"),
+        "{err}"
+    );
+    let left = runtime().block_on(async {
+        let s = SessionBuilder::new().known_node(&hosts).build().await.unwrap();
+        let r = s
+            .query_unpaged(
+                "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = 'rejected'",
+                (),
+            )
+            .await
+            .unwrap();
+        r.into_rows_result().unwrap().rows_num()
+    });
+    assert_eq!(left, 0, "the rejected profile's keyspace was dropped");
+}
+
+#[test]
+fn a_malformed_profile_is_refused_before_connecting() {
+    let lab = Lab::new("profile-yaml", "127.0.33.1", 7620);
+    std::fs::create_dir_all(&lab.home).unwrap();
+    let file = lab.home.join("typo.yaml");
+    std::fs::write(&file, "schema:\n  - CREATE TABLE t (k int PRIMARY KEY)\noperations:\n  read: {cql: \"SELECT * FROM t WHERE k = ?\", wieght: 2}\n").unwrap();
+    // Nothing listens there: the error must be about the file, found before any connection.
+    let err = fails(lab.caplab(&[
+        "run",
+        "--hosts",
+        "127.0.33.1:9042",
+        "--profile",
+        file.to_str().unwrap(),
+        "-n",
+        "1",
+    ]));
+    assert!(
+        err.contains("typo.yaml:4:") && err.contains("unknown field `wieght`"),
+        "{err}"
+    );
+    assert!(fails(lab.caplab(&["run", "--hosts", "127.0.33.1:9042", "--workload", "nope"])).contains("keyvalue"));
+}
