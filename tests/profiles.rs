@@ -17,6 +17,12 @@ fn op(doc: &serde_json::Value, name: &str) -> (u64, u64) {
     (p["ops"].as_u64().unwrap(), p["rows"].as_u64().unwrap())
 }
 
+enum Rows {
+    Exactly(u64),
+    /// Strictly between, on average per read.
+    Between(u64, u64),
+}
+
 #[test]
 fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     let _jvm = jvm_lock();
@@ -24,15 +30,27 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     ok(lab.start(&[]));
     let hosts = lab.cql();
     let listed = stdout(&ok(lab.caplab(&["workloads"])));
-    for name in ["insert", "batch", "keyvalue", "timeseries", "mixed", "wide-read"] {
+    for name in [
+        "insert",
+        "batch",
+        "keyvalue",
+        "timeseries",
+        "mixed",
+        "wide-read",
+        "udt",
+        "tombstones",
+    ] {
         assert!(listed.contains(name), "{listed}");
     }
-    // (workload, read share, rows each read returns: exact, or at most)
+    // (workload, share of reads, rows each read returns)
     for (name, read_share, rows_per_read) in [
-        ("keyvalue", 0.5, Some(1)),
-        ("mixed", 0.5, Some(1)),
-        ("wide-read", 0.9, Some(8)),
-        ("timeseries", 0.2, None),
+        ("keyvalue", 0.5, Rows::Exactly(1)),
+        ("mixed", 0.5, Rows::Exactly(1)),
+        ("wide-read", 0.9, Rows::Exactly(8)),
+        ("udt", 0.5, Rows::Exactly(1)),
+        ("timeseries", 0.2, Rows::Between(1, 10)),
+        // Deletes leave fewer than the 20 populated rows; rewrites keep most of them.
+        ("tombstones", 0.5, Rows::Between(10, 20)),
     ] {
         let out = lab.home.join(format!("r-{name}"));
         let o = ok(lab.caplab(&[
@@ -54,20 +72,29 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         let doc = result_json(&out);
         assert_eq!(doc["status"], "completed", "{name}: {}", stdout(&o));
         assert_eq!(doc["summary"]["total"]["error_total"], 0, "{name}");
+        let total: u64 = doc["summary"]["per_op"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["ops"].as_u64().unwrap())
+            .sum();
+        assert_eq!(total, 6000, "{name}");
         let (reads, rows) = op(&doc, "read");
-        let (writes, _) = op(&doc, "write");
-        assert_eq!(reads + writes, 6000, "{name}");
         let share = reads as f64 / 6000.0;
         assert!(
             (share - read_share).abs() < 0.02,
             "{name}: read share {share:.3}, weights say {read_share}"
         );
         match rows_per_read {
-            Some(k) => assert_eq!(rows, k * reads, "{name}: every read finds the {k} row(s) it asks for"),
-            None => assert!(
-                rows > reads && rows <= 10 * reads,
-                "{name}: reads return up to 10 latest rows: {rows} for {reads}"
+            Rows::Exactly(k) => assert_eq!(rows, k * reads, "{name}: every read finds the {k} row(s) it asks for"),
+            Rows::Between(lo, hi) => assert!(
+                rows > lo * reads && rows < hi * reads,
+                "{name}: reads return between {lo} and {hi} rows on average: {rows} for {reads}"
             ),
+        }
+        if name == "tombstones" {
+            let (deletes, _) = op(&doc, "delete");
+            assert!((deletes as f64 / 6000.0 - 0.25).abs() < 0.02, "delete share: {deletes}");
         }
         // The CSV names each operation's table.
         let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();

@@ -13,6 +13,15 @@ pub struct Builtin {
     pub yaml: Option<&'static str>,
 }
 
+/// A profile shipped in `workloads/` (its description is the profile's own).
+const fn shipped(name: &'static str, yaml: &'static str) -> Builtin {
+    Builtin {
+        name,
+        description: "",
+        yaml: Some(yaml),
+    }
+}
+
 pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "insert",
@@ -24,26 +33,12 @@ pub const BUILTINS: &[Builtin] = &[
         description: "E1: UNLOGGED batches of --batch-size rows of one partition",
         yaml: None,
     },
-    Builtin {
-        name: "keyvalue",
-        description: "",
-        yaml: Some(include_str!("../../workloads/keyvalue.yaml")),
-    },
-    Builtin {
-        name: "timeseries",
-        description: "",
-        yaml: Some(include_str!("../../workloads/timeseries.yaml")),
-    },
-    Builtin {
-        name: "mixed",
-        description: "",
-        yaml: Some(include_str!("../../workloads/mixed.yaml")),
-    },
-    Builtin {
-        name: "wide-read",
-        description: "",
-        yaml: Some(include_str!("../../workloads/wide-read.yaml")),
-    },
+    shipped("keyvalue", include_str!("../../workloads/keyvalue.yaml")),
+    shipped("timeseries", include_str!("../../workloads/timeseries.yaml")),
+    shipped("mixed", include_str!("../../workloads/mixed.yaml")),
+    shipped("wide-read", include_str!("../../workloads/wide-read.yaml")),
+    shipped("udt", include_str!("../../workloads/udt.yaml")),
+    shipped("tombstones", include_str!("../../workloads/tombstones.yaml")),
 ];
 
 pub fn find(name: &str) -> Result<&'static Builtin> {

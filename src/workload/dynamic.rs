@@ -14,7 +14,7 @@ use scylla::statement::prepared::PreparedStatement;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::generate::{ColumnSpec, Distribution, Generator, Role, Value, draw, supported};
+use super::generate::{ColumnSpec, Distribution, Generator, Role, Value, draw, shape_of};
 use super::profile::{BatchKind, Profile};
 use super::values::mix;
 use crate::client::{classify, parse_consistency};
@@ -107,13 +107,14 @@ impl Dynamic {
                         columns.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>().join(", ")
                     );
                 };
-                let Some(native) = supported(col.typ()) else {
-                    bail!(
-                        "operation {name}: no generator can produce {:?} for column `{}` yet (supported: text, ascii, blob, int, \
-                         bigint, boolean, double, float, uuid, timeuuid, timestamp)",
-                        col.typ(),
+                let shape = match shape_of(col.typ()) {
+                    Ok(shape) => shape,
+                    Err(part) => bail!(
+                        "operation {name}: no generator can produce {part} (in column `{}`) yet; generated types: text, \
+                         ascii, blob, int, bigint, boolean, double, float, uuid, timeuuid, timestamp, counter, and lists, sets, \
+                         maps, tuples and UDTs of them",
                         col.name()
-                    );
+                    ),
                 };
                 let role = match kind.as_str() {
                     "partition_key" => Role::Partition,
@@ -125,7 +126,7 @@ impl Dynamic {
                     .get(col.name())
                     .cloned()
                     .unwrap_or_else(ColumnSpec::default);
-                generators.push(Generator::new(col.name(), spec, role, native));
+                generators.push(Generator::new(col.name(), spec, role, shape));
             }
             let rows = spec.batch.as_ref().map(|b| b.rows as usize).unwrap_or(1);
             let batch = spec.batch.as_ref().map(|b| {

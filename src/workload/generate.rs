@@ -4,11 +4,11 @@
 //! the column's CQL type: nothing is allocated per operation once the buffer has grown.
 
 use anyhow::{Result, bail};
-use scylla::frame::response::result::{ColumnType, NativeType};
+use scylla::frame::response::result::{CollectionType, ColumnType, NativeType};
 use scylla::serialize::SerializationError;
 use scylla::serialize::value::SerializeValue;
 use scylla::serialize::writers::{CellWriter, WrittenCellProof};
-use scylla::value::{CqlTimestamp, CqlTimeuuid};
+use scylla::value::{Counter, CqlTimestamp, CqlTimeuuid};
 use serde::Deserialize;
 use serde::Serialize as SerdeSerialize;
 
@@ -66,6 +66,8 @@ pub struct ColumnSpec {
     /// Number of distinct values (default: unbounded for regular columns; key columns take
     /// their partition or row index).
     pub cardinality: Option<u64>,
+    /// Elements of a list, set or map (default 3).
+    pub count: Option<Size>,
     /// Numeric range, inclusive.
     pub min: Option<i64>,
     pub max: Option<i64>,
@@ -132,18 +134,21 @@ pub enum Role {
     Regular,
 }
 
-/// A column's generator: which value it renders for (partition, row).
-#[derive(Debug, Clone)]
-pub struct Generator {
-    pub spec: ColumnSpec,
-    pub role: Role,
-    pub typ: NativeType,
-    salt: u64,
+/// The structure of a column's CQL type, as far as generators go.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    Native(NativeType),
+    List(Box<Shape>),
+    Set(Box<Shape>),
+    Map(Box<Shape>, Box<Shape>),
+    /// Fields in the type's order.
+    Udt(Vec<Shape>),
+    Tuple(Vec<Shape>),
 }
 
-/// Types profiles generate today.
-pub fn supported(typ: &ColumnType) -> Option<NativeType> {
-    match typ {
+/// The shape of a CQL type, or the first part of it no generator can produce.
+pub fn shape_of(typ: &ColumnType) -> Result<Shape, String> {
+    Ok(match typ {
         ColumnType::Native(n) => match n {
             NativeType::Text
             | NativeType::Ascii
@@ -155,19 +160,48 @@ pub fn supported(typ: &ColumnType) -> Option<NativeType> {
             | NativeType::Float
             | NativeType::Uuid
             | NativeType::Timeuuid
-            | NativeType::Timestamp => Some(n.clone()),
-            _ => None,
+            | NativeType::Timestamp
+            | NativeType::Counter => Shape::Native(n.clone()),
+            other => return Err(format!("{other:?}")),
         },
-        _ => None,
-    }
+        ColumnType::Collection { typ, .. } => match typ {
+            CollectionType::List(e) => Shape::List(Box::new(shape_of(e)?)),
+            CollectionType::Set(e) => Shape::Set(Box::new(shape_of(e)?)),
+            CollectionType::Map(k, v) => Shape::Map(Box::new(shape_of(k)?), Box::new(shape_of(v)?)),
+            other => return Err(format!("{other:?}")),
+        },
+        ColumnType::UserDefinedType { definition, .. } => Shape::Udt(
+            definition
+                .field_types
+                .iter()
+                .map(|(_, t)| shape_of(t))
+                .collect::<Result<_, _>>()?,
+        ),
+        ColumnType::Tuple(items) => Shape::Tuple(items.iter().map(shape_of).collect::<Result<_, _>>()?),
+        other => return Err(format!("{other:?}")),
+    })
+}
+
+/// A column's generator: which value it renders for (partition, row).
+#[derive(Debug, Clone)]
+pub struct Generator {
+    pub spec: ColumnSpec,
+    pub role: Role,
+    pub shape: Shape,
+    salt: u64,
 }
 
 impl Generator {
-    pub fn new(column: &str, spec: ColumnSpec, role: Role, typ: NativeType) -> Generator {
+    pub fn new(column: &str, spec: ColumnSpec, role: Role, shape: Shape) -> Generator {
         let salt = column.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
         });
-        Generator { spec, role, typ, salt }
+        Generator {
+            spec,
+            role,
+            shape,
+            salt,
+        }
     }
 
     /// The value index for this column in (partition, row).
@@ -188,6 +222,44 @@ impl Generator {
 
     /// Renders value index `v` into `out`.
     pub fn render(&self, v: u64, out: &mut Value) {
+        let key = self.role != Role::Regular;
+        self.render_shape(&self.shape, v, out, key);
+    }
+
+    fn render_shape(&self, shape: &Shape, v: u64, out: &mut Value, key: bool) {
+        let h = mix(v ^ self.salt);
+        match shape {
+            Shape::Native(t) => self.render_native(t, v, out, key),
+            Shape::List(e) | Shape::Set(e) => {
+                let n = self.spec.count.unwrap_or(Size::Fixed(3)).pick(h);
+                let items = out.items(n);
+                for (i, item) in items.iter_mut().enumerate() {
+                    // Set elements must differ: give each its own index.
+                    self.render_shape(e, mix(h ^ i as u64), item, false);
+                }
+                out.finish_items(false);
+            }
+            Shape::Map(k, val) => {
+                let n = self.spec.count.unwrap_or(Size::Fixed(3)).pick(h);
+                let items = out.items(2 * n);
+                for (i, pair) in items.chunks_mut(2).enumerate() {
+                    let x = mix(h ^ i as u64);
+                    self.render_shape(k, x, &mut pair[0], false);
+                    self.render_shape(val, mix(x), &mut pair[1], false);
+                }
+                out.finish_items(true);
+            }
+            Shape::Udt(fields) | Shape::Tuple(fields) => {
+                let items = out.items(fields.len());
+                for (i, (f, item)) in fields.iter().zip(items.iter_mut()).enumerate() {
+                    self.render_shape(f, mix(h ^ (i as u64 + 1)), item, false);
+                }
+                out.finish_fields();
+            }
+        }
+    }
+
+    fn render_native(&self, typ: &NativeType, v: u64, out: &mut Value, key: bool) {
         let h = mix(v ^ self.salt);
         let in_range = |lo: i64, hi: i64| -> i64 {
             let lo = self.spec.min.unwrap_or(lo);
@@ -195,21 +267,21 @@ impl Generator {
             let span = (hi as i128 - lo as i128 + 1) as u128;
             (lo as i128 + (u128::from(v) % span) as i128) as i64
         };
-        match self.typ {
+        match typ {
             NativeType::Text | NativeType::Ascii => {
                 let len = self.spec.size.pick(h);
-                let buf = out.set(Value::Text(Vec::new()));
+                let buf = out.bytes(true);
                 buf.resize(len, b'0');
-                if self.role == Role::Regular {
-                    fill_text(buf, v ^ self.salt);
-                } else {
+                if key {
                     // Keys: distinct indexes give distinct text (as long as the length allows).
                     fill_key(buf, v);
+                } else {
+                    fill_text(buf, v ^ self.salt);
                 }
             }
             NativeType::Blob => {
                 let len = self.spec.size.pick(h);
-                let buf = out.set(Value::Blob(Vec::new()));
+                let buf = out.bytes(false);
                 buf.resize(len, 0);
                 let mut x = h;
                 for chunk in buf.chunks_mut(8) {
@@ -220,6 +292,12 @@ impl Generator {
             NativeType::Int => *out = Value::Int(in_range(i32::MIN as i64, i32::MAX as i64) as i32),
             NativeType::BigInt => *out = Value::BigInt(in_range(i64::MIN, i64::MAX)),
             NativeType::Boolean => *out = Value::Boolean(v % 2 == 1),
+            // Counter increments: 1 unless min/max say otherwise.
+            NativeType::Counter => {
+                let lo = self.spec.min.unwrap_or(1);
+                let hi = self.spec.max.unwrap_or(lo);
+                *out = Value::Counter(Counter(lo + (v % (hi - lo + 1) as u64) as i64))
+            }
             NativeType::Double => {
                 *out = Value::Double(in_range(-1_000_000, 1_000_000) as f64 + (h % 1000) as f64 / 1000.0)
             }
@@ -241,12 +319,12 @@ impl Generator {
                 // Milliseconds after 2020-01-01, one per value index (clustering rows in time order).
                 *out = Value::Timestamp(CqlTimestamp(1_577_836_800_000 + in_range(0, i64::MAX / 2)));
             }
-            _ => unreachable!("checked by supported()"),
+            _ => unreachable!("checked by shape_of()"),
         }
     }
 }
 
-/// One rendered value, reusing its buffer across operations.
+/// One rendered value, reusing its buffers across operations.
 #[derive(Debug, Clone)]
 pub enum Value {
     Text(Vec<u8>),
@@ -259,24 +337,67 @@ pub enum Value {
     Uuid(uuid::Uuid),
     Timeuuid(CqlTimeuuid),
     Timestamp(CqlTimestamp),
+    Counter(Counter),
+    /// A list or set.
+    Seq(Vec<Value>),
+    /// Keys and values alternating.
+    Map(Vec<Value>),
+    /// A UDT's or tuple's fields in order.
+    Fields(Vec<Value>),
 }
 
 impl Value {
-    /// Switches to `kind`'s variant only if it is another variant (keeping the buffer).
-    fn set(&mut self, kind: Value) -> &mut Vec<u8> {
-        let same = matches!(
-            (&*self, &kind),
-            (Value::Text(_), Value::Text(_)) | (Value::Blob(_), Value::Blob(_))
-        );
-        if !same {
-            *self = kind;
+    /// The byte buffer of a Text (or Blob) value, switching variant only when needed.
+    fn bytes(&mut self, text: bool) -> &mut Vec<u8> {
+        match (text, &*self) {
+            (true, Value::Text(_)) | (false, Value::Blob(_)) => {}
+            (true, _) => *self = Value::Text(Vec::new()),
+            (false, _) => *self = Value::Blob(Vec::new()),
         }
         match self {
             Value::Text(b) | Value::Blob(b) => b,
             _ => unreachable!(),
         }
     }
+
+    /// `n` item slots of a composite value (kept from the previous operation when possible).
+    fn items(&mut self, n: usize) -> &mut Vec<Value> {
+        if !matches!(self, Value::Seq(_) | Value::Map(_) | Value::Fields(_)) {
+            *self = Value::Seq(Vec::new());
+        }
+        let (Value::Seq(v) | Value::Map(v) | Value::Fields(v)) = self else {
+            unreachable!()
+        };
+        v.resize_with(n, || Value::Int(0));
+        v
+    }
+
+    fn finish_items(&mut self, map: bool) {
+        let (Value::Seq(v) | Value::Map(v) | Value::Fields(v)) = self else {
+            unreachable!()
+        };
+        let v = std::mem::take(v);
+        *self = if map { Value::Map(v) } else { Value::Seq(v) };
+    }
+
+    fn finish_fields(&mut self) {
+        if let Value::Seq(v) | Value::Map(v) = self {
+            *self = Value::Fields(std::mem::take(v));
+        }
+    }
 }
+
+/// A generated value met a column type it was not generated for.
+#[derive(Debug)]
+struct WrongType(String);
+
+impl std::fmt::Display for WrongType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "generated {}", self.0)
+    }
+}
+
+impl std::error::Error for WrongType {}
 
 impl SerializeValue for Value {
     fn serialize<'b>(
@@ -297,8 +418,46 @@ impl SerializeValue for Value {
             Value::Uuid(v) => SerializeValue::serialize(v, typ, writer),
             Value::Timeuuid(v) => SerializeValue::serialize(v, typ, writer),
             Value::Timestamp(v) => SerializeValue::serialize(v, typ, writer),
+            Value::Counter(v) => SerializeValue::serialize(v, typ, writer),
+            Value::Seq(items) => SerializeValue::serialize(items.as_slice(), typ, writer),
+            Value::Map(items) => {
+                let ColumnType::Collection {
+                    typ: CollectionType::Map(kt, vt),
+                    ..
+                } = typ
+                else {
+                    return Err(SerializationError::new(WrongType(format!("a map for {typ:?}"))));
+                };
+                let mut b = writer.into_value_builder();
+                b.append_bytes(&((items.len() / 2) as i32).to_be_bytes());
+                for pair in items.chunks(2) {
+                    pair[0].serialize(kt, b.make_sub_writer())?;
+                    pair[1].serialize(vt, b.make_sub_writer())?;
+                }
+                b.finish().map_err(SerializationError::new)
+            }
+            Value::Fields(items) => match typ {
+                ColumnType::UserDefinedType { definition, .. } => {
+                    write_fields(items, definition.field_types.iter().map(|(_, t)| t), writer)
+                }
+                ColumnType::Tuple(ts) => write_fields(items, ts.iter(), writer),
+                _ => Err(SerializationError::new(WrongType(format!("fields for {typ:?}")))),
+            },
         }
     }
+}
+
+/// A UDT or tuple: each field as a cell, in the type's order.
+fn write_fields<'t, 'f: 't, 'b>(
+    items: &[Value],
+    types: impl Iterator<Item = &'t ColumnType<'f>>,
+    writer: CellWriter<'b>,
+) -> Result<WrittenCellProof<'b>, SerializationError> {
+    let mut b = writer.into_value_builder();
+    for (item, t) in items.iter().zip(types) {
+        item.serialize(t, b.make_sub_writer())?;
+    }
+    b.finish().map_err(SerializationError::new)
 }
 
 #[cfg(test)]
@@ -352,9 +511,14 @@ mod tests {
                 ..Default::default()
             },
             Role::Partition,
-            NativeType::Text,
+            Shape::Native(NativeType::Text),
         );
-        let ck = Generator::new("ts", ColumnSpec::default(), Role::Clustering, NativeType::Timestamp);
+        let ck = Generator::new(
+            "ts",
+            ColumnSpec::default(),
+            Role::Clustering,
+            Shape::Native(NativeType::Timestamp),
+        );
         assert_eq!(pk.index(42, 7), 42);
         assert_eq!(ck.index(42, 7), 7);
         let mut a = Value::Int(0);
@@ -374,7 +538,7 @@ mod tests {
             size: Size::Range { min: 5, max: 9 },
             ..Default::default()
         };
-        let g = Generator::new("payload", spec, Role::Regular, NativeType::Text);
+        let g = Generator::new("payload", spec, Role::Regular, Shape::Native(NativeType::Text));
         let (mut a, mut b) = (Value::Int(0), Value::Int(0));
         g.render(g.index(3, 4), &mut a);
         g.render(g.index(3, 4), &mut b);
@@ -395,7 +559,7 @@ mod tests {
                 ..Default::default()
             },
             Role::Regular,
-            NativeType::Int,
+            Shape::Native(NativeType::Int),
         );
         for r in 0..100 {
             num.render(num.index(0, r), &mut a);
@@ -408,7 +572,7 @@ mod tests {
                 ..Default::default()
             },
             Role::Regular,
-            NativeType::BigInt,
+            Shape::Native(NativeType::BigInt),
         );
         let distinct: std::collections::HashSet<u64> = (0..1000).map(|r| card.index(r, r)).collect();
         assert_eq!(distinct.len(), 3, "cardinality bounds distinct values");
@@ -419,7 +583,7 @@ mod tests {
             (NativeType::Boolean, "boolean"),
             (NativeType::Double, "double"),
         ] {
-            let g = Generator::new("x", ColumnSpec::default(), Role::Regular, typ);
+            let g = Generator::new("x", ColumnSpec::default(), Role::Regular, Shape::Native(typ));
             g.render(g.index(1, 2), &mut a);
             let ok = match (&a, check) {
                 (Value::Uuid(_), "uuid") | (Value::Boolean(_), "boolean") | (Value::Double(_), "double") => true,
@@ -429,6 +593,130 @@ mod tests {
             };
             assert!(ok, "{check}: {a:?}");
         }
+    }
+
+    fn udt_item() -> ColumnType<'static> {
+        ColumnType::UserDefinedType {
+            frozen: true,
+            definition: std::sync::Arc::new(scylla::frame::response::result::UserDefinedType {
+                name: "item".into(),
+                keyspace: "ks".into(),
+                field_types: vec![
+                    ("sku".into(), ColumnType::Native(NativeType::Text)),
+                    ("qty".into(), ColumnType::Native(NativeType::Int)),
+                    ("price".into(), ColumnType::Native(NativeType::Double)),
+                ],
+            }),
+        }
+    }
+
+    fn list_of(t: ColumnType<'static>) -> ColumnType<'static> {
+        ColumnType::Collection {
+            frozen: true,
+            typ: CollectionType::List(Box::new(t)),
+        }
+    }
+
+    fn serialized(v: &Value, typ: &ColumnType) -> Result<Vec<u8>, SerializationError> {
+        let mut buf = Vec::new();
+        v.serialize(typ, CellWriter::new(&mut buf))?;
+        Ok(buf)
+    }
+
+    #[test]
+    fn collections_and_udts_have_the_declared_shape() {
+        let typ = list_of(udt_item());
+        let shape = shape_of(&typ).unwrap();
+        assert_eq!(
+            shape,
+            Shape::List(Box::new(Shape::Udt(vec![
+                Shape::Native(NativeType::Text),
+                Shape::Native(NativeType::Int),
+                Shape::Native(NativeType::Double)
+            ])))
+        );
+        let spec = ColumnSpec {
+            count: Some(Size::Range { min: 1, max: 4 }),
+            size: Size::Fixed(6),
+            ..Default::default()
+        };
+        let g = Generator::new("items", spec, Role::Regular, shape);
+        let mut v = Value::Int(0);
+        let mut counts = std::collections::HashSet::new();
+        for r in 0..100 {
+            g.render(g.index(7, r), &mut v);
+            let Value::Seq(items) = &v else {
+                panic!("not a list: {v:?}")
+            };
+            counts.insert(items.len());
+            for item in items {
+                let Value::Fields(f) = item else {
+                    panic!("not a UDT: {item:?}")
+                };
+                assert!(
+                    matches!(&f[..], [Value::Text(t), Value::Int(_), Value::Double(_)] if t.len() == 6),
+                    "{f:?}"
+                );
+            }
+            // The same (partition, row) renders the same bytes; a buffer reused across
+            // operations does not keep stale elements.
+            let again = serialized(&v, &typ).unwrap();
+            let mut fresh = Value::Int(0);
+            g.render(g.index(7, r), &mut fresh);
+            assert_eq!(serialized(&fresh, &typ).unwrap(), again);
+        }
+        assert_eq!(counts, (1..=4).collect(), "element counts cover the range");
+
+        // list<int> of 3: cell length, element count, then (length, value) per element.
+        let ints = Generator::new(
+            "l",
+            ColumnSpec::default(),
+            Role::Regular,
+            Shape::List(Box::new(Shape::Native(NativeType::Int))),
+        );
+        ints.render(1, &mut v);
+        let bytes = serialized(&v, &list_of(ColumnType::Native(NativeType::Int))).unwrap();
+        assert_eq!(bytes.len(), 4 + 4 + 3 * (4 + 4));
+        assert_eq!(&bytes[4..8], &3i32.to_be_bytes());
+
+        // map<text, bigint>: keys and values alternate, the count is of pairs.
+        let map_type = ColumnType::Collection {
+            frozen: false,
+            typ: CollectionType::Map(
+                Box::new(ColumnType::Native(NativeType::Text)),
+                Box::new(ColumnType::Native(NativeType::BigInt)),
+            ),
+        };
+        let m = Generator::new(
+            "m",
+            ColumnSpec {
+                count: Some(Size::Fixed(2)),
+                ..Default::default()
+            },
+            Role::Regular,
+            shape_of(&map_type).unwrap(),
+        );
+        m.render(5, &mut v);
+        assert!(
+            matches!(&v, Value::Map(kv) if kv.len() == 4 && matches!(kv[1], Value::BigInt(_))),
+            "{v:?}"
+        );
+        let bytes = serialized(&v, &map_type).unwrap();
+        assert_eq!(&bytes[4..8], &2i32.to_be_bytes());
+        // A value met with a type it was not generated for is an error, not garbage on the wire.
+        assert!(serialized(&v, &typ).is_err());
+        assert!(shape_of(&ColumnType::Native(NativeType::Duration)).is_err());
+        let c = Generator::new(
+            "hits",
+            ColumnSpec::default(),
+            Role::Regular,
+            Shape::Native(NativeType::Counter),
+        );
+        c.render(c.index(3, 9), &mut v);
+        assert!(
+            matches!(v, Value::Counter(Counter(1))),
+            "counter increments default to 1: {v:?}"
+        );
     }
 
     #[test]
