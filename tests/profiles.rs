@@ -101,6 +101,65 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         assert!(csv.lines().skip(1).any(|l| l.contains(",read,")), "{csv}");
     }
 
+    // Two loaders split the key space: each populates its half, together every row once.
+    let split = lab.home.join("split.yaml");
+    std::fs::write(
+        &split,
+        "keyspace: split\nschema:\n  - CREATE TABLE IF NOT EXISTS t (k int, c int, v text, PRIMARY KEY (k, c))\n\
+         partitions: 50\nrows_per_partition: 8\noperations:\n  \
+         write: {cql: \"INSERT INTO t (k, c, v) VALUES (?, ?, ?)\", weight: 0}\n  \
+         read: {cql: \"SELECT * FROM t WHERE k = ?\"}\npopulate: write\n",
+    )
+    .unwrap();
+    let count = |table: &str| {
+        runtime().block_on(async {
+            let s = SessionBuilder::new().known_node(&hosts).build().await.unwrap();
+            let r = s
+                .query_unpaged(format!("SELECT COUNT(*) FROM {table}"), ())
+                .await
+                .unwrap();
+            r.into_rows_result().unwrap().single_row::<(i64,)>().unwrap().0
+        })
+    };
+    let as_loader = |slice: &str, what: &[&str]| {
+        let out = lab.home.join(format!("r-loader-{}", slice.replace('/', "of")));
+        let mut args = vec![
+            "run",
+            "--hosts",
+            &hosts,
+            "--loader",
+            slice,
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(what);
+        ok(lab.caplab(&args));
+        result_json(&out)
+    };
+    let doc = as_loader("1/2", &["--profile", split.to_str().unwrap(), "-n", "100"]);
+    assert_eq!(doc["config"]["engine"]["loader"], "1/2");
+    assert_eq!(count("split.t"), 200, "loader 1/2 populates half of 50 x 8 rows");
+    as_loader("2/2", &["--profile", split.to_str().unwrap(), "-n", "100"]);
+    assert_eq!(count("split.t"), 400, "loader 2/2 populates the other half");
+    // E1 inserts: every operation of either loader writes a row nobody else writes.
+    for slice in ["1/2", "2/2"] {
+        as_loader(
+            slice,
+            &[
+                "--workload",
+                "insert",
+                "--keyspace",
+                "split_e1",
+                "--partitions",
+                "100",
+                "-n",
+                "700",
+            ],
+        );
+    }
+    assert_eq!(count("split_e1.e1_insert"), 1400, "two loaders' inserts do not overlap");
+
     // A printed profile runs as a file, unchanged.
     let shown = stdout(&ok(lab.caplab(&["workloads", "show", "timeseries"])));
     let file = lab.home.join("my-timeseries.yaml");

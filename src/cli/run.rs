@@ -17,7 +17,7 @@ use crate::client::{self, ClientOptions};
 use crate::cluster::Home;
 use crate::cluster::local::{self, StartOptions};
 use crate::cluster::node::{Liveness, NodeState};
-use crate::engine::{self, EndReason, EngineConfig, IntervalSink, Warmup, Workload};
+use crate::engine::{self, EndReason, EngineConfig, IntervalSink, LoaderSlice, Sliced, Warmup, Workload};
 use crate::metrics::summary::{Summary, group};
 use crate::metrics::{Interval, csv::CsvLog, hdrlog};
 use crate::workload::builtin;
@@ -51,6 +51,10 @@ pub struct RunArgs {
     /// Operations in flight at most.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub concurrency: u32,
+    /// Run share i of n of the workload's operations (loaders numbered 1..n), so n caplab
+    /// processes split the key space without overlap; populate is split too, -n is per loader.
+    #[arg(long, value_name = "I/N", value_parser = LoaderSlice::parse, default_value = "1/1")]
+    pub loader: LoaderSlice,
     /// Client threads (every one is a core taken from a server on the same machine).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
@@ -261,6 +265,7 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
                     "rate": ecfg.rate, "concurrency": ecfg.concurrency, "threads": args.threads,
                     "duration_s": ecfg.duration.map(|d| d.as_secs_f64()), "ops": ecfg.ops,
                     "warmup": format!("{:?}", ecfg.warmup), "interval_s": 1.0,
+                    "loader": args.loader.to_string(),
                 },
             }),
             environment: environment(release.as_deref(), &local_nodes),
@@ -328,6 +333,10 @@ struct Drive<'a> {
 impl Drive<'_> {
     async fn drive<W: Workload>(self, workload: Arc<W>, about: About) -> Result<u8> {
         let (args, ecfg, out) = (self.args, self.ecfg, self.out);
+        let workload = Arc::new(Sliced {
+            inner: workload,
+            slice: args.loader,
+        });
         let names = workload.op_names();
         let started = SystemTime::now();
         let mut config = self.config;
@@ -346,8 +355,13 @@ impl Drive<'_> {
         });
         write_json(&out.join("result.json"), &doc)?;
         say(&format!(
-            "Running {} against {} {}; results in {}",
+            "Running {}{} against {} {}; results in {}",
             about.name,
+            if args.loader.is_whole() {
+                String::new()
+            } else {
+                format!(" as loader {}", args.loader)
+            },
             self.target,
             describe_load(ecfg),
             out.display()
@@ -426,10 +440,16 @@ impl Drive<'_> {
 /// before measuring; progress goes to stderr, nothing to the results.
 async fn populate(workload: &Arc<Dynamic>, op_name: &str, args: &RunArgs, base: &EngineConfig) -> Result<()> {
     let op = workload.op_index(op_name).expect("validated populate operation");
-    let total = workload.populate_ops(op);
+    let all = workload.populate_ops(op);
+    let total = args.loader.share(all);
     say(&format!(
-        "Populating: {} operations of '{op_name}' (every row of every partition)",
-        group(total as f64)
+        "Populating: {} operations of '{op_name}' ({})",
+        group(total as f64),
+        if args.loader.is_whole() {
+            "every row of every partition".to_string()
+        } else {
+            format!("loader {}'s share of {}", args.loader, group(all as f64))
+        }
     ));
     struct Progress {
         quiet: bool,
@@ -465,9 +485,12 @@ async fn populate(workload: &Arc<Dynamic>, op_name: &str, args: &RunArgs, base: 
     };
     let begin = std::time::Instant::now();
     let end = engine::run(
-        Arc::new(Populate {
-            inner: workload.clone(),
-            op,
+        Arc::new(Sliced {
+            inner: Arc::new(Populate {
+                inner: workload.clone(),
+                op,
+            }),
+            slice: args.loader,
         }),
         &cfg,
         Arc::new(AtomicBool::new(false)),

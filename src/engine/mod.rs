@@ -6,6 +6,7 @@
 //! omission). Worker `w` of `C` runs operations `w, w + C, w + 2C, …`, so workers share no
 //! counter; each records into its own shard of the recorder.
 
+pub mod loader;
 pub mod runner;
 pub mod schedule;
 
@@ -13,6 +14,7 @@ use std::future::Future;
 
 use crate::metrics::ErrorKind;
 
+pub use loader::{LoaderSlice, Sliced};
 pub use runner::{EndReason, EngineConfig, IntervalSink, RunEnd, Warmup, run};
 pub use schedule::Schedule;
 

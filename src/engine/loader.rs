@@ -1,0 +1,105 @@
+//! Splitting one workload between several loader processes (`--loader i/n`): loader `i` of
+//! `n` runs the operations whose global index is `i - 1` modulo `n`. Workloads derive keys and
+//! values from the operation index alone, so loaders write disjoint rows (populate splits
+//! exactly) and together do what one loader would.
+
+use std::sync::Arc;
+
+use super::{Outcome, Workload};
+
+/// This process's share of the operation index space: `index` of `count` (0-based inside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoaderSlice {
+    index: u64,
+    count: u64,
+}
+
+impl Default for LoaderSlice {
+    fn default() -> Self {
+        LoaderSlice { index: 0, count: 1 }
+    }
+}
+
+impl LoaderSlice {
+    /// Parses `i/n`, loaders numbered from 1 (`1/3`, `2/3`, `3/3`).
+    pub fn parse(s: &str) -> Result<LoaderSlice, String> {
+        let bad = || format!("'{s}' is not a loader slice: write i/n with 1 <= i <= n, e.g. --loader 2/3");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (i, n): (u64, u64) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if i == 0 || i > n {
+            return Err(bad());
+        }
+        Ok(LoaderSlice { index: i - 1, count: n })
+    }
+
+    pub fn is_whole(&self) -> bool {
+        self.count == 1
+    }
+
+    /// The global index of this loader's `i`-th operation.
+    pub fn global(&self, i: u64) -> u64 {
+        i * self.count + self.index
+    }
+
+    /// How many of the global operations `0..total` are this loader's.
+    pub fn share(&self, total: u64) -> u64 {
+        total / self.count + u64::from(total % self.count > self.index)
+    }
+}
+
+impl std::fmt::Display for LoaderSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index + 1, self.count)
+    }
+}
+
+/// A workload run as one loader's slice of it.
+pub struct Sliced<W> {
+    pub inner: Arc<W>,
+    pub slice: LoaderSlice,
+}
+
+impl<W: Workload> Workload for Sliced<W> {
+    type Worker = W::Worker;
+
+    fn op_names(&self) -> Vec<String> {
+        self.inner.op_names()
+    }
+
+    fn worker(&self, id: usize) -> W::Worker {
+        self.inner.worker(id)
+    }
+
+    async fn execute(&self, worker: &mut W::Worker, i: u64) -> Outcome {
+        self.inner.execute(worker, self.slice.global(i)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_partition_the_index_space() {
+        for total in [0u64, 1, 7, 10, 1001] {
+            for n in 1..=4 {
+                let slices: Vec<_> = (1..=n)
+                    .map(|i| LoaderSlice::parse(&format!("{i}/{n}")).unwrap())
+                    .collect();
+                let mut seen: Vec<u64> = slices
+                    .iter()
+                    .flat_map(|s| (0..s.share(total)).map(|i| s.global(i)))
+                    .collect();
+                seen.sort_unstable();
+                assert_eq!(seen, (0..total).collect::<Vec<_>>(), "{total} ops over {n} loaders");
+            }
+        }
+        assert_eq!(LoaderSlice::parse("2/3").unwrap().to_string(), "2/3");
+        for bad in ["0/3", "4/3", "3", "a/b", "1/0"] {
+            assert!(LoaderSlice::parse(bad).unwrap_err().contains("--loader 2/3"), "{bad}");
+        }
+    }
+}
