@@ -8,7 +8,7 @@ use scylla::frame::response::result::{CollectionType, ColumnType, NativeType};
 use scylla::serialize::SerializationError;
 use scylla::serialize::value::SerializeValue;
 use scylla::serialize::writers::{CellWriter, WrittenCellProof};
-use scylla::value::{Counter, CqlTimestamp, CqlTimeuuid};
+use scylla::value::{Counter, CqlDate, CqlDecimalBorrowed, CqlTime, CqlTimestamp, CqlTimeuuid, CqlVarintBorrowed};
 use serde::Deserialize;
 use serde::Serialize as SerdeSerialize;
 
@@ -161,7 +161,14 @@ pub fn shape_of(typ: &ColumnType) -> Result<Shape, String> {
             | NativeType::Uuid
             | NativeType::Timeuuid
             | NativeType::Timestamp
-            | NativeType::Counter => Shape::Native(n.clone()),
+            | NativeType::Counter
+            | NativeType::SmallInt
+            | NativeType::TinyInt
+            | NativeType::Inet
+            | NativeType::Date
+            | NativeType::Time
+            | NativeType::Varint
+            | NativeType::Decimal => Shape::Native(n.clone()),
             other => return Err(format!("{other:?}")),
         },
         ColumnType::Collection { typ, .. } => match typ {
@@ -291,6 +298,19 @@ impl Generator {
             }
             NativeType::Int => *out = Value::Int(in_range(i32::MIN as i64, i32::MAX as i64) as i32),
             NativeType::BigInt => *out = Value::BigInt(in_range(i64::MIN, i64::MAX)),
+            NativeType::SmallInt => *out = Value::SmallInt(in_range(i16::MIN as i64, i16::MAX as i64) as i16),
+            NativeType::TinyInt => *out = Value::TinyInt(in_range(i8::MIN as i64, i8::MAX as i64) as i8),
+            NativeType::Varint => *out = Value::Varint(in_range(i64::MIN, i64::MAX).to_be_bytes()),
+            // Two decimal places.
+            NativeType::Decimal => *out = Value::Decimal(in_range(-100_000_000, 100_000_000).to_be_bytes()),
+            // IPv4 addresses, distinct for the first 2^32 indexes.
+            NativeType::Inet => {
+                *out = Value::Inet(std::net::Ipv4Addr::from(in_range(0, u32::MAX as i64) as u32).into())
+            }
+            // Days from 2020-01-01 (the protocol counts from 2^31 = 1970-01-01).
+            NativeType::Date => *out = Value::Date(CqlDate((1u32 << 31) + 18_262 + in_range(0, 36_500) as u32)),
+            // Nanoseconds since midnight.
+            NativeType::Time => *out = Value::Time(CqlTime(in_range(0, 86_399_999_999_999))),
             NativeType::Boolean => *out = Value::Boolean(v % 2 == 1),
             // Counter increments: 1 unless min/max say otherwise.
             NativeType::Counter => {
@@ -338,6 +358,15 @@ pub enum Value {
     Timeuuid(CqlTimeuuid),
     Timestamp(CqlTimestamp),
     Counter(Counter),
+    SmallInt(i16),
+    TinyInt(i8),
+    /// Big-endian two's complement.
+    Varint([u8; 8]),
+    /// Unscaled big-endian two's complement, scale 2.
+    Decimal([u8; 8]),
+    Inet(std::net::IpAddr),
+    Date(CqlDate),
+    Time(CqlTime),
     /// A list or set.
     Seq(Vec<Value>),
     /// Keys and values alternating.
@@ -419,6 +448,19 @@ impl SerializeValue for Value {
             Value::Timeuuid(v) => SerializeValue::serialize(v, typ, writer),
             Value::Timestamp(v) => SerializeValue::serialize(v, typ, writer),
             Value::Counter(v) => SerializeValue::serialize(v, typ, writer),
+            Value::SmallInt(v) => SerializeValue::serialize(v, typ, writer),
+            Value::TinyInt(v) => SerializeValue::serialize(v, typ, writer),
+            Value::Varint(b) => {
+                SerializeValue::serialize(&CqlVarintBorrowed::from_signed_bytes_be_slice(b), typ, writer)
+            }
+            Value::Decimal(b) => SerializeValue::serialize(
+                &CqlDecimalBorrowed::from_signed_be_bytes_slice_and_exponent(b, 2),
+                typ,
+                writer,
+            ),
+            Value::Inet(v) => SerializeValue::serialize(v, typ, writer),
+            Value::Date(v) => SerializeValue::serialize(v, typ, writer),
+            Value::Time(v) => SerializeValue::serialize(v, typ, writer),
             Value::Seq(items) => SerializeValue::serialize(items.as_slice(), typ, writer),
             Value::Map(items) => {
                 let ColumnType::Collection {
@@ -582,6 +624,10 @@ mod tests {
             (NativeType::Blob, "blob"),
             (NativeType::Boolean, "boolean"),
             (NativeType::Double, "double"),
+            (NativeType::Inet, "inet"),
+            (NativeType::Date, "date"),
+            (NativeType::Time, "time"),
+            (NativeType::SmallInt, "smallint"),
         ] {
             let g = Generator::new("x", ColumnSpec::default(), Role::Regular, Shape::Native(typ));
             g.render(g.index(1, 2), &mut a);
@@ -589,6 +635,9 @@ mod tests {
                 (Value::Uuid(_), "uuid") | (Value::Boolean(_), "boolean") | (Value::Double(_), "double") => true,
                 (Value::Timeuuid(t), "timeuuid") => uuid::Uuid::from(*t).get_version_num() == 1,
                 (Value::Blob(b), "blob") => b.len() == 16,
+                (Value::Inet(_), "inet") | (Value::SmallInt(_), "smallint") => true,
+                (Value::Date(CqlDate(d)), "date") => (1u32 << 31) + 18_262 <= *d,
+                (Value::Time(CqlTime(ns)), "time") => (0..86_400_000_000_000).contains(ns),
                 _ => false,
             };
             assert!(ok, "{check}: {a:?}");
