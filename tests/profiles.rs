@@ -3,19 +3,8 @@
 
 mod common;
 
-use common::{Lab, fails, jvm_lock, ok, result_json, runtime, stdout};
+use common::{Lab, count_rows, fails, jvm_lock, ok, op, result_json, runtime, stdout};
 use scylla::client::session_builder::SessionBuilder;
-
-/// (operations, rows) of one operation type in a run's summary.
-fn op(doc: &serde_json::Value, name: &str) -> (u64, u64) {
-    let p = doc["summary"]["per_op"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap();
-    (p["ops"].as_u64().unwrap(), p["rows"].as_u64().unwrap())
-}
 
 enum Rows {
     Exactly(u64),
@@ -79,7 +68,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
             .map(|p| p["ops"].as_u64().unwrap())
             .sum();
         assert_eq!(total, 6000, "{name}");
-        let (reads, rows) = op(&doc, "read");
+        let (reads, rows, _) = op(&doc, "read");
         let share = reads as f64 / 6000.0;
         assert!(
             (share - read_share).abs() < 0.02,
@@ -93,7 +82,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
             ),
         }
         if name == "tombstones" {
-            let (deletes, _) = op(&doc, "delete");
+            let (deletes, _, _) = op(&doc, "delete");
             assert!((deletes as f64 / 6000.0 - 0.25).abs() < 0.02, "delete share: {deletes}");
         }
         // The CSV names each operation's table.
@@ -111,16 +100,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
          read: {cql: \"SELECT * FROM t WHERE k = ?\"}\npopulate: write\n",
     )
     .unwrap();
-    let count = |table: &str| {
-        runtime().block_on(async {
-            let s = SessionBuilder::new().known_node(&hosts).build().await.unwrap();
-            let r = s
-                .query_unpaged(format!("SELECT COUNT(*) FROM {table}"), ())
-                .await
-                .unwrap();
-            r.into_rows_result().unwrap().single_row::<(i64,)>().unwrap().0
-        })
-    };
+    let count = |table: &str| count_rows(&hosts, table);
     let as_loader = |slice: &str, what: &[&str]| {
         let out = lab.home.join(format!("r-loader-{}", slice.replace('/', "of")));
         let mut args = vec![

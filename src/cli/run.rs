@@ -24,6 +24,7 @@ use crate::workload::builtin;
 use crate::workload::dynamic::{Dynamic, Populate};
 use crate::workload::e1::{E1, E1Options, Kind};
 use crate::workload::profile::Profile;
+use crate::workload::stress;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -40,8 +41,12 @@ pub struct RunArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
     /// Number of measured operations instead of a duration.
-    #[arg(short = 'n', long = "ops", conflicts_with = "duration")]
+    #[arg(short = 'n', long = "count", conflicts_with = "duration")]
     pub ops: Option<u64>,
+    /// Profile operations to run and their weights, e.g. 'insert=1,read1=2' (as cassandra-stress's
+    /// ops(...)); operations not named do not run. Default: the profile's weights.
+    #[arg(long = "ops", value_name = "NAME=WEIGHT,...")]
+    pub weights: Option<String>,
     /// Excluded from results: a time (30s) or a number of operations (10000).
     #[arg(long, value_parser = parse_warmup, default_value = "0s")]
     pub warmup: Warmup,
@@ -160,35 +165,65 @@ fn parse_warmup(s: &str) -> Result<Warmup, String> {
 /// The workload a run drives, settled before anything touches the cluster.
 enum Chosen {
     E1(E1Options),
-    Profile { profile: Box<Profile>, origin: String },
+    Profile {
+        profile: Box<Profile>,
+        origin: String,
+        /// What a cassandra-stress profile could not carry over exactly.
+        notes: Vec<String>,
+    },
 }
 
 impl Chosen {
     fn name(&self) -> String {
         match self {
             Chosen::E1(o) => o.kind.name().to_string(),
-            Chosen::Profile { profile, origin } => profile.name.clone().unwrap_or_else(|| origin.clone()),
+            Chosen::Profile { profile, origin, .. } => profile.name.clone().unwrap_or_else(|| origin.clone()),
         }
     }
 }
 
 fn choose(args: &RunArgs) -> Result<Chosen> {
-    let profile = |profile: Profile, origin: String| {
+    let profile = |profile: Profile, origin: String, notes: Vec<String>| {
         let mut profile = Box::new(profile);
         if let Some(n) = args.partitions {
             profile.partitions = n;
         }
+        if let Some(w) = &args.weights {
+            profile.set_weights(w).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        }
         profile.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
-        Ok(Chosen::Profile { profile, origin })
+        Ok(Chosen::Profile { profile, origin, notes })
     };
     if let Some(path) = &args.profile {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read profile {}", path.display()))?;
         let origin = path.display().to_string();
-        return profile(Profile::parse(&text, &origin)?, origin);
+        if stress::is_stress_profile(&text) {
+            let imported = stress::import(&text, &origin)?;
+            let mut notes = imported.notes;
+            if args.weights.is_none() {
+                notes.push(format!(
+                    "no --ops: running insert only; choose operations with e.g. --ops 'insert=1,{}=1'",
+                    imported
+                        .profile
+                        .op_names()
+                        .into_iter()
+                        .find(|n| n != "insert")
+                        .unwrap_or_else(|| "query".into())
+                ));
+            }
+            return profile(imported.profile, origin, notes);
+        }
+        return profile(Profile::parse(&text, &origin)?, origin, Vec::new());
     }
     let builtin = builtin::find(&args.workload)?;
     if let Some(parsed) = builtin.profile() {
-        return profile(parsed?, format!("workloads/{}.yaml", builtin.name));
+        return profile(parsed?, format!("workloads/{}.yaml", builtin.name), Vec::new());
+    }
+    if args.weights.is_some() {
+        bail!(
+            "--ops chooses among a profile's operations; '{}' has one operation type (use a profile workload or --profile)",
+            builtin.name
+        );
     }
     let kind = if builtin.name == "batch" {
         Kind::Batch
@@ -214,6 +249,16 @@ fn choose(args: &RunArgs) -> Result<Chosen> {
 pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
     let consistency = client::parse_consistency(&args.consistency)?;
     let chosen = choose(&args)?;
+    if let Chosen::Profile { origin, notes, .. } = &chosen
+        && !notes.is_empty()
+    {
+        say(&format!(
+            "{origin} is a cassandra-stress profile; what caplab does differently (also in result.json):"
+        ));
+        for n in notes {
+            say(&format!("  - {n}"));
+        }
+    }
     let duration = match (args.duration, args.ops) {
         (None, None) => Some(Duration::from_secs(60)),
         (d, _) => d,
@@ -288,14 +333,14 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
                 };
                 run.drive(workload, about).await
             }
-            Chosen::Profile { profile, origin } => {
+            Chosen::Profile { profile, origin, notes } => {
                 let workload = Arc::new(Dynamic::setup(session.clone(), &profile).await?);
                 if let Some(op) = profile.populate.as_deref().filter(|_| !args.no_populate) {
                     populate(&workload, op, &args, &ecfg).await?;
                 }
                 let about = About {
                     name: run_name(&profile, &origin),
-                    workload: json!({"profile": origin, "definition": &*profile}),
+                    workload: json!({"profile": origin, "definition": &*profile, "not_mapped": notes}),
                     schema: profile.schema.clone(),
                     statements: profile.operations.values().map(|o| o.cql.clone()).collect(),
                     tables: workload.op_tables(),

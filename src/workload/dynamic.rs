@@ -28,7 +28,9 @@ struct Op {
     name: String,
     statement: PreparedStatement,
     batch: Option<Batch>,
+    /// Rows per operation, and how many of them go to each partition.
     rows: usize,
+    per_partition: usize,
     generators: Vec<Generator>,
     read: bool,
 }
@@ -110,9 +112,10 @@ impl Dynamic {
                 let shape = match shape_of(col.typ()) {
                     Ok(shape) => shape,
                     Err(part) => bail!(
-                        "operation {name}: no generator can produce {part} (in column `{}`) yet; generated types: text, \
-                         ascii, blob, int, bigint, boolean, double, float, uuid, timeuuid, timestamp, counter, and lists, sets, \
-                         maps, tuples and UDTs of them",
+                        "operation {name}: no generator can produce {part} (in column `{}`) yet; generated types: \
+                         text, ascii, blob, int, bigint, smallint, tinyint, varint, decimal, boolean, double, float, \
+                         uuid, timeuuid, timestamp, date, time, inet, counter, and lists, sets, maps, tuples and UDTs \
+                         of them",
                         col.name()
                     ),
                 };
@@ -129,6 +132,11 @@ impl Dynamic {
                 generators.push(Generator::new(col.name(), spec, role, shape));
             }
             let rows = spec.batch.as_ref().map(|b| b.rows as usize).unwrap_or(1);
+            let per_partition = spec
+                .batch
+                .as_ref()
+                .map(|b| (b.rows / b.partitions) as usize)
+                .unwrap_or(1);
             let batch = spec.batch.as_ref().map(|b| {
                 let mut batch = Batch::new(match b.kind {
                     BatchKind::Unlogged => BatchType::Unlogged,
@@ -149,6 +157,7 @@ impl Dynamic {
                 statement,
                 batch,
                 rows,
+                per_partition,
                 generators,
                 read: spec.is_read(),
             });
@@ -194,18 +203,26 @@ impl Dynamic {
         }
     }
 
-    /// Runs operation `op` on rows `first_row..` of `partition`.
+    /// Runs operation `op` on rows `first_row..` of `partition` (and of the partitions after
+    /// it, for batches spread over several).
     pub async fn execute_at(&self, buffers: &mut Buffers, op: usize, partition: u64, first_row: u64) -> Outcome {
         let o = &self.ops[op];
         let rows = &mut buffers[op];
+        let per = o.per_partition as u64;
         for (k, row) in rows.iter_mut().enumerate() {
-            let r = (first_row + k as u64) % self.rows_per_partition;
+            let k = k as u64;
+            let p = (partition + k / per) % self.partitions;
+            let r = (first_row + k % per) % self.rows_per_partition;
             for (g, v) in o.generators.iter().zip(row.iter_mut()) {
-                g.render(g.index(partition, r), v);
+                g.render(g.index(p, r), v);
             }
         }
         let result = match &o.batch {
-            Some(b) => self.session.batch(b, &rows[..]).await.map(|_| (o.rows as u64, 1)),
+            Some(b) => self
+                .session
+                .batch(b, &rows[..])
+                .await
+                .map(|_| (o.rows as u64, (o.rows / o.per_partition) as u64)),
             None => match self.session.execute_unpaged(&o.statement, &rows[0]).await {
                 Ok(r) if o.read => Ok((r.into_rows_result().map(|r| r.rows_num() as u64).unwrap_or(0), 1)),
                 Ok(_) => Ok((1, 1)),
@@ -220,8 +237,13 @@ impl Dynamic {
 
     /// Operations needed to write every row of every partition with operation `op`.
     pub fn populate_ops(&self, op: usize) -> u64 {
-        let per_op = self.ops[op].rows as u64;
-        self.partitions * self.rows_per_partition.div_ceil(per_op)
+        let o = &self.ops[op];
+        self.partition_groups(o) * self.rows_per_partition.div_ceil(o.per_partition as u64)
+    }
+
+    /// How many operations it takes to touch every partition once.
+    fn partition_groups(&self, o: &Op) -> u64 {
+        self.partitions.div_ceil((o.rows / o.per_partition) as u64)
     }
 
     /// The table each operation works on (as the server reports it), for per-table results.
@@ -285,8 +307,10 @@ impl Workload for Populate {
     }
 
     async fn execute(&self, w: &mut Buffers, i: u64) -> Outcome {
-        let p = i % self.inner.partitions;
-        let first_row = (i / self.inner.partitions) * self.inner.ops[self.op].rows as u64;
+        let o = &self.inner.ops[self.op];
+        let groups = self.inner.partition_groups(o);
+        let p = (i % groups) * (o.rows / o.per_partition) as u64;
+        let first_row = (i / groups) * o.per_partition as u64;
         self.inner.execute_at(w, self.op, p, first_row).await
     }
 }

@@ -7,4 +7,5 @@ pub mod dynamic;
 pub mod e1;
 pub mod generate;
 pub mod profile;
+pub mod stress;
 pub mod values;

@@ -65,7 +65,11 @@ pub struct Operation {
 pub struct BatchSpec {
     #[serde(rename = "type", default)]
     pub kind: BatchKind,
+    /// Rows in one batch, in total.
     pub rows: u32,
+    /// Spread the rows over this many consecutive partitions (default 1: one partition).
+    #[serde(default = "one_u32")]
+    pub partitions: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -105,15 +109,7 @@ impl Operation {
 impl Profile {
     /// Parses and checks a profile; `origin` (a file name) prefixes every error.
     pub fn parse(text: &str, origin: &str) -> Result<Profile> {
-        let p: Profile = serde_norway::from_str(text).map_err(|e| match e.location() {
-            Some(l) => anyhow::anyhow!(
-                "{origin}:{}:{}: {}",
-                l.line(),
-                l.column(),
-                strip_location(&e.to_string())
-            ),
-            None => anyhow::anyhow!("{origin}: {e}"),
-        })?;
+        let p: Profile = from_yaml(text, origin)?;
         p.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         Ok(p)
     }
@@ -149,6 +145,14 @@ impl Profile {
                 if b.rows == 0 {
                     bail!("operation {name}: batch rows must be at least 1");
                 }
+                if b.partitions == 0 || b.rows % b.partitions != 0 {
+                    bail!(
+                        "operation {name}: batch rows ({}) must be a multiple of its partitions ({}): each partition \
+                         gets rows / partitions rows",
+                        b.rows,
+                        b.partitions
+                    );
+                }
                 if op.is_read() {
                     bail!("operation {name}: a SELECT cannot be batched");
                 }
@@ -167,10 +171,57 @@ impl Profile {
         Ok(())
     }
 
+    /// Replaces the operations' weights with `name=weight,...` (as in cassandra-stress's
+    /// `ops(...)`); operations not named get weight 0.
+    pub fn set_weights(&mut self, spec: &str) -> Result<()> {
+        let names = || self.op_names().join(", ");
+        let mut given = BTreeMap::new();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((name, w)) = part.split_once('=') else {
+                bail!("--ops '{part}': write name=weight, e.g. --ops 'insert=1,read=2'");
+            };
+            let name = name.trim();
+            if !self.operations.contains_key(name) {
+                bail!(
+                    "--ops names '{name}', which is not an operation of this profile; its operations: {}",
+                    names()
+                );
+            }
+            let w: u32 = w
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("--ops '{part}': the weight must be a whole number"))?;
+            given.insert(name.to_string(), w);
+        }
+        if given.values().all(|&w| w == 0) {
+            bail!(
+                "--ops '{spec}' gives no operation a positive weight; operations: {}",
+                names()
+            );
+        }
+        for (name, op) in self.operations.iter_mut() {
+            op.weight = given.get(name).copied().unwrap_or(0);
+        }
+        Ok(())
+    }
+
     /// Operation names in a fixed order (the order results list them in).
     pub fn op_names(&self) -> Vec<String> {
         self.operations.keys().cloned().collect()
     }
+}
+
+/// Parses YAML into `T`; errors start with `origin:line:column:`.
+pub(crate) fn from_yaml<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
+    serde_norway::from_str(text).map_err(|e| match e.location() {
+        Some(l) => anyhow::anyhow!(
+            "{origin}:{}:{}: {}",
+            l.line(),
+            l.column(),
+            strip_location(&e.to_string())
+        ),
+        None => anyhow::anyhow!("{origin}: {e}"),
+    })
 }
 
 /// serde_norway appends "at line X column Y"; the prefix already says where.
@@ -209,6 +260,26 @@ populate: write
     }
 
     #[test]
+    fn ops_replace_the_weights() {
+        let mut p = Profile::parse(GOOD, "kv.yaml").unwrap();
+        p.set_weights("read=4").unwrap();
+        assert_eq!((p.operations["read"].weight, p.operations["write"].weight), (4, 0));
+        assert!(
+            p.set_weights("scan=1")
+                .unwrap_err()
+                .to_string()
+                .contains("operations: read, write")
+        );
+        assert!(p.set_weights("read=x").is_err());
+        assert!(
+            p.set_weights("read=0")
+                .unwrap_err()
+                .to_string()
+                .contains("no operation a positive weight")
+        );
+    }
+
+    #[test]
     fn errors_name_file_line_and_column() {
         let err = |text: &str| Profile::parse(text, "p.yaml").unwrap_err().to_string();
         let unknown = err(&GOOD.replace("partitions: 500", "partitons: 500"));
@@ -230,5 +301,6 @@ populate: write
         assert!(err(&GOOD.replace("populate: write", "populate: load")).contains("'load', which is not among"));
         assert!(err(&GOOD.replace("local_quorum", "most")).contains("operation read"));
         assert!(err(&GOOD.replace("weight: 3", "weight: 3, batch: {rows: 0}")).contains("batch rows"));
+        assert!(err(&GOOD.replace("weight: 3", "weight: 3, batch: {rows: 5, partitions: 2}")).contains("multiple"));
     }
 }

@@ -110,6 +110,35 @@ pub fn result_json(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).expect("result.json")).expect("valid JSON")
 }
 
+/// (operations, rows, partitions) of one operation type in a run's summary.
+#[track_caller]
+pub fn op(doc: &serde_json::Value, name: &str) -> (u64, u64, u64) {
+    let p = doc["summary"]["per_op"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no operation {name} in {}", doc["summary"]["per_op"]));
+    let n = |k: &str| p[k].as_u64().unwrap();
+    (n("ops"), n("rows"), n("partitions"))
+}
+
+/// Rows in a table, counted through a fresh session.
+pub fn count_rows(hosts: &str, table: &str) -> i64 {
+    runtime().block_on(async {
+        let s = scylla::client::session_builder::SessionBuilder::new()
+            .known_node(hosts)
+            .build()
+            .await
+            .unwrap();
+        let r = s
+            .query_unpaged(format!("SELECT COUNT(*) FROM {table}"), ())
+            .await
+            .unwrap();
+        r.into_rows_result().unwrap().single_row::<(i64,)>().unwrap().0
+    })
+}
+
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
