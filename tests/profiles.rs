@@ -159,6 +159,27 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     ]));
     assert_eq!(result_json(&out)["summary"]["total"]["ops"], 500);
 
+    // E1's workloads, printed as profiles, run through the profile engine: sequential
+    // partitions, each pass adding new rows, so every row written is a new one.
+    for (name, ops, rows) in [("insert", "300", 300), ("batch", "50", 500)] {
+        let file = lab.home.join(format!("{name}.yaml"));
+        std::fs::write(&file, stdout(&ok(lab.caplab(&["workloads", "show", name])))).unwrap();
+        let out = lab.home.join(format!("r-e1-{name}"));
+        let args = [
+            "run",
+            "--hosts",
+            &hosts,
+            "--profile",
+            file.to_str().unwrap(),
+            "--partitions",
+            "20",
+            "-n",
+            ops,
+        ];
+        ok(lab.caplab(&[&args[..], &["-q", "--out", out.to_str().unwrap()]].concat()));
+        assert_eq!(count_rows(&hosts, &format!("caplab.e1_{name}")), rows, "{name}");
+    }
+
     // A profile the server shows to be wrong is refused and leaves no schema behind.
     let bad = lab.home.join("bad.yaml");
     std::fs::write(

@@ -216,12 +216,16 @@ fn choose(args: &RunArgs) -> Result<Chosen> {
         return profile(Profile::parse(&text, &origin)?, origin, Vec::new());
     }
     let builtin = builtin::find(&args.workload)?;
-    if let Some(parsed) = builtin.profile() {
-        return profile(parsed?, format!("workloads/{}.yaml", builtin.name), Vec::new());
+    if !builtin.e1 {
+        return profile(
+            builtin.profile()?,
+            format!("workloads/{}.yaml", builtin.name),
+            Vec::new(),
+        );
     }
     if args.weights.is_some() {
         bail!(
-            "--ops chooses among a profile's operations; '{}' has one operation type (use a profile workload or --profile)",
+            "--ops chooses among a profile's operations; '{}' has one operation type (use another workload or --profile)",
             builtin.name
         );
     }

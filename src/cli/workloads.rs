@@ -20,14 +20,7 @@ pub fn run(cmd: Option<WorkloadsCommand>) -> Result<()> {
             println!("\nRun one with 'caplab run --workload NAME'; 'caplab workloads show NAME' prints its profile.");
         }
         Some(WorkloadsCommand::Show { name }) => {
-            let b = builtin::find(&name)?;
-            match b.yaml {
-                Some(y) => print!("{y}"),
-                None => println!(
-                    "# '{name}' is built into caplab for E1's write path: {}\n# Its options: caplab run --help (--partitions, --value-size, --value-columns, --batch-size).",
-                    b.describe()
-                ),
-            }
+            print!("{}", builtin::find(&name)?.yaml);
         }
     }
     Ok(())

@@ -1,5 +1,6 @@
-//! Built-in workloads: E1's `insert` and `batch` (hand-written for the write path's speed) and
-//! profiles shipped as YAML files in `workloads/`, compiled into the binary.
+//! Built-in workloads: profiles shipped as YAML files in `workloads/`, compiled into the binary.
+//! E1's `insert` and `batch` are also profiles (so users can copy them), but run by a
+//! hand-written writer for the write path's speed.
 
 use anyhow::{Result, bail};
 
@@ -8,30 +9,26 @@ use super::profile::Profile;
 #[derive(Debug)]
 pub struct Builtin {
     pub name: &'static str,
-    pub description: &'static str,
-    /// The profile text, for built-ins that are profiles.
-    pub yaml: Option<&'static str>,
+    /// The profile text.
+    pub yaml: &'static str,
+    /// Run by E1's hand-written writer rather than the profile engine.
+    pub e1: bool,
 }
 
-/// A profile shipped in `workloads/` (its description is the profile's own).
 const fn shipped(name: &'static str, yaml: &'static str) -> Builtin {
-    Builtin {
-        name,
-        description: "",
-        yaml: Some(yaml),
-    }
+    Builtin { name, yaml, e1: false }
 }
 
 pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "insert",
-        description: "E1: one prepared INSERT per operation (pk text 15, ck text 10, five text values of 10)",
-        yaml: None,
+        yaml: include_str!("../../workloads/insert.yaml"),
+        e1: true,
     },
     Builtin {
         name: "batch",
-        description: "E1: UNLOGGED batches of --batch-size rows of one partition",
-        yaml: None,
+        yaml: include_str!("../../workloads/batch.yaml"),
+        e1: true,
     },
     shipped("keyvalue", include_str!("../../workloads/keyvalue.yaml")),
     shipped("timeseries", include_str!("../../workloads/timeseries.yaml")),
@@ -52,17 +49,13 @@ pub fn find(name: &str) -> Result<&'static Builtin> {
 }
 
 impl Builtin {
-    pub fn profile(&self) -> Option<Result<Profile>> {
-        self.yaml
-            .map(|y| Profile::parse(y, &format!("workloads/{}.yaml", self.name)))
+    pub fn profile(&self) -> Result<Profile> {
+        Profile::parse(self.yaml, &format!("workloads/{}.yaml", self.name))
     }
 
-    /// The one-line description (a profile's own, for profiles).
+    /// The profile's one-line description.
     pub fn describe(&self) -> String {
-        match self.profile() {
-            Some(Ok(p)) => p.description.unwrap_or_default(),
-            _ => self.description.to_string(),
-        }
+        self.profile().ok().and_then(|p| p.description).unwrap_or_default()
     }
 }
 
@@ -73,10 +66,8 @@ mod tests {
     #[test]
     fn every_shipped_profile_parses_and_is_described() {
         for b in BUILTINS {
-            if let Some(p) = b.profile() {
-                let p = p.unwrap_or_else(|e| panic!("{}: {e}", b.name));
-                assert_eq!(p.name.as_deref(), Some(b.name));
-            }
+            let p = b.profile().unwrap_or_else(|e| panic!("{}: {e}", b.name));
+            assert_eq!(p.name.as_deref(), Some(b.name));
             assert!(!b.describe().is_empty(), "{} has no description", b.name);
         }
         assert!(find("nope").unwrap_err().to_string().contains("keyvalue"));

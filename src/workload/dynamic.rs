@@ -4,8 +4,9 @@
 //! generator. A profile rejected at this stage leaves no schema behind.
 //!
 //! Operation `i` picks an operation by weight, a partition by `partition_select` and a row:
-//! with `sequence`, partition `i mod P` and row `(i / P) mod R`, so successive passes add rows
-//! to every partition; otherwise both are drawn from hashes of `i`.
+//! with `sequence`, partition `i mod P` and first row `(i / P) * k mod R` for an operation
+//! writing k rows per partition, so successive passes add new rows to every partition;
+//! otherwise both are drawn from hashes of `i`.
 
 use anyhow::{Context, Result, bail};
 use scylla::client::session::Session;
@@ -195,10 +196,11 @@ impl Dynamic {
         self.cumulative.iter().position(|&c| x < c).expect("x below the total")
     }
 
-    fn address(&self, i: u64) -> (u64, u64) {
+    /// Partition and first row of operation `i`, which writes `per` rows of each partition.
+    fn address(&self, i: u64, per: u64) -> (u64, u64) {
         let (p, r) = (self.partitions, self.rows_per_partition);
         match self.select {
-            Distribution::Sequence => (i % p, (i / p) % r),
+            Distribution::Sequence => (i % p, (i / p).wrapping_mul(per) % r),
             d => (draw(d, mix(i ^ PARTITION_SALT), p, i), mix(i ^ ROW_SALT) % r),
         }
     }
@@ -284,7 +286,7 @@ impl Workload for Dynamic {
 
     async fn execute(&self, w: &mut Buffers, i: u64) -> Outcome {
         let op = self.choose(i);
-        let (p, r) = self.address(i);
+        let (p, r) = self.address(i, self.ops[op].per_partition as u64);
         self.execute_at(w, op, p, r).await
     }
 }
