@@ -159,6 +159,52 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     ]));
     assert_eq!(result_json(&out)["summary"]["total"]["ops"], 500);
 
+    // Partitions of different sizes, populated exactly; row-range reads span `range` rows.
+    let shapes = lab.home.join("shapes.yaml");
+    let shapes_yaml = "keyspace: shapes\nschema:\n  - CREATE TABLE IF NOT EXISTS t (k int, c int, v text, PRIMARY KEY (k, c))\n\
+         partitions: 50\nrows_per_partition: {min: 1, max: 20}\noperations:\n  \
+         write: {cql: \"INSERT INTO t (k, c, v) VALUES (?, ?, ?)\", weight: 0}\n  \
+         slice: {cql: \"SELECT * FROM t WHERE k = ? AND c >= ? AND c < ?\", range: 5}\n  \
+         whole: {cql: \"SELECT * FROM t WHERE k = ?\"}\npopulate: write\n";
+    std::fs::write(&shapes, shapes_yaml).unwrap();
+    let out = lab.home.join("r-shapes");
+    let args = [
+        "run",
+        "--hosts",
+        &hosts,
+        "--profile",
+        shapes.to_str().unwrap(),
+        "-n",
+        "1000",
+        "-q",
+    ];
+    ok(lab.caplab(&[&args[..], &["--out", out.to_str().unwrap()]].concat()));
+    let sizes = caplab::workload::profile::RowCount::Varied {
+        min: 1,
+        max: 20,
+        distribution: Default::default(),
+    };
+    let expected: u64 = (0..50).map(|p| sizes.rows_in(p)).sum();
+    assert_eq!(
+        count_rows(&hosts, "shapes.t") as u64,
+        expected,
+        "every row of every partition, once"
+    );
+    let doc = result_json(&out);
+    let (slices, slice_rows, _) = op(&doc, "slice");
+    let (wholes, whole_rows, _) = op(&doc, "whole");
+    assert!(
+        slice_rows <= 5 * slices && slice_rows >= slices,
+        "{slice_rows} rows for {slices} ranges of 5"
+    );
+    assert!(whole_rows >= wholes && whole_rows <= 20 * wholes && whole_rows > slice_rows);
+    std::fs::write(&shapes, shapes_yaml.replace(", range: 5", "")).unwrap();
+    let err = fails(lab.caplab(&[&args[..], &["--out", out.to_str().unwrap()]].concat()));
+    assert!(
+        err.contains("binds clustering column `c` twice") && err.contains("range: N"),
+        "{err}"
+    );
+
     // E1's workloads, printed as profiles, run through the profile engine: sequential
     // partitions, each pass adding new rows, so every row written is a new one.
     for (name, ops, rows) in [("insert", "300", 300), ("batch", "50", 500)] {

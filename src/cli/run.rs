@@ -47,6 +47,10 @@ pub struct RunArgs {
     /// ops(...)); operations not named do not run. Default: the profile's weights.
     #[arg(long = "ops", value_name = "NAME=WEIGHT,...")]
     pub weights: Option<String>,
+    /// Seed for a profile's generated values and operation order (overrides the profile's `seed`);
+    /// the same seed always produces the same data.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Excluded from results: a time (30s) or a number of operations (10000).
     #[arg(long, value_parser = parse_warmup, default_value = "0s")]
     pub warmup: Warmup,
@@ -191,6 +195,9 @@ fn choose(args: &RunArgs) -> Result<Chosen> {
         if let Some(w) = &args.weights {
             profile.set_weights(w).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         }
+        if let Some(seed) = args.seed {
+            profile.seed = seed;
+        }
         profile.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         Ok(Chosen::Profile { profile, origin, notes })
     };
@@ -221,6 +228,12 @@ fn choose(args: &RunArgs) -> Result<Chosen> {
             builtin.profile()?,
             format!("workloads/{}.yaml", builtin.name),
             Vec::new(),
+        );
+    }
+    if args.seed.is_some() {
+        bail!(
+            "--seed applies to profile workloads; '{}' writes E1's fixed data (use its profile: caplab workloads show {0} > {0}.yaml)",
+            builtin.name
         );
     }
     if args.weights.is_some() {

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::generate::{ColumnSpec, Distribution, Generator, Role, Value, draw, shape_of};
-use super::profile::{BatchKind, Profile};
+use super::profile::{BatchKind, Profile, RowCount};
 use super::values::mix;
 use crate::client::{classify, parse_consistency};
 use crate::engine::{Outcome, Workload};
@@ -33,6 +33,8 @@ struct Op {
     rows: usize,
     per_partition: usize,
     generators: Vec<Generator>,
+    /// Per bind: rows after the operation's row it takes its value from (row ranges).
+    offsets: Vec<u64>,
     read: bool,
 }
 
@@ -42,8 +44,10 @@ pub struct Dynamic {
     /// Cumulative weights, one per operation.
     cumulative: Vec<u64>,
     partitions: u64,
-    rows_per_partition: u64,
+    rows_per_partition: RowCount,
     select: Distribution,
+    /// Mixed into the operation, partition and row choices (0 without a seed).
+    salt: u64,
 }
 
 /// Per worker: for each operation, for each batch row, one value per bind marker.
@@ -96,6 +100,8 @@ impl Dynamic {
             }
             statement.set_is_idempotent(spec.idempotent.unwrap_or(spec.is_read()));
             let mut generators = Vec::new();
+            let mut offsets = Vec::new();
+            let range = spec.range;
             for col in statement.get_variable_col_specs().iter() {
                 let table = col.table_spec().table_name().to_string();
                 let columns = table_columns(&session, ks, &table).await?;
@@ -125,12 +131,26 @@ impl Dynamic {
                     "clustering" => Role::Clustering,
                     _ => Role::Regular,
                 };
+                // A clustering column bound a second time ends a row range.
+                let again = generators.iter().any(|g: &Generator| g.column == col.name());
+                let offset = match (role, again) {
+                    (_, false) => 0,
+                    (Role::Clustering, true) => range.with_context(|| {
+                        format!(
+                            "operation {name} binds clustering column `{}` twice, a row range: give the rows it \
+                             spans with `range: N` (the second bind takes the row N after the first)",
+                            col.name()
+                        )
+                    })?,
+                    (_, true) => 0,
+                };
                 let spec = profile
                     .columns
                     .get(col.name())
                     .cloned()
                     .unwrap_or_else(ColumnSpec::default);
-                generators.push(Generator::new(col.name(), spec, role, shape));
+                generators.push(Generator::seeded(col.name(), spec, role, shape, profile.seed));
+                offsets.push(offset);
             }
             let rows = spec.batch.as_ref().map(|b| b.rows as usize).unwrap_or(1);
             let per_partition = spec
@@ -160,6 +180,7 @@ impl Dynamic {
                 rows,
                 per_partition,
                 generators,
+                offsets,
                 read: spec.is_read(),
             });
         }
@@ -187,21 +208,25 @@ impl Dynamic {
             partitions: profile.partitions,
             rows_per_partition: profile.rows_per_partition,
             select: profile.partition_select,
+            salt: if profile.seed == 0 { 0 } else { mix(profile.seed) },
         })
     }
 
     fn choose(&self, i: u64) -> usize {
         let total = *self.cumulative.last().expect("at least one operation");
-        let x = mix(i ^ OP_SALT) % total;
+        let x = mix(i ^ OP_SALT ^ self.salt) % total;
         self.cumulative.iter().position(|&c| x < c).expect("x below the total")
     }
 
     /// Partition and first row of operation `i`, which writes `per` rows of each partition.
     fn address(&self, i: u64, per: u64) -> (u64, u64) {
-        let (p, r) = (self.partitions, self.rows_per_partition);
+        let (p, r) = (self.partitions, self.rows_per_partition.max());
         match self.select {
             Distribution::Sequence => (i % p, (i / p).wrapping_mul(per) % r),
-            d => (draw(d, mix(i ^ PARTITION_SALT), p, i), mix(i ^ ROW_SALT) % r),
+            d => (
+                draw(d, mix(i ^ PARTITION_SALT ^ self.salt), p, i),
+                mix(i ^ ROW_SALT ^ self.salt) % r,
+            ),
         }
     }
 
@@ -214,9 +239,9 @@ impl Dynamic {
         for (k, row) in rows.iter_mut().enumerate() {
             let k = k as u64;
             let p = (partition + k / per) % self.partitions;
-            let r = (first_row + k % per) % self.rows_per_partition;
-            for (g, v) in o.generators.iter().zip(row.iter_mut()) {
-                g.render(g.index(p, r), v);
+            let r = (first_row + k % per) % self.rows_per_partition.rows_in(p);
+            for ((g, off), v) in o.generators.iter().zip(&o.offsets).zip(row.iter_mut()) {
+                g.render(g.index(p, r + off), v);
             }
         }
         let result = match &o.batch {
@@ -240,7 +265,7 @@ impl Dynamic {
     /// Operations needed to write every row of every partition with operation `op`.
     pub fn populate_ops(&self, op: usize) -> u64 {
         let o = &self.ops[op];
-        self.partition_groups(o) * self.rows_per_partition.div_ceil(o.per_partition as u64)
+        self.partition_groups(o) * self.rows_per_partition.max().div_ceil(o.per_partition as u64)
     }
 
     /// How many operations it takes to touch every partition once.
@@ -313,6 +338,13 @@ impl Workload for Populate {
         let groups = self.inner.partition_groups(o);
         let p = (i % groups) * (o.rows / o.per_partition) as u64;
         let first_row = (i / groups) * o.per_partition as u64;
+        if o.rows == o.per_partition && first_row >= self.inner.rows_per_partition.rows_in(p) {
+            // A partition smaller than the largest: all its rows are written already.
+            return Outcome {
+                op: self.op,
+                result: Ok((0, 0)),
+            };
+        }
         self.inner.execute_at(w, self.op, p, first_row).await
     }
 }

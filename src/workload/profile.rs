@@ -7,7 +7,8 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use super::generate::{ColumnSpec, Distribution};
+use super::generate::{ColumnSpec, Distribution, draw};
+use super::values::mix;
 use crate::client::parse_consistency;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -32,9 +33,11 @@ pub struct Profile {
     /// Partition key population: operations address partitions 0..partitions.
     #[serde(default = "default_partitions")]
     pub partitions: u64,
-    /// Clustering rows per partition: operations address rows 0..rows_per_partition.
-    #[serde(default = "one")]
-    pub rows_per_partition: u64,
+    /// Clustering rows per partition: operations address rows 0..rows_per_partition. A number,
+    /// or `{min, max, distribution}` for partitions of different sizes (each partition's count
+    /// is a pure function of the partition).
+    #[serde(default)]
+    pub rows_per_partition: RowCount,
     /// How operations pick a partition (sequence: 0, 1, 2, … wrapping around).
     #[serde(default)]
     pub partition_select: Distribution,
@@ -43,6 +46,60 @@ pub struct Profile {
     /// Before measuring, write every row of every partition with this operation.
     #[serde(default)]
     pub populate: Option<String>,
+    /// Changes every generated value and the order operations visit partitions; the same seed
+    /// always gives the same data.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RowCount {
+    Fixed(u64),
+    Varied {
+        min: u64,
+        max: u64,
+        #[serde(default)]
+        distribution: Distribution,
+    },
+}
+
+impl Default for RowCount {
+    fn default() -> Self {
+        RowCount::Fixed(1)
+    }
+}
+
+const ROWS_SALT: u64 = 0x726f_7763_6f75_6e74;
+
+impl RowCount {
+    /// The most rows any partition has.
+    pub fn max(&self) -> u64 {
+        match *self {
+            RowCount::Fixed(n) => n,
+            RowCount::Varied { max, .. } => max,
+        }
+    }
+
+    /// Rows of partition `p` (at least 1).
+    pub fn rows_in(&self, p: u64) -> u64 {
+        match *self {
+            RowCount::Fixed(n) => n,
+            RowCount::Varied { min, max, distribution } => {
+                min + draw(distribution, mix(p ^ ROWS_SALT), max - min + 1, p)
+            }
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        match *self {
+            RowCount::Fixed(0) => bail!("rows_per_partition must be at least 1"),
+            RowCount::Varied { min, max, .. } if min == 0 || min > max => {
+                bail!("rows_per_partition: min ({min}) must be at least 1 and at most max ({max})")
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -58,6 +115,9 @@ pub struct Operation {
     pub idempotent: Option<bool>,
     /// Run the statement as a batch of rows of one partition.
     pub batch: Option<BatchSpec>,
+    /// Rows a row range spans: when a clustering column is bound twice (`ck >= ? AND ck < ?`),
+    /// the second bind takes the value of the row this many rows after the first.
+    pub range: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -93,9 +153,6 @@ fn yes() -> bool {
 fn default_partitions() -> u64 {
     10_000
 }
-fn one() -> u64 {
-    1
-}
 fn one_u32() -> u32 {
     1
 }
@@ -128,9 +185,10 @@ impl Profile {
         if self.operations.is_empty() {
             bail!("operations is empty: name at least one, e.g. operations: {{write: {{cql: \"INSERT ...\"}}}}");
         }
-        if self.partitions == 0 || self.rows_per_partition == 0 {
-            bail!("partitions and rows_per_partition must be at least 1");
+        if self.partitions == 0 {
+            bail!("partitions must be at least 1");
         }
+        self.rows_per_partition.validate()?;
         if self.operations.values().all(|o| o.weight == 0) {
             bail!("every operation has weight 0: give at least one a positive weight");
         }
@@ -253,10 +311,42 @@ populate: write
     fn parses_with_defaults() {
         let p = Profile::parse(GOOD, "kv.yaml").unwrap();
         assert_eq!(p.keyspace, "caplab");
-        assert_eq!(p.rows_per_partition, 1);
+        assert_eq!(p.rows_per_partition, RowCount::Fixed(1));
         assert_eq!(p.op_names(), vec!["read", "write"]);
         assert!(p.operations["read"].is_read() && !p.operations["write"].is_read());
         assert_eq!(p.operations["write"].weight, 3);
+    }
+
+    #[test]
+    fn partitions_can_differ_in_size() {
+        let p = Profile::parse(
+            &GOOD.replace(
+                "partitions: 500",
+                "partitions: 500\nrows_per_partition: {min: 2, max: 50, distribution: exponential}",
+            ),
+            "kv.yaml",
+        )
+        .unwrap();
+        let rows = p.rows_per_partition;
+        assert_eq!(rows.max(), 50);
+        let counts: Vec<u64> = (0..2000).map(|p| rows.rows_in(p)).collect();
+        assert!(counts.iter().all(|c| (2..=50).contains(c)));
+        assert_eq!(rows.rows_in(17), rows.rows_in(17));
+        let small = counts.iter().filter(|&&c| c < 10).count();
+        assert!(
+            small > 1000,
+            "exponential: most partitions are small ({small} of 2000 under 10)"
+        );
+        let bad = GOOD.replace(
+            "partitions: 500",
+            "partitions: 500\nrows_per_partition: {min: 0, max: 5}",
+        );
+        assert!(
+            Profile::parse(&bad, "kv.yaml")
+                .unwrap_err()
+                .to_string()
+                .contains("min (0)")
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use serde_norway::Value as Yaml;
 use std::collections::BTreeMap;
 
 use super::generate::{ColumnSpec, Distribution, Size};
-use super::profile::{BatchKind, BatchSpec, Operation, Profile, from_yaml};
+use super::profile::{BatchKind, BatchSpec, Operation, Profile, RowCount, from_yaml};
 
 /// A translated profile and what could not be carried over exactly.
 #[derive(Debug)]
@@ -139,7 +139,7 @@ fn translate(y: StressYaml) -> Result<Imported> {
     let mut partitions: u64 = 100_000_000_000; // cassandra-stress's default population
     let mut partition_select = Distribution::Uniform;
     let mut pk_population: Option<u64> = None;
-    let mut rows_per_partition: u64 = 1;
+    let (mut rows_min, mut rows_max): (u64, u64) = (1, 1);
     for entry in &y.columnspec {
         let entry: BTreeMap<String, &Yaml> = entry.iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
         let Some(name) = entry.get("name").map(|v| scalar(v)) else {
@@ -197,14 +197,16 @@ fn translate(y: StressYaml) -> Result<Imported> {
                 }
                 "cluster" if is_ck => {
                     let d = Dist::parse(&text).with_context(at)?;
-                    if d.kind != Kind::Fixed {
+                    if !matches!(d.kind, Kind::Fixed | Kind::Uniform) {
                         notes.push(format!(
-                            "{}: every partition gets the most, {} rows of this column (caplab partitions have a fixed row count)",
-                            at(),
-                            d.max
+                            "{}: partition sizes are drawn uniformly between the product of the clustering columns' \
+                             minimums and maximums",
+                            at()
                         ));
                     }
-                    rows_per_partition = rows_per_partition.saturating_mul(d.max.max(1));
+                    d.note_inverted(&at(), &mut notes);
+                    rows_min = rows_min.saturating_mul(d.min.max(1));
+                    rows_max = rows_max.saturating_mul(d.max.max(1));
                 }
                 "cluster" => notes.push(format!("{}: not mapped ({col} is not a clustering column)", at())),
                 other => notes.push(format!(
@@ -272,7 +274,18 @@ fn translate(y: StressYaml) -> Result<Imported> {
             )),
         }
     }
-    let per_partition = ((rows_per_partition as f64 * select).round() as u64).clamp(1, rows_per_partition);
+    let rows_per_partition = if rows_min == rows_max {
+        RowCount::Fixed(rows_max)
+    } else {
+        RowCount::Varied {
+            min: rows_min,
+            max: rows_max,
+            distribution: Distribution::Uniform,
+        }
+    };
+    // Of the mean partition, as stress's select ratio applies to each partition's rows.
+    let mean_rows = (rows_min + rows_max) as f64 / 2.0;
+    let per_partition = ((mean_rows * select).round() as u64).clamp(1, rows_max);
     let batch_rows = per_partition * per_batch_partitions;
     let batch = (batch_rows > 1).then(|| BatchSpec {
         kind: batch_kind,
@@ -290,6 +303,7 @@ fn translate(y: StressYaml) -> Result<Imported> {
             serial_consistency: None,
             idempotent: None,
             batch,
+            range: None,
         },
     );
     for (name, q) in &y.queries {
@@ -318,6 +332,7 @@ fn translate(y: StressYaml) -> Result<Imported> {
                 serial_consistency: None,
                 idempotent: None,
                 batch: None,
+                range: None,
             },
         );
     }
@@ -335,6 +350,7 @@ fn translate(y: StressYaml) -> Result<Imported> {
         partition_select,
         operations,
         populate: None,
+        seed: 0,
     };
     profile.validate()?;
     Ok(Imported { profile, notes })
@@ -718,7 +734,7 @@ mod tests {
             p.schema[0]
         );
         assert_eq!(p.partitions, 100);
-        assert_eq!(p.rows_per_partition, 20);
+        assert_eq!(p.rows_per_partition, RowCount::Fixed(20));
         assert_eq!(p.columns["url"].size, Size::Range { min: 30, max: 300 });
         assert_eq!(p.columns["author"].size, Size::Range { min: 5, max: 20 });
         let insert = &p.operations["insert"];
@@ -757,15 +773,25 @@ queries:
             p.operations["insert"].cql,
             "UPDATE hits SET \"Views\" = \"Views\" + ? WHERE page = ? AND day = ?"
         );
+        // 10/30 of a mean partition of 15.5 rows: 5 rows in each of 2 partitions.
         let b = p.operations["insert"].batch.as_ref().unwrap();
-        assert_eq!((b.kind, b.rows, b.partitions), (BatchKind::Counter, 20, 2));
-        assert_eq!((p.partitions, p.rows_per_partition), (500, 30));
+        assert_eq!((b.kind, b.rows, b.partitions), (BatchKind::Counter, 10, 2));
+        assert_eq!(
+            (p.partitions, p.rows_per_partition),
+            (
+                500,
+                RowCount::Varied {
+                    min: 1,
+                    max: 30,
+                    distribution: Distribution::Uniform
+                }
+            )
+        );
         assert_eq!(p.partition_select, Distribution::Exponential);
         let said = notes.join("\n");
         for expected in [
             "insert.visits: not mapped",
             "queries.month.fields: multirow",
-            "columnspec day.cluster: uniform(1..30): every partition gets the most, 30 rows",
             "keyspace_definition: absent",
         ] {
             assert!(said.contains(expected), "{expected} in {said}");
