@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::node::{Liveness, NodeState, cql_ready, tail_since};
 use super::yaml::{BaseConfig, Override};
-use super::{ClusterSpec, Home, NATIVE_PORT, STORAGE_PORT, java, jvm, maven, nodetool, yaml};
+use super::{ClusterSpec, Home, NATIVE_PORT, STORAGE_PORT, java, jvm, maven, nodetool, ring, yaml};
 
 /// How `start` treats nodes that already run.
 #[derive(Debug, Clone, Copy, Default)]
@@ -138,6 +138,7 @@ pub fn start(home: &Home, spec: &ClusterSpec, opts: StartOptions, say: &mut dyn 
         )?;
         out.push(state);
     }
+    ring::wait_for_ring(&out, Duration::from_secs(90), say)?;
     Ok(Started {
         nodes: out,
         reused: false,

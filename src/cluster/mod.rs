@@ -9,6 +9,7 @@ pub mod local;
 pub mod maven;
 pub mod node;
 pub mod nodetool;
+pub mod ring;
 pub mod yaml;
 
 use serde::{Deserialize, Serialize};
