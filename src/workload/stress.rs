@@ -700,19 +700,19 @@ fn word_after<'a>(stmt: &'a str, key: &str) -> Option<&'a str> {
 /// A CREATE statement made safe to rerun (IF NOT EXISTS), without its final semicolon.
 fn if_not_exists(stmt: &str) -> String {
     let s = stmt.trim().trim_end_matches(';').trim();
-    let lower = s.to_ascii_lowercase();
-    if lower.contains(" if not exists ") || !lower.starts_with("create") {
+    let words: Vec<(usize, &str)> = s
+        .split_whitespace()
+        .take(6)
+        .map(|w| (w.as_ptr() as usize - s.as_ptr() as usize, w))
+        .collect();
+    let is = |i: usize, kw: &str| words.get(i).is_some_and(|(_, w)| w.eq_ignore_ascii_case(kw));
+    // After CREATE [MATERIALIZED] TABLE|TYPE|INDEX|VIEW.
+    let n = if is(1, "materialized") { 3 } else { 2 };
+    if !is(0, "create") || is(n, "if") || words.len() <= n {
         return s.to_string();
     }
-    // After CREATE [MATERIALIZED] TABLE|TYPE|INDEX|VIEW.
-    let words: Vec<&str> = s.splitn(4, char::is_whitespace).collect();
-    let n = if words.get(1).is_some_and(|w| w.eq_ignore_ascii_case("materialized")) {
-        3
-    } else {
-        2
-    };
-    let head: usize = words.iter().take(n).map(|w| w.len() + 1).sum();
-    format!("{}IF NOT EXISTS {}", &s[..head], &s[head..])
+    let at = words[n].0;
+    format!("{}IF NOT EXISTS {}", &s[..at], &s[at..])
 }
 
 #[cfg(test)]
