@@ -425,7 +425,7 @@ fn wait_gone(pid: u32, s: &NodeState, timeout: Duration) -> bool {
     while begin.elapsed() < timeout {
         // Reap it if this process started it, so it does not linger as a zombie.
         let _ = nix::sys::wait::waitpid(Pid::from_raw(pid as i32), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
-        if !super::node::is_our_process(pid, &s.conf_dir) {
+        if super::node::has_exited(pid, &s.conf_dir) {
             return true;
         }
         std::thread::sleep(Duration::from_millis(100));

@@ -113,6 +113,25 @@ pub fn is_our_process(pid: u32, conf_dir: &Path) -> bool {
     String::from_utf8_lossy(&cmdline).contains(needle.to_string_lossy().as_ref())
 }
 
+/// Whether node process `pid` is completely gone, its ports released. A JVM that is exiting
+/// drops its memory, and with it its command line, before it closes its sockets: an empty
+/// command line means "still exiting", not "gone".
+pub fn has_exited(pid: u32, conf_dir: &Path) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    if matches!(proc_state(&stat), Some('Z' | 'X')) {
+        // The main thread can exit (and show as a zombie) while the JVM's other threads
+        // still shut down holding the sockets: gone only when no thread is left.
+        return std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |d| d.count() <= 1);
+    }
+    match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(cmdline) if cmdline.is_empty() => false,
+        Ok(_) => !is_our_process(pid, conf_dir),
+        Err(_) => true,
+    }
+}
+
 fn proc_state(stat: &str) -> Option<char> {
     // The command name may contain spaces and parentheses; the state follows the last ')'.
     stat[stat.rfind(')')? + 1..].trim_start().chars().next()
