@@ -2,11 +2,13 @@
 //!
 //! Data flows one way: a workload (`workload`) is driven by the engine (`engine`) over a CQL
 //! session (`client`), measurements are recorded and written (`metrics`), and the command
-//! line (`cli`) wires them together. `cluster` provisions the nodes being measured.
+//! line (`cli`) wires them together. `sla` judges results against service levels and searches
+//! for capacity; `cluster` provisions the nodes being measured.
 
 pub mod cli;
 pub mod client;
 pub mod cluster;
 pub mod engine;
 pub mod metrics;
+pub mod sla;
 pub mod workload;

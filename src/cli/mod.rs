@@ -1,5 +1,8 @@
 //! The command line: one file per subcommand. `main.rs` parses and dispatches here.
 
+pub mod args;
+pub mod capacity;
+pub mod drive;
 pub mod node;
 pub mod run;
 pub mod workloads;
@@ -33,6 +36,9 @@ pub enum Command {
     /// Drive a workload against a cluster and record latency and throughput (default: E1 inserts
     /// for 60 s against the local node, starting one if none runs).
     Run(Box<run::RunArgs>),
+    /// Find the highest rate the cluster carries within a service level: an adaptive search
+    /// (or a --rates sweep, as E3), with per-window verdicts and capacity.json.
+    Capacity(Box<capacity::CapacityArgs>),
     /// List the built-in workloads, or print one's profile.
     Workloads {
         #[command(subcommand)]
@@ -54,6 +60,7 @@ impl Cli {
         match self.command {
             Command::Node(cmd) => node::run(&home, cmd).map(|()| 0),
             Command::Run(args) => run::run(&home, *args),
+            Command::Capacity(args) => capacity::run(&home, *args),
             Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }
     }

@@ -37,6 +37,24 @@ impl Schedule {
     }
 }
 
+/// Operations per second as written on the command line: `2000`, `50k`, `1.5M`, `0` (flat out).
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mult) = match t.strip_suffix('k') {
+        Some(n) => (n, 1e3),
+        None => match t.strip_suffix('m') {
+            Some(n) => (n, 1e6),
+            None => (t.as_str(), 1.0),
+        },
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v * mult),
+        _ => Err(format!(
+            "'{s}' is not a rate: write operations per second, like 2000, 50k or 0 for flat out"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,208 @@
+//! Options shared by the commands that drive load (`run`, `capacity`): which workload, how to
+//! reach the cluster, how the client generates load, and the service level to judge.
+
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::client::{self, ClientOptions};
+pub use crate::engine::schedule::parse_rate;
+use crate::engine::{LoaderSlice, Warmup};
+use crate::sla::{Sla, parse_share};
+
+/// Everything a command that drives load needs besides its own length and rate settings.
+#[derive(Debug, Args)]
+pub struct DriveArgs {
+    /// Results directory. Default: caplab-results/<time>-<workload> (capacity: <time>-capacity-<workload>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No per-second progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub sla: SlaArgs,
+    #[command(flatten)]
+    pub conn: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Workload")]
+pub struct WorkloadArgs {
+    /// Built-in workload ('caplab workloads' lists them).
+    #[arg(long, default_value = "insert")]
+    pub workload: String,
+    /// A workload profile (YAML) instead of a built-in ('caplab workloads show NAME' prints one to
+    /// start from); cassandra-stress user profiles are accepted as they are.
+    #[arg(long, value_name = "FILE", conflicts_with = "workload")]
+    pub profile: Option<PathBuf>,
+    /// Skip the profile's populate phase (the data is already there).
+    #[arg(long)]
+    pub no_populate: bool,
+    /// Profile operations to run and their weights, e.g. 'insert=1,read1=2' (as cassandra-stress's
+    /// ops(...)); operations not named do not run. Default: the profile's weights.
+    #[arg(long = "ops", value_name = "NAME=WEIGHT,...")]
+    pub weights: Option<String>,
+    /// Seed for a profile's generated values and operation order (overrides the profile's `seed`);
+    /// the same seed always produces the same data.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run share i of n of the workload's operations (loaders numbered 1..n), so n caplab
+    /// processes split the key space without overlap; populate is split too, -n is per loader.
+    #[arg(long, value_name = "I/N", value_parser = LoaderSlice::parse, default_value = "1/1")]
+    pub loader: LoaderSlice,
+    /// Partitions addressed (E1: operation i writes partition i mod N; default 100000; profiles:
+    /// overrides the profile's `partitions`).
+    #[arg(long)]
+    pub partitions: Option<u64>,
+    /// Characters per value column (E1).
+    #[arg(long, default_value_t = 10)]
+    pub value_size: usize,
+    /// Value columns (E1).
+    #[arg(long, default_value_t = 5)]
+    pub value_columns: usize,
+    /// Rows per batch (E1 batch workload).
+    #[arg(long, default_value_t = 10)]
+    pub batch_size: usize,
+    /// Keyspace (E1).
+    #[arg(long, default_value = "caplab")]
+    pub keyspace: String,
+    /// Replication factor (E1).
+    #[arg(long, default_value_t = 1)]
+    pub replication_factor: u32,
+    /// Keep the commit log on (E1 turns it off with durable_writes = false).
+    #[arg(long)]
+    pub durable_writes: bool,
+    /// Keep compaction on (E1 turns it off).
+    #[arg(long)]
+    pub compaction: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Connection")]
+pub struct ConnectArgs {
+    /// Contact points (host or host:port), comma-separated. Default: the local caplab nodes,
+    /// starting one if none runs.
+    #[arg(long, value_delimiter = ',')]
+    pub hosts: Vec<String>,
+    /// Prefer coordinators in this datacenter.
+    #[arg(long)]
+    pub dc: Option<String>,
+    /// Consistency level.
+    #[arg(long, default_value = "local_one")]
+    pub consistency: String,
+    /// Connections per host.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub connections: u32,
+    /// LZ4 protocol compression.
+    #[arg(long)]
+    pub compression: bool,
+    #[arg(long)]
+    pub user: Option<String>,
+    #[arg(long, env = "CAPLAB_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+    /// Encrypt connections with TLS.
+    #[arg(long)]
+    pub tls: bool,
+    /// PEM certificate authority (or server certificate) to trust with --tls; default: the system's.
+    #[arg(long, value_name = "PEM", requires = "tls")]
+    pub tls_ca: Option<PathBuf>,
+    /// With --tls, accept any server certificate (encrypted but unauthenticated).
+    #[arg(long, requires = "tls")]
+    pub tls_insecure: bool,
+    /// Client request timeout.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "12s")]
+    pub timeout: Duration,
+}
+
+impl ConnectArgs {
+    pub fn options(&self, hosts: Vec<String>) -> Result<ClientOptions> {
+        Ok(ClientOptions {
+            hosts,
+            dc: self.dc.clone(),
+            consistency: client::parse_consistency(&self.consistency)?,
+            connections_per_host: self.connections as usize,
+            compression: self.compression,
+            user: self.user.clone(),
+            password: self.password.clone(),
+            request_timeout: self.timeout,
+            connect_timeout: Duration::from_secs(3),
+            tls: self.tls,
+            tls_ca: self.tls_ca.clone(),
+            tls_insecure: self.tls_insecure,
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Load")]
+pub struct LoadArgs {
+    /// Operations in flight at most.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub concurrency: u32,
+    /// Client threads (every one is a core taken from a server on the same machine).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub threads: u32,
+    /// End the run when nothing has succeeded (and something failed) for this long.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
+    pub give_up_after: Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Service level")]
+pub struct SlaArgs {
+    /// Latency objectives every window must meet, e.g. 'p99.9<100ms/10s' or
+    /// 'p99<20ms/10s,p50<5ms/10s' (percentile of response time < bound / window).
+    #[arg(long, value_name = "OBJECTIVES")]
+    pub sla: Option<String>,
+    /// Share of the target rate each window must achieve.
+    #[arg(long, value_name = "SHARE", value_parser = parse_share, default_value = "97%")]
+    pub sla_rate: f64,
+    /// Share of a window's operations that may fail (errors and timeouts).
+    #[arg(long, value_name = "SHARE", value_parser = parse_share, default_value = "0.1%")]
+    pub sla_errors: f64,
+}
+
+impl SlaArgs {
+    pub fn build(&self) -> Result<Option<Sla>> {
+        self.sla
+            .as_deref()
+            .map(|s| Sla::parse(s, self.sla_rate, self.sla_errors))
+            .transpose()
+    }
+}
+
+pub fn parse_warmup(s: &str) -> Result<Warmup, String> {
+    if let Ok(n) = s.trim().parse::<u64>() {
+        return Ok(if n == 0 { Warmup::None } else { Warmup::Ops(n) });
+    }
+    match humantime::parse_duration(s) {
+        Ok(d) if d.is_zero() => Ok(Warmup::None),
+        Ok(d) => Ok(Warmup::Time(d)),
+        Err(_) => Err(format!(
+            "'{s}' is not a warm-up: write a time (30s, 2m) or a number of operations (10000)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_warmups_parse() {
+        assert_eq!(parse_rate("2000").unwrap(), 2000.0);
+        assert_eq!(parse_rate("50k").unwrap(), 50_000.0);
+        assert_eq!(parse_rate("1.5M").unwrap(), 1_500_000.0);
+        assert!(parse_rate("fast").unwrap_err().contains("flat out"));
+        assert!(parse_rate("-5").is_err());
+        assert_eq!(parse_warmup("30s").unwrap(), Warmup::Time(Duration::from_secs(30)));
+        assert_eq!(parse_warmup("10000").unwrap(), Warmup::Ops(10_000));
+        assert_eq!(parse_warmup("0s").unwrap(), Warmup::None);
+        assert!(parse_warmup("a while").is_err());
+    }
+}

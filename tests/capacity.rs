@@ -1,0 +1,203 @@
+//! Service levels and capacity against a real node: a run is judged window by window (exit 0
+//! or 1), the adaptive search finds a rate whose own results confirm it, a sweep prices its
+//! capacity, and --fresh-node restarts the node before each step.
+
+mod common;
+
+use common::{Lab, fails, jvm_lock, ok, result_json, stderr, stdout};
+use std::time::Instant;
+
+#[test]
+fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("capacity", "127.0.35.1", 7640);
+    ok(lab.start(&[]));
+    let hosts = lab.cql();
+    let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
+
+    // A single run, judged: a loose SLA passes (exit 0), an impossible one fails (exit 1),
+    // and both keep their results with per-window verdicts.
+    let run = |sla: &str, out: &str| {
+        lab.caplab(&[
+            "run",
+            "--hosts",
+            &hosts,
+            "--rate",
+            "1000",
+            "--duration",
+            "4s",
+            "--sla",
+            sla,
+            "--out",
+            out,
+            "-q",
+        ])
+    };
+    let o = ok(run("p99<500ms/2s", &dir("run-pass")));
+    assert!(
+        stdout(&o).contains("SLA p99<500ms/2s, rate >= 97% of 1,000 op/s, errors <= 0.1%: PASS"),
+        "{}",
+        stdout(&o)
+    );
+    let doc = result_json(&lab.home.join("run-pass"));
+    assert_eq!(doc["sla"]["pass"], true);
+    assert_eq!(doc["sla"]["windows_judged"], 2);
+    let o = run("p50<1us/2s", &dir("run-fail"));
+    assert_eq!(o.status.code(), Some(1), "a missed SLA exits 1");
+    assert!(stdout(&o).contains(": FAIL (2 of 2 windows failed)"), "{}", stdout(&o));
+    let doc = result_json(&lab.home.join("run-fail"));
+    assert_eq!(
+        (doc["status"].as_str(), doc["sla"]["pass"].as_bool()),
+        (Some("completed"), Some(false))
+    );
+
+    // The adaptive search, with a deliberately tight SLA.
+    let began = Instant::now();
+    let o = ok(lab.caplab(&[
+        "capacity",
+        "--hosts",
+        &hosts,
+        "--sla",
+        "p99<10ms/2s",
+        "--warmup",
+        "2s",
+        "--measure",
+        "4s",
+        "--precision",
+        "20%",
+        "-q",
+        "--out",
+        &dir("adaptive"),
+    ]));
+    let took = began.elapsed().as_secs();
+    assert!(took < 300, "the search took {took}s");
+    let said = stderr(&o);
+    assert!(
+        said.contains("Probe: ") && said.contains("Trying ") && said.contains("bracket: "),
+        "{said}"
+    );
+    assert!(said.contains("window 0-2s"), "per-window verdicts: {said}");
+    let cap = result_json_named(&lab.home.join("adaptive"), "capacity.json");
+    let capacity = cap["capacity"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {cap:#}"));
+    assert!(stdout(&o).contains("Capacity: "), "{}", stdout(&o));
+    assert!(cap["highest_achieved_rate"].as_f64().unwrap() >= capacity * 0.97);
+    let steps = cap["steps"].as_array().unwrap();
+    // Every step at the capacity passed, and its own result.json says so.
+    for s in steps.iter().filter(|s| s["rate"].as_f64() == Some(capacity)) {
+        assert_eq!(s["pass"], true, "{s}");
+        let step = result_json(std::path::Path::new(s["dir"].as_str().unwrap()));
+        assert_eq!(step["sla"]["pass"], true);
+        assert_eq!(step["config"]["capacity_step"]["rate"].as_f64(), Some(capacity));
+        assert!(step["summary"]["total"]["op_rate"].as_f64().unwrap() >= capacity * 0.97);
+    }
+    // Within the precision of a rate that failed, or of the flat-out ceiling.
+    let failed_above = steps
+        .iter()
+        .filter(|s| s["pass"] == false && s["rate"].as_f64().unwrap() > capacity)
+        .map(|s| s["rate"].as_f64().unwrap())
+        .fold(f64::INFINITY, f64::min);
+    let ceiling = cap["probe"]["achieved_rate"].as_f64().unwrap();
+    assert!(
+        failed_above.min(ceiling) <= capacity * 1.2 + 1.0,
+        "capacity {capacity}, lowest failure above {failed_above}, ceiling {ceiling}"
+    );
+
+    // A sweep, as E3: each rate twice, priced. Short steps with a loose SLA.
+    let quick = [
+        "capacity",
+        "--sla",
+        "p99<500ms/2s",
+        "--warmup",
+        "1s",
+        "--measure",
+        "2s",
+        "-q",
+    ];
+    let sweep = dir("sweep");
+    let priced = [
+        "--rates",
+        "500,1k",
+        "--repeats",
+        "2",
+        "--cost",
+        "0.576/h",
+        "--nodes",
+        "3",
+        "--target",
+        "10k",
+    ];
+    let o = ok(lab.caplab(&[&quick[..], &priced, &["--hosts", &hosts, "--out", &sweep]].concat()));
+    let cap = result_json_named(&lab.home.join("sweep"), "capacity.json");
+    assert_eq!(cap["mode"], "sweep");
+    assert_eq!(cap["steps"].as_array().unwrap().len(), 4);
+    assert_eq!(cap["capacity"].as_f64(), Some(1000.0));
+    assert_eq!(cap["cost"]["nodes_for_target"].as_f64(), Some(30.0));
+    assert!(
+        stdout(&o).contains("1.7280/h per 1k op/s of capacity; 10,000 op/s needs 30 nodes"),
+        "{}",
+        stdout(&o)
+    );
+
+    // --fresh-node wipes and restarts the node before the step.
+    let pid = |status: &str| {
+        let mut lines = status.lines();
+        let column = lines.next()?.split_whitespace().position(|h| h == "PID")?;
+        lines.next()?.split_whitespace().nth(column).map(str::to_string)
+    };
+    let before = pid(&stdout(&ok(lab.caplab(&["node", "status"]))));
+    let fresh = dir("fresh");
+    ok(lab.caplab(&[&quick[..], &["--rates", "500", "--fresh-node", "--out", &fresh]].concat()));
+    let after = pid(&stdout(&ok(lab.caplab(&["node", "status"]))));
+    assert!(
+        before.is_some() && before != after,
+        "restarted: {before:?} -> {after:?}"
+    );
+    assert_eq!(
+        result_json_named(&lab.home.join("fresh"), "capacity.json")["capacity"].as_f64(),
+        Some(500.0)
+    );
+}
+
+#[test]
+fn capacity_mistakes_are_named_before_anything_runs() {
+    let lab = Lab::new("capacity-flags", "127.0.36.1", 7650);
+    let err = fails(lab.caplab(&["capacity", "--hosts", "127.0.36.1:9042"]));
+    assert!(err.contains("add --sla"), "{err}");
+    let err = fails(lab.caplab(&[
+        "capacity",
+        "--hosts",
+        "127.0.36.1:9042",
+        "--sla",
+        "p99<10ms/10s",
+        "--measure",
+        "5s",
+    ]));
+    assert!(err.contains("shorter than the SLA's 10s window"), "{err}");
+    let err = fails(lab.caplab(&[
+        "capacity",
+        "--hosts",
+        "127.0.36.1:9042",
+        "--sla",
+        "p99<10ms/2s",
+        "--fresh-node",
+    ]));
+    assert!(err.contains("cannot restart --hosts"), "{err}");
+    let err = fails(lab.caplab(&["run", "--hosts", "127.0.36.1:9042", "--sla", "p99 10ms"]));
+    assert!(err.contains("p99.9<100ms/10s"), "{err}");
+    let o = lab.caplab(&[
+        "capacity",
+        "--hosts",
+        "127.0.36.1:9042",
+        "--sla",
+        "p99<10ms/2s",
+        "--rates",
+        "fast",
+    ]);
+    assert!(stderr(&o).contains("from:to:step"), "{}", stderr(&o));
+}
+
+fn result_json_named(dir: &std::path::Path, name: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join(name)).expect(name)).expect("valid JSON")
+}
