@@ -419,7 +419,25 @@ pub fn run(home: &Home, args: CapacityArgs) -> Result<u8> {
             Some(_) => report.rates.iter().filter(|r| r.pass).map(|r| r.rate).reduce(f64::max),
             None => search.capacity(),
         };
-        report.stopped_early = if sweep.is_none() { search.stopped_early() } else { None };
+        report.stopped_early = match (&sweep, report.capacity) {
+            (None, _) => search.stopped_early(),
+            (Some(_), Some(cap)) => {
+                let below: Vec<String> = report
+                    .rates
+                    .iter()
+                    .filter(|r| !r.pass && r.rate < cap)
+                    .map(|r| group(r.rate))
+                    .collect();
+                (!below.is_empty()).then(|| {
+                    format!(
+                        "{} op/s failed below the capacity: results at these rates vary more than the SLA's margin \
+                         (add --repeats or lengthen --measure)",
+                        below.join(", ")
+                    )
+                })
+            }
+            _ => None,
+        };
         report.status = "completed".into();
         if let (Some(price), Some(cap)) = (args.cost, report.capacity)
             && nodes > 0
