@@ -3,7 +3,8 @@
 //! Data flows one way: a workload (`workload`) is driven by the engine (`engine`) over a CQL
 //! session (`client`), measurements are recorded and written (`metrics`), and the command
 //! line (`cli`) wires them together. `sla` judges results against service levels and searches
-//! for capacity; `cluster` provisions the nodes being measured.
+//! for capacity; `telemetry` reads what the server did meanwhile; `cluster` provisions the
+//! nodes being measured.
 
 pub mod cli;
 pub mod client;
@@ -11,4 +12,5 @@ pub mod cluster;
 pub mod engine;
 pub mod metrics;
 pub mod sla;
+pub mod telemetry;
 pub mod workload;

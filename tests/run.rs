@@ -123,13 +123,13 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs"
+        "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs,serverGcPauseMs,serverCpuCores"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert!((10..=11).contains(&rows.len()), "one row per second: {}", rows.len());
     assert!(
         rows.iter()
-            .all(|r| r.len() == 10 && r[2] == "e1_insert" && r[3] == "insert")
+            .all(|r| r.len() == 12 && r[2] == "e1_insert" && r[3] == "insert")
     );
     let csv_total: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
     assert_eq!(csv_total, n);

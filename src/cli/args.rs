@@ -28,6 +28,22 @@ pub struct DriveArgs {
     pub sla: SlaArgs,
     #[command(flatten)]
     pub conn: ConnectArgs,
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Server telemetry")]
+pub struct TelemetryArgs {
+    /// JMX endpoints (host:port, comma-separated) to read Cassandra's GCInspector from, before
+    /// and after the run (`nodetool gcstats`). Local caplab nodes are watched without it, from
+    /// their GC logs and /proc.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT")]
+    pub jmx: Vec<String>,
+    #[arg(long, requires = "jmx")]
+    pub jmx_user: Option<String>,
+    #[arg(long, env = "CAPLAB_JMX_PASSWORD", hide_env_values = true, requires = "jmx_user")]
+    pub jmx_password: Option<String>,
 }
 
 #[derive(Debug, Args)]

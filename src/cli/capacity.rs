@@ -18,11 +18,14 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::args::{DriveArgs, parse_rate};
-use super::drive::{Chosen, Prepared, Step, StepOutcome, Target, default_out, stop_on_ctrl_c, targets, write_json};
+use super::drive::{
+    Chosen, Prepared, Step, StepOutcome, Target, default_out, jmx_targets, stop_on_ctrl_c, targets, write_json,
+};
 use super::say;
 use crate::cluster::Home;
 use crate::cluster::local::{self, StartOptions, StopOptions};
 use crate::cluster::node::NodeState;
+use crate::cluster::nodetool::JmxTarget;
 use crate::engine::{EndReason, EngineConfig, Warmup};
 use crate::metrics::summary::group;
 use crate::sla::{Search, Sla, parse_rates, parse_share};
@@ -154,6 +157,7 @@ struct Bench<'a> {
     prepared: Prepared,
     stop: Arc<AtomicBool>,
     steps_run: usize,
+    jmx: Vec<JmxTarget>,
 }
 
 impl Bench<'_> {
@@ -197,6 +201,7 @@ impl Bench<'_> {
             sla: Some(self.sla.clone()),
             config: json!({"capacity_step": {"rate": rate, "repeat": repeat}}),
             print_summary: false,
+            jmx: self.jmx.clone(),
         };
         let outcome = self.prepared.drive(&self.target, &step, self.stop.clone()).await?;
         let verdict = outcome.sla.as_ref().expect("steps are judged");
@@ -300,6 +305,7 @@ pub fn run(home: &Home, args: CapacityArgs) -> Result<u8> {
         let began = Instant::now();
         let target = Target::connect(copts, local_nodes).await?;
         let prepared = Prepared::new(&target, &chosen).await?;
+        let jmx = jmx_targets(home, &args.common.telemetry, target.release.as_deref())?;
         let mut bench = Bench {
             home,
             args: &args,
@@ -310,6 +316,7 @@ pub fn run(home: &Home, args: CapacityArgs) -> Result<u8> {
             prepared,
             stop: stop_on_ctrl_c(),
             steps_run: 0,
+            jmx,
         };
         if !args.fresh_node && !args.populate && !args.common.workload.no_populate {
             let ecfg = bench.engine(0.0);

@@ -15,17 +15,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use super::args::WorkloadArgs;
+use super::args::{TelemetryArgs, WorkloadArgs};
 use super::node::StartArgs;
 use super::say;
 use crate::client::{self, ClientOptions};
 use crate::cluster::Home;
 use crate::cluster::local::{self, StartOptions};
 use crate::cluster::node::{Liveness, NodeState};
+use crate::cluster::nodetool::JmxTarget;
 use crate::engine::{self, EndReason, EngineConfig, IntervalSink, LoaderSlice, Sliced, Warmup, Workload};
 use crate::metrics::summary::{Summary, group};
 use crate::metrics::{Interval, OpStats, csv::CsvLog, hdrlog};
 use crate::sla::{Judge, Sla, SlaVerdict};
+use crate::telemetry::{ServerReport, Watch, jmx};
 use crate::workload::builtin;
 use crate::workload::dynamic::{Dynamic, Populate};
 use crate::workload::e1::{E1, E1Options, Kind};
@@ -194,7 +196,20 @@ impl Target {
 /// Where to send load: `--hosts`, else the running local nodes, else a local node started now.
 pub fn targets(home: &Home, hosts: &[String]) -> Result<(Vec<String>, Vec<NodeState>)> {
     if !hosts.is_empty() {
-        return Ok((hosts.to_vec(), Vec::new()));
+        // Local nodes named by --hosts are watched like any other local node.
+        let named: Vec<NodeState> = local::nodes(home)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.liveness() == Liveness::Running)
+            .filter(|n| {
+                let addr = n.cql_addr();
+                hosts.iter().any(|h| {
+                    let h = h.trim();
+                    h == addr.to_string() || (h == addr.ip().to_string() && addr.port() == 9042)
+                })
+            })
+            .collect();
+        return Ok((hosts.to_vec(), named));
     }
     let running: Vec<NodeState> = local::nodes(home)?
         .into_iter()
@@ -215,6 +230,39 @@ pub fn targets(home: &Home, hosts: &[String]) -> Result<(Vec<String>, Vec<NodeSt
         started.nodes.iter().map(|n| n.cql_addr().to_string()).collect(),
         started.nodes,
     ))
+}
+
+/// NodeTool targets for `--jmx`, using the jars of the cluster's Cassandra version.
+pub fn jmx_targets(home: &Home, args: &TelemetryArgs, release: Option<&str>) -> Result<Vec<JmxTarget>> {
+    if args.jmx.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(version) = release else {
+        bail!(
+            "--jmx: the cluster did not say its Cassandra version (system.local), so caplab cannot pick the nodetool to use"
+        );
+    };
+    let classpath = local::nodetool_classpath(home, version, &mut |m| say(m))?;
+    let java = crate::cluster::java::find(None, version)?.java;
+    let workdir = std::env::temp_dir().join(format!("caplab-jmx-{}", std::process::id()));
+    args.jmx
+        .iter()
+        .map(|e| {
+            let (host, port) = e
+                .rsplit_once(':')
+                .and_then(|(h, p)| Some((h.to_string(), p.parse::<u16>().ok()?)))
+                .with_context(|| format!("--jmx '{e}': write host:port, e.g. 10.0.0.1:7199"))?;
+            Ok(JmxTarget {
+                java: java.clone(),
+                classpath: classpath.clone(),
+                host,
+                port,
+                user: args.jmx_user.clone(),
+                password: args.jmx_password.clone(),
+                workdir: workdir.clone(),
+            })
+        })
+        .collect()
 }
 
 /// What result.json and the CSV say about the workload.
@@ -313,6 +361,8 @@ pub struct Step {
     pub config: serde_json::Value,
     /// Print the summary to stdout (a single run) or not (capacity steps print their own line).
     pub print_summary: bool,
+    /// JMX endpoints to read GCInspector from, before and after the run.
+    pub jmx: Vec<JmxTarget>,
 }
 
 /// What one measured run came to.
@@ -407,9 +457,27 @@ impl Step {
             planned: ecfg.duration,
             warmup: ecfg.warmup,
             judge: self.sla.as_ref().map(|s| Judge::new(s, target_rate)),
+            watch: Watch::new(&target.local_nodes),
+            window: None,
         };
+        if !self.jmx.is_empty() {
+            // Starts GCInspector's interval (it reports since its previous reading).
+            let targets = self.jmx.clone();
+            tokio::task::spawn_blocking(move || jmx::read(&targets)).await?;
+        }
         let end = engine::run(workload, ecfg, stop, &mut sink).await;
         let verdict = sink.judge.take().map(Judge::finish);
+        let server = match (sink.watch.take(), sink.window) {
+            (Some(w), Some((from, to))) => w.report(started + from, started + to),
+            (Some(_), None) => ServerReport::not_collected("nothing was measured"),
+            (None, _) => ServerReport::not_collected(if self.jmx.is_empty() {
+                "the target is not a node caplab runs on this machine: server GC and CPU are read from local \
+                 nodes' GC logs and /proc; give --jmx HOST:PORT to read GC from Cassandra over JMX"
+            } else {
+                "the target is not a node caplab runs on this machine: CPU, RSS and the GC log are read for \
+                 local nodes only; GC over JMX is below"
+            }),
+        };
         if let Some(v) = &verdict
             && self.show_windows
         {
@@ -450,11 +518,18 @@ impl Step {
         doc["finished_at"] = humantime::format_rfc3339_millis(SystemTime::now()).to_string().into();
         doc["summary"] = serde_json::to_value(&summary)?;
         doc["sla"] = serde_json::to_value(&verdict)?;
+        let mut server = server;
+        if !self.jmx.is_empty() {
+            let targets = self.jmx.clone();
+            server.jmx = tokio::task::spawn_blocking(move || jmx::read(&targets)).await?;
+        }
+        doc["server"] = serde_json::to_value(&server)?;
         doc["started_ops"] = end.started_ops.into();
         doc["histograms"] = histograms.into();
         write_json(&out.join("result.json"), &doc)?;
         if self.print_summary {
             println!("{}", summary.render());
+            println!("{}", server.render());
             if let Some(v) = &verdict {
                 println!("{}", v.render());
             }
@@ -611,16 +686,31 @@ struct Outputs<'a> {
     planned: Option<Duration>,
     warmup: Warmup,
     judge: Option<Judge>,
+    watch: Option<Watch>,
+    /// The measured window, since the run started.
+    window: Option<(Duration, Duration)>,
 }
 
 impl IntervalSink for Outputs<'_> {
     fn interval(&mut self, iv: &Interval) -> Result<()> {
+        let end = iv.start + iv.length;
+        if !iv.warmup {
+            self.window.get_or_insert((iv.start, end)).1 = end;
+        }
+        let server = self.watch.as_mut().map(|w| {
+            let s = w.tick(self.started + end, iv.length.as_secs_f64(), !iv.warmup);
+            (s.gc_pause_ms, s.server_cpu_cores)
+        });
         if iv.is_reported() {
             hdrlog::write_interval(&mut self.hlog, &self.names, iv, &mut self.tag)?;
-            self.csv.write(self.started, iv, &self.csv_ops)?;
+            self.csv.write(self.started, iv, &self.csv_ops, server)?;
         }
         if !self.quiet && iv.length >= Duration::from_millis(200) {
-            eprintln!("{}", self.progress(iv));
+            let mut line = self.progress(iv);
+            if let Some((gc_ms, cpu)) = server {
+                line.push_str(&format!("  server gc {gc_ms:.0} ms cpu {cpu:.2}"));
+            }
+            eprintln!("{line}");
         }
         if let Some(judge) = &mut self.judge {
             for w in judge.feed(iv) {

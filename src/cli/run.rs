@@ -6,7 +6,7 @@ use clap::Args;
 use std::time::Duration;
 
 use super::args::{DriveArgs, parse_rate, parse_warmup};
-use super::drive::{Chosen, Prepared, Step, Target, default_out, stop_on_ctrl_c, targets};
+use super::drive::{Chosen, Prepared, Step, Target, default_out, jmx_targets, stop_on_ctrl_c, targets};
 use crate::cluster::Home;
 use crate::engine::{EngineConfig, Warmup};
 
@@ -41,7 +41,7 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
     };
     let (hosts, local_nodes) = targets(home, &common.conn.hosts)?;
     let copts = common.conn.options(hosts)?;
-    let step = Step {
+    let mut step = Step {
         ecfg: EngineConfig {
             rate: args.rate,
             concurrency: common.load.concurrency as usize,
@@ -61,6 +61,7 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
         sla,
         config: serde_json::json!({}),
         print_summary: true,
+        jmx: Vec::new(),
     };
     std::fs::create_dir_all(&step.out)
         .with_context(|| format!("cannot create the results directory {}", step.out.display()))?;
@@ -72,6 +73,7 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
         .context("cannot start the client runtime")?;
     rt.block_on(async move {
         let target = Target::connect(copts, local_nodes).await?;
+        step.jmx = jmx_targets(home, &common.telemetry, target.release.as_deref())?;
         let prepared = Prepared::new(&target, &chosen).await?;
         if !common.workload.no_populate {
             prepared.populate(&step.ecfg, step.loader, step.quiet).await?;

@@ -145,6 +145,11 @@ pub fn start(home: &Home, spec: &ClusterSpec, opts: StartOptions, say: &mut dyn 
     })
 }
 
+/// The jars NodeTool runs from for a cluster of `version` (resolved from Maven Central once).
+pub fn nodetool_classpath(home: &Home, version: &str, say: &mut dyn FnMut(&str)) -> Result<std::path::PathBuf> {
+    maven::resolve(home, version, say)
+}
+
 fn names_of(nodes: &[&NodeState]) -> String {
     let names: Vec<&str> = nodes.iter().map(|s| s.name.as_str()).collect();
     if names.len() == 1 {

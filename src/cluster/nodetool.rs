@@ -1,6 +1,8 @@
-//! Running Cassandra's NodeTool from the node's own classpath, over local JMX.
+//! Running Cassandra's NodeTool over JMX: for a local node from its own classpath, or for
+//! any endpoint from the jars of the cluster's version.
 
 use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -9,24 +11,70 @@ use super::node::NodeState;
 
 const QUIET_LOGBACK: &str = r#"<configuration><root level="OFF"/></configuration>"#;
 
+/// Where and how NodeTool reaches a node's JMX.
+#[derive(Debug, Clone)]
+pub struct JmxTarget {
+    pub java: PathBuf,
+    /// Directory of Cassandra's jars (NodeTool is in cassandra-all).
+    pub classpath: PathBuf,
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// For NodeTool's history file, its logging configuration and its output.
+    pub workdir: PathBuf,
+}
+
 /// Runs `nodetool <args>` against `node`, killing it after `timeout`. Returns stdout.
 pub fn run(node: &NodeState, args: &[&str], timeout: Duration) -> Result<String> {
-    let logback = node.conf_dir.join("logback-tools.xml");
+    let target = JmxTarget {
+        java: node.spec.jdk.java.clone(),
+        classpath: node.classpath.clone(),
+        host: "127.0.0.1".into(),
+        port: node.jmx_port,
+        user: None,
+        password: None,
+        workdir: node.dir.clone(),
+    };
+    run_on(&target, args, timeout)
+}
+
+/// Runs `nodetool <args>` against any JMX endpoint.
+pub fn run_on(t: &JmxTarget, args: &[&str], timeout: Duration) -> Result<String> {
+    std::fs::create_dir_all(&t.workdir)?;
+    let logback = t.workdir.join("logback-tools.xml");
     if !logback.exists() {
         std::fs::write(&logback, QUIET_LOGBACK)?;
     }
-    let out_path = node.dir.join("nodetool.out");
+    let out_path = t.workdir.join(format!("nodetool-{}-{}.out", t.host, t.port));
     let out = std::fs::File::create(&out_path)?;
-    let mut child = Command::new(&node.spec.jdk.java)
-        .args(JPMS_FLAGS)
+    let mut cmd = Command::new(&t.java);
+    cmd.args(JPMS_FLAGS)
         .arg("-Xmx256m")
         // NodeTool keeps a history file under user.home.
-        .arg(format!("-Duser.home={}", node.dir.display()))
+        .arg(format!("-Duser.home={}", t.workdir.display()))
         .arg(format!("-Dlogback.configurationFile={}", logback.display()))
         .arg("-cp")
-        .arg(format!("{}/*", node.classpath.display()))
+        .arg(format!("{}/*", t.classpath.display()))
         .arg("org.apache.cassandra.tools.NodeTool")
-        .args(["-h", "127.0.0.1", "-p", &node.jmx_port.to_string()])
+        .args(["-h", &t.host, "-p", &t.port.to_string()]);
+    if let Some(u) = &t.user {
+        cmd.args(["-u", u]);
+    }
+    if let (Some(u), Some(p)) = (&t.user, &t.password) {
+        // A password file, so the password does not show in the process list.
+        use std::os::unix::fs::OpenOptionsExt;
+        let pwf = t.workdir.join("jmx.password");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&pwf)?;
+        std::io::Write::write_all(&mut f, format!("{u} {p}\n").as_bytes())?;
+        cmd.arg("-pwf").arg(&pwf);
+    }
+    let mut child = cmd
         .args(args)
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)

@@ -9,7 +9,8 @@ use std::time::SystemTime;
 
 use super::Interval;
 
-pub const HEADER: &str = "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs\n";
+pub const HEADER: &str =
+    "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs,serverGcPauseMs,serverCpuCores\n";
 
 pub struct CsvLog {
     file: File,
@@ -29,8 +30,15 @@ impl CsvLog {
     }
 
     /// One row per operation type; an interval where a type completed nothing gets a row
-    /// with count 0 and empty latencies, so every second is present.
-    pub fn write(&mut self, started: SystemTime, interval: &Interval, ops: &[(String, String)]) -> Result<()> {
+    /// with count 0 and empty latencies, so every second is present. `server` is the
+    /// server's GC pause time (ms) and CPU (cores) in the interval, when known.
+    pub fn write(
+        &mut self,
+        started: SystemTime,
+        interval: &Interval,
+        ops: &[(String, String)],
+        server: Option<(f64, f64)>,
+    ) -> Result<()> {
         let when = humantime::format_rfc3339_millis(started + interval.start + interval.length);
         for ((op, table), s) in ops.iter().zip(&interval.ops) {
             self.line.clear();
@@ -38,9 +46,9 @@ impl CsvLog {
             let ms = |v: u64| v as f64 / 1e6;
             write!(self.line, "{when},{},{table},{op},{}", self.host, s.ok)?;
             if h.is_empty() {
-                self.line.push_str(",,,,,\n");
+                self.line.push_str(",,,,,");
             } else {
-                writeln!(
+                write!(
                     self.line,
                     ",{:.3},{:.3},{:.3},{:.3},{:.3}",
                     ms(h.min()),
@@ -49,6 +57,10 @@ impl CsvLog {
                     ms(h.value_at_quantile(0.999)),
                     ms(h.max())
                 )?;
+            }
+            match server {
+                Some((gc_ms, cpu)) => writeln!(self.line, ",{gc_ms:.3},{cpu:.3}")?,
+                None => self.line.push_str(",,\n"),
             }
             self.file.write_all(self.line.as_bytes())?;
         }

@@ -1,0 +1,398 @@
+//! Server-side facts for exactly the measured window: each local node's GC (from its unified
+//! GC log), CPU and resident memory (from /proc), memtable flushes (from system.log) and the
+//! flush writers' CPU, plus caplab's own CPU. Sampled once per interval, when the engine
+//! closes one, so a latency spike in the per-second output sits beside the pause and the CPU
+//! of the same second.
+//!
+//! Only nodes caplab runs on this machine are watched. For other clusters the report says
+//! once that server facts were not collected, and why.
+
+pub mod flush;
+pub mod gclog;
+pub mod jmx;
+pub mod procfs;
+
+use serde::Serialize;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use crate::cluster::node::{Liveness, NodeState};
+use crate::metrics::summary::group;
+use flush::FlushStats;
+use gclog::{GcStats, epoch_ms};
+use procfs::ProcSample;
+
+/// Sum of floats that is 0.0, not -0.0, when there are none (std's f64 sum starts at -0.0).
+pub(crate) fn total(values: impl Iterator<Item = f64>) -> f64 {
+    values.fold(0.0, |a, b| a + b)
+}
+
+/// Thread names (truncated to 15 characters) of Cassandra's memtable flush writers.
+const FLUSH_THREADS: &[&str] = &["PerDiskMemtable", "MemtableFlushWr"];
+
+struct NodeWatch {
+    name: String,
+    pid: u32,
+    gc_log: PathBuf,
+    system_log: PathBuf,
+    gc_offset: u64,
+    gc_partial: String,
+    last: ProcSample,
+    last_flush_ticks: u64,
+    rss_max: u64,
+    /// CPU ticks of the process, and of its flush writers, in measured intervals.
+    measured_ticks: u64,
+    measured_flush_ticks: u64,
+}
+
+/// One interval's server and client figures.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Second {
+    /// Epoch milliseconds at the end of the interval.
+    pub at_ms: u64,
+    pub length_s: f64,
+    pub gc_pause_ms: f64,
+    pub gc_pauses: usize,
+    pub server_cpu_cores: f64,
+    pub flush_cpu_cores: f64,
+    pub server_rss_mb: f64,
+    pub client_cpu_cores: f64,
+    /// Whether it lies in the measured window.
+    pub measured: bool,
+}
+
+/// Watches the local nodes (and this process) while a run goes on.
+pub struct Watch {
+    nodes: Vec<NodeWatch>,
+    client_last: ProcSample,
+    tck: f64,
+    timeline: Vec<Second>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeReport {
+    pub name: String,
+    pub pid: u32,
+    pub gc: GcStats,
+    pub cpu_seconds: f64,
+    pub cpu_cores: f64,
+    pub rss_max_mb: f64,
+    pub flushes: FlushStats,
+    pub flush_cpu_seconds: f64,
+    /// Flush writer CPU per memtable operation flushed (E4's "CPU per partition").
+    pub flush_cpu_us_per_op: Option<f64>,
+    pub flushed_mb_per_s: f64,
+}
+
+/// `server` in result.json.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerReport {
+    /// Why server facts are missing, when they are.
+    pub not_collected: Option<String>,
+    pub sources: serde_json::Value,
+    /// The measured window, epoch milliseconds.
+    pub window_from_ms: u64,
+    pub window_to_ms: u64,
+    pub window_s: f64,
+    pub nodes: Vec<NodeReport>,
+    pub gc_count: usize,
+    pub gc_total_ms: f64,
+    pub gc_mean_ms: f64,
+    pub gc_stddev_ms: f64,
+    pub gc_max_ms: f64,
+    pub gc_reclaimed_mb: f64,
+    pub allocation_stalls: usize,
+    pub allocation_stall_max_ms: f64,
+    pub server_cpu_cores: f64,
+    pub client_cpu_cores: f64,
+    pub timeline: Vec<Second>,
+    /// GCInspector readings over JMX (`--jmx`), covering the whole run.
+    pub jmx: Vec<jmx::JmxGc>,
+}
+
+impl Watch {
+    /// Watches the running ones of `nodes`; None when there are none to watch.
+    pub fn new(nodes: &[NodeState]) -> Option<Watch> {
+        let watched: Vec<NodeWatch> = nodes
+            .iter()
+            .filter(|n| n.liveness() == Liveness::Running)
+            .filter_map(|n| {
+                let pid = n.pid?;
+                let last = procfs::sample(pid)?;
+                Some(NodeWatch {
+                    name: n.name.clone(),
+                    pid,
+                    gc_offset: std::fs::metadata(&n.gc_log).map(|m| m.len()).unwrap_or(0),
+                    gc_log: n.gc_log.clone(),
+                    system_log: n.system_log.clone(),
+                    gc_partial: String::new(),
+                    last,
+                    last_flush_ticks: procfs::thread_ticks(pid, FLUSH_THREADS),
+                    rss_max: last.rss_bytes,
+                    measured_ticks: 0,
+                    measured_flush_ticks: 0,
+                })
+            })
+            .collect();
+        if watched.is_empty() {
+            return None;
+        }
+        Some(Watch {
+            nodes: watched,
+            client_last: procfs::sample(std::process::id()).unwrap_or_default(),
+            tck: procfs::ticks_per_second(),
+            timeline: Vec::new(),
+        })
+    }
+
+    /// Samples at the end of an interval of `length_s` seconds.
+    pub fn tick(&mut self, now: SystemTime, length_s: f64, measured: bool) -> &Second {
+        let secs = length_s.max(1e-3);
+        let mut s = Second {
+            at_ms: epoch_ms(now),
+            length_s,
+            measured,
+            ..Default::default()
+        };
+        for n in &mut self.nodes {
+            if let Some(p) = procfs::sample(n.pid) {
+                let ticks = p.cpu_ticks().saturating_sub(n.last.cpu_ticks());
+                s.server_cpu_cores += ticks as f64 / self.tck / secs;
+                s.server_rss_mb += p.rss_bytes as f64 / 1_048_576.0;
+                n.rss_max = n.rss_max.max(p.rss_bytes);
+                n.last = p;
+                if measured {
+                    n.measured_ticks += ticks;
+                }
+            }
+            let flush = procfs::thread_ticks(n.pid, FLUSH_THREADS);
+            // Writer threads come and go: a drop means one ended, not negative CPU.
+            let ticks = flush.saturating_sub(n.last_flush_ticks);
+            s.flush_cpu_cores += ticks as f64 / self.tck / secs;
+            n.last_flush_ticks = flush;
+            if measured {
+                n.measured_flush_ticks += ticks;
+            }
+            let gc = n.read_new_gc();
+            s.gc_pause_ms += gc.pause_total_ms;
+            s.gc_pauses += gc.pause_count;
+        }
+        if let Some(c) = procfs::sample(std::process::id()) {
+            s.client_cpu_cores = c.cpu_ticks().saturating_sub(self.client_last.cpu_ticks()) as f64 / self.tck / secs;
+            self.client_last = c;
+        }
+        self.timeline.push(s);
+        self.timeline.last().expect("just pushed")
+    }
+
+    /// The report for the measured window `[from, to)`.
+    pub fn report(self, from: SystemTime, to: SystemTime) -> ServerReport {
+        let window_s = to.duration_since(from).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let measured: Vec<&Second> = self.timeline.iter().filter(|s| s.measured).collect();
+        let (from_ms, to_ms) = (epoch_ms(from), epoch_ms(to));
+        let mut nodes = Vec::new();
+        for n in &self.nodes {
+            let gc = gclog::read_window(&n.gc_log, from, to).unwrap_or_default();
+            let flushes = std::fs::read_to_string(&n.system_log)
+                .map(|t| flush::parse_window(&t, from_ms, to_ms))
+                .unwrap_or_default();
+            let cpu_seconds = n.measured_ticks as f64 / self.tck;
+            let flush_cpu_seconds = n.measured_flush_ticks as f64 / self.tck;
+            nodes.push(NodeReport {
+                name: n.name.clone(),
+                pid: n.pid,
+                cpu_seconds,
+                cpu_cores: if window_s > 0.0 { cpu_seconds / window_s } else { 0.0 },
+                rss_max_mb: n.rss_max as f64 / 1_048_576.0,
+                flush_cpu_us_per_op: (flushes.ops > 0).then(|| flush_cpu_seconds * 1e6 / flushes.ops as f64),
+                flushed_mb_per_s: if window_s > 0.0 {
+                    flushes.written_mb / window_s
+                } else {
+                    0.0
+                },
+                flush_cpu_seconds,
+                flushes,
+                gc,
+            });
+        }
+        let pauses: Vec<f64> = nodes.iter().flat_map(|n| n.gc.pauses.iter().map(|p| p.ms)).collect();
+        let gc_count = pauses.len();
+        let gc_total_ms = total(pauses.iter().copied());
+        let gc_mean_ms = if gc_count > 0 {
+            gc_total_ms / gc_count as f64
+        } else {
+            0.0
+        };
+        let gc_stddev_ms = if gc_count > 0 {
+            (pauses.iter().map(|p| (p - gc_mean_ms).powi(2)).sum::<f64>() / gc_count as f64).sqrt()
+        } else {
+            0.0
+        };
+        let server_cpu = total(nodes.iter().map(|n| n.cpu_seconds));
+        let client_cpu = total(measured.iter().map(|s| s.client_cpu_cores * s.length_s));
+        ServerReport {
+            not_collected: None,
+            sources: serde_json::json!({
+                "gc": "each node's unified GC log (-Xlog:gc*), lines inside the measured window",
+                "cpu": "/proc/<pid>/stat utime+stime of each node process, sampled at every interval",
+                "rss": "/proc/<pid>/stat rss",
+                "flushes": "each node's system.log: 'Writing Memtable-…' and 'Completed flushing …' by writer thread",
+                "flush_cpu": "/proc/<pid>/task/*/stat of the threads named PerDiskMemtableFlushWriter/MemtableFlushWriter",
+                "client_cpu": "/proc/self/stat utime+stime of caplab",
+            }),
+            window_from_ms: from_ms,
+            window_to_ms: to_ms,
+            window_s,
+            gc_count,
+            gc_total_ms,
+            gc_mean_ms,
+            gc_stddev_ms,
+            gc_max_ms: pauses.iter().copied().fold(0.0, f64::max),
+            gc_reclaimed_mb: total(nodes.iter().map(|n| n.gc.reclaimed_mb)),
+            allocation_stalls: nodes.iter().map(|n| n.gc.allocation_stalls).sum(),
+            allocation_stall_max_ms: nodes.iter().map(|n| n.gc.allocation_stall_max_ms).fold(0.0, f64::max),
+            server_cpu_cores: if window_s > 0.0 { server_cpu / window_s } else { 0.0 },
+            client_cpu_cores: if window_s > 0.0 { client_cpu / window_s } else { 0.0 },
+            nodes,
+            timeline: self.timeline,
+            jmx: Vec::new(),
+        }
+    }
+}
+
+impl NodeWatch {
+    /// GC lines appended since the last call.
+    fn read_new_gc(&mut self) -> GcStats {
+        let Ok(mut f) = std::fs::File::open(&self.gc_log) else {
+            return GcStats::default();
+        };
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if len < self.gc_offset {
+            // The log rotated: start over in the new file.
+            self.gc_offset = 0;
+            self.gc_partial.clear();
+        }
+        let mut text = std::mem::take(&mut self.gc_partial);
+        if f.seek(SeekFrom::Start(self.gc_offset)).is_ok() {
+            let mut buf = String::new();
+            if f.read_to_string(&mut buf).is_ok() {
+                self.gc_offset += buf.len() as u64;
+                text.push_str(&buf);
+            }
+        }
+        // Keep an unfinished last line for next time.
+        if let Some(end) = text.rfind('\n') {
+            self.gc_partial = text[end + 1..].to_string();
+            text.truncate(end + 1);
+        } else {
+            self.gc_partial = text;
+            return GcStats::default();
+        }
+        gclog::parse_window(&text, 0, u64::MAX)
+    }
+}
+
+impl ServerReport {
+    /// For runs against nodes caplab does not run here.
+    pub fn not_collected(why: &str) -> ServerReport {
+        ServerReport {
+            not_collected: Some(why.to_string()),
+            sources: serde_json::Value::Null,
+            window_from_ms: 0,
+            window_to_ms: 0,
+            window_s: 0.0,
+            nodes: Vec::new(),
+            gc_count: 0,
+            gc_total_ms: 0.0,
+            gc_mean_ms: 0.0,
+            gc_stddev_ms: 0.0,
+            gc_max_ms: 0.0,
+            gc_reclaimed_mb: 0.0,
+            allocation_stalls: 0,
+            allocation_stall_max_ms: 0.0,
+            server_cpu_cores: 0.0,
+            client_cpu_cores: 0.0,
+            timeline: Vec::new(),
+            jmx: Vec::new(),
+        }
+    }
+
+    /// Summary lines in cassandra-stress's style.
+    pub fn render(&self) -> String {
+        let jmx: Vec<String> = self
+            .jmx
+            .iter()
+            .map(|j| match (&j.gc, &j.error) {
+                (Some(g), _) => format!(
+                    "GCInspector {:<17} : {:>12} collections, {} ms total, {} ms max, {:.3} GiB reclaimed over {:.1}s (whole run)",
+                    j.endpoint,
+                    g.collections,
+                    g.total_ms,
+                    g.max_ms,
+                    g.reclaimed_bytes as f64 / (1u64 << 30) as f64,
+                    g.interval_ms as f64 / 1e3
+                ),
+                (None, e) => format!(
+                    "GCInspector {:<17} : not collected ({})",
+                    j.endpoint,
+                    e.as_deref().unwrap_or("no reading")
+                ),
+            })
+            .collect();
+        if let Some(why) = &self.not_collected {
+            let mut out = format!("Server GC and CPU             : not collected ({why})");
+            for line in jmx {
+                out.push('\n');
+                out.push_str(&line);
+            }
+            return out;
+        }
+        let mut out = format!(
+            "Total GC count                : {:>12}\n\
+             Total GC memory               : {:>12}\n\
+             Total GC time                 : {:>12.3} seconds\n\
+             Avg GC time                   : {:>12.3} ms\n\
+             StdDev GC time                : {:>12.3} ms\n\
+             Max GC pause                  : {:>12.3} ms\n\
+             Allocation stalls             : {:>12}",
+            self.gc_count,
+            format!("{:.3} GiB", self.gc_reclaimed_mb / 1024.0),
+            self.gc_total_ms / 1e3,
+            self.gc_mean_ms,
+            self.gc_stddev_ms,
+            self.gc_max_ms,
+            if self.allocation_stalls > 0 {
+                format!(
+                    "{} (max {:.1} ms)",
+                    self.allocation_stalls, self.allocation_stall_max_ms
+                )
+            } else {
+                "0".into()
+            },
+        );
+        out.push_str(&format!(
+            "\nServer CPU                    : {:>12.2} cores\nClient CPU (caplab)           : {:>12.2} cores",
+            self.server_cpu_cores, self.client_cpu_cores
+        ));
+        let flushes: usize = self.nodes.iter().map(|n| n.flushes.count).sum();
+        if flushes > 0 {
+            let mb = total(self.nodes.iter().map(|n| n.flushes.written_mb));
+            let ops: u64 = self.nodes.iter().map(|n| n.flushes.ops).sum();
+            let cpu = total(self.nodes.iter().map(|n| n.flush_cpu_seconds));
+            out.push_str(&format!(
+                "\nMemtable flushes              : {:>12} ({} ops, {:.1} MiB written, {:.2} MiB/s, {:.2} µs flush CPU per op)",
+                flushes,
+                group(ops as f64),
+                mb,
+                mb / self.window_s.max(1e-9),
+                if ops > 0 { cpu * 1e6 / ops as f64 } else { 0.0 }
+            ));
+        }
+        for line in jmx {
+            out.push('\n');
+            out.push_str(&line);
+        }
+        out
+    }
+}

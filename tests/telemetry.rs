@@ -1,0 +1,158 @@
+//! Server telemetry in a run's results: the node's GC pauses in the measured window (equal to
+//! what its GC log says for that window), its CPU (within 5 % of /proc), flushes, and a clear
+//! statement when the target is not a node caplab can watch.
+
+mod common;
+
+use common::{Lab, jvm_lock, ok, result_json, stdout};
+
+/// utime + stime ticks of a process.
+fn cpu_ticks(pid: u64) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// Epoch ms of a unified-log line, from its `[2026-…+0000]` decoration, by the shell's `date`.
+fn line_ms(line: &str) -> Option<u64> {
+    let stamp = line.strip_prefix('[')?.split(']').next()?;
+    let out = std::process::Command::new("date")
+        .args(["-d", stamp, "+%s%3N"])
+        .output()
+        .ok()?;
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+}
+
+#[test]
+fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("telemetry", "127.0.37.1", 7660);
+    // A small heap, so a short flat-out run collects often.
+    ok(lab.start(&["--heap", "512M"]));
+    let hosts = lab.cql();
+    let out = lab.home.join("r");
+    let run = |extra: &[&str]| {
+        let base = ["run", "--hosts", &hosts, "-q", "--out", out.to_str().unwrap()];
+        lab.caplab(&[&base[..], extra].concat())
+    };
+    ok(run(&["-n", "100"])); // the schema exists before the measured run
+    let status = stdout(&ok(lab.caplab(&["node", "status"])));
+    let mut lines = status.lines();
+    let column = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .position(|h| h == "PID")
+        .unwrap();
+    let pid: u64 = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(column)
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    let before = cpu_ticks(pid);
+    let o = ok(run(&["--duration", "15s"]));
+    let after = cpu_ticks(pid);
+    let doc = result_json(&out);
+    let server = &doc["server"];
+    assert!(server["not_collected"].is_null(), "{server}");
+
+    // GC: the pauses counted are the log's pause lines inside the measured window.
+    let (from, to) = (
+        server["window_from_ms"].as_u64().unwrap(),
+        server["window_to_ms"].as_u64().unwrap(),
+    );
+    let gc_log = std::fs::read_to_string(lab.home.join("nodes/node1/logs/gc.log")).unwrap();
+    let in_log = gc_log
+        .lines()
+        .filter(|l| {
+            l.contains("][gc")
+                && !l.contains("gc,start")
+                && l.contains("GC(")
+                && l.contains(" Pause ")
+                && l.ends_with("ms")
+        })
+        .filter(|l| line_ms(l).is_some_and(|t| t >= from && t < to))
+        .count();
+    let count = server["gc_count"].as_u64().unwrap() as usize;
+    assert!(count > 0, "a 512M heap under 15 s of inserts collects: {server}");
+    assert_eq!(count, in_log, "pauses in the window");
+    assert!(server["gc_max_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(server["nodes"][0]["gc"]["collector"], "G1");
+
+    // CPU: the window's server CPU against /proc around the whole run.
+    let tck = 100.0; // USER_HZ
+    let proc_s = (after - before) as f64 / tck;
+    let window_s = server["window_s"].as_f64().unwrap();
+    let reported_s = server["server_cpu_cores"].as_f64().unwrap() * window_s;
+    assert!(
+        (reported_s - proc_s).abs() <= 0.05 * proc_s,
+        "server CPU {reported_s:.2}s in the window vs {proc_s:.2}s from /proc around the run"
+    );
+    assert!(server["client_cpu_cores"].as_f64().unwrap() > 0.0);
+    let timeline = server["timeline"].as_array().unwrap();
+    assert!(timeline.len() >= 15, "one sample per second");
+    let summary = stdout(&o);
+    for line in [
+        "Total GC count",
+        "Total GC memory",
+        "Total GC time",
+        "Avg GC time",
+        "StdDev GC time",
+        "Max GC pause",
+        "Server CPU",
+        "Client CPU",
+    ] {
+        assert!(summary.contains(line), "{line}: {summary}");
+    }
+    // The CSV carries each second's pause time and CPU.
+    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+    let gc_ms: f64 = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(10)?.parse::<f64>().ok())
+        .sum();
+    assert!(gc_ms > 0.0, "{csv}");
+
+    // Against a cluster caplab does not run here (another home), the run completes and says so;
+    // with --jmx it reads GCInspector over JMX instead, and an endpoint that does not answer is
+    // named, not fatal.
+    let elsewhere = lab.home.join("elsewhere");
+    let other = |extra: &[&str]| {
+        let base = [
+            "--home",
+            elsewhere.to_str().unwrap(),
+            "run",
+            "--hosts",
+            &hosts,
+            "-n",
+            "2000",
+            "-q",
+        ];
+        ok(lab.caplab(&[&base[..], &["--out", out.to_str().unwrap()], extra].concat()))
+    };
+    let o = other(&[]);
+    assert!(
+        stdout(&o).contains("Server GC and CPU             : not collected (the target is not a node caplab runs"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        result_json(&out)["server"]["not_collected"]
+            .as_str()
+            .unwrap()
+            .contains("--jmx")
+    );
+    let o = other(&["--jmx", "127.0.0.1:7660,127.0.0.1:1"]);
+    let jmx = &result_json(&out)["server"]["jmx"];
+    assert_eq!(jmx[0]["endpoint"], "127.0.0.1:7660");
+    assert!(jmx[0]["gc"]["interval_ms"].as_u64().unwrap() > 0, "{jmx}");
+    assert!(
+        jmx[1]["gc"].is_null() && jmx[1]["error"].as_str().unwrap().contains("127.0.0.1:1"),
+        "{jmx}"
+    );
+    assert!(stdout(&o).contains("GCInspector 127.0.0.1:7660"), "{}", stdout(&o));
+}
