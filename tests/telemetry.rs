@@ -93,6 +93,12 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
         "server CPU {reported_s:.2}s in the window vs {proc_s:.2}s from /proc around the run"
     );
     assert!(server["client_cpu_cores"].as_f64().unwrap() > 0.0);
+    let node = &server["nodes"][0];
+    let split = node["cpu_user_seconds"].as_f64().unwrap() + node["cpu_system_seconds"].as_f64().unwrap();
+    assert!(
+        (split - node["cpu_seconds"].as_f64().unwrap()).abs() < 0.02,
+        "user + system = total: {node}"
+    );
     let timeline = server["timeline"].as_array().unwrap();
     assert!(timeline.len() >= 15, "one sample per second");
     let summary = stdout(&o);

@@ -41,8 +41,10 @@ struct NodeWatch {
     last: ProcSample,
     last_flush_ticks: u64,
     rss_max: u64,
-    /// CPU ticks of the process, and of its flush writers, in measured intervals.
+    /// CPU ticks of the process (user, system), and of its flush writers, in measured intervals.
     measured_ticks: u64,
+    measured_user_ticks: u64,
+    measured_system_ticks: u64,
     measured_flush_ticks: u64,
 }
 
@@ -76,6 +78,8 @@ pub struct NodeReport {
     pub pid: u32,
     pub gc: GcStats,
     pub cpu_seconds: f64,
+    pub cpu_user_seconds: f64,
+    pub cpu_system_seconds: f64,
     pub cpu_cores: f64,
     pub rss_max_mb: f64,
     pub flushes: FlushStats,
@@ -131,6 +135,8 @@ impl Watch {
                     last_flush_ticks: procfs::thread_ticks(pid, FLUSH_THREADS),
                     rss_max: last.rss_bytes,
                     measured_ticks: 0,
+                    measured_user_ticks: 0,
+                    measured_system_ticks: 0,
                     measured_flush_ticks: 0,
                 })
             })
@@ -161,10 +167,12 @@ impl Watch {
                 s.server_cpu_cores += ticks as f64 / self.tck / secs;
                 s.server_rss_mb += p.rss_bytes as f64 / 1_048_576.0;
                 n.rss_max = n.rss_max.max(p.rss_bytes);
-                n.last = p;
                 if measured {
                     n.measured_ticks += ticks;
+                    n.measured_user_ticks += p.user_ticks.saturating_sub(n.last.user_ticks);
+                    n.measured_system_ticks += p.system_ticks.saturating_sub(n.last.system_ticks);
                 }
+                n.last = p;
             }
             let flush = procfs::thread_ticks(n.pid, FLUSH_THREADS);
             // Writer threads come and go: a drop means one ended, not negative CPU.
@@ -203,6 +211,8 @@ impl Watch {
                 name: n.name.clone(),
                 pid: n.pid,
                 cpu_seconds,
+                cpu_user_seconds: n.measured_user_ticks as f64 / self.tck,
+                cpu_system_seconds: n.measured_system_ticks as f64 / self.tck,
                 cpu_cores: if window_s > 0.0 { cpu_seconds / window_s } else { 0.0 },
                 rss_max_mb: n.rss_max as f64 / 1_048_576.0,
                 flush_cpu_us_per_op: (flushes.ops > 0).then(|| flush_cpu_seconds * 1e6 / flushes.ops as f64),
