@@ -183,6 +183,23 @@ pub struct SlaArgs {
     pub sla_errors: f64,
 }
 
+impl LoadArgs {
+    /// The client's runtime: with one thread, a single-threaded scheduler (no cross-thread
+    /// wake-ups or work stealing per operation); otherwise one worker per thread.
+    pub fn runtime(&self) -> Result<tokio::runtime::Runtime> {
+        let mut b = if self.threads <= 1 {
+            tokio::runtime::Builder::new_current_thread()
+        } else {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(self.threads as usize);
+            b
+        };
+        b.enable_all()
+            .build()
+            .map_err(|e| anyhow::anyhow!("cannot start the client runtime: {e}"))
+    }
+}
+
 impl SlaArgs {
     pub fn build(&self) -> Result<Option<Sla>> {
         self.sla

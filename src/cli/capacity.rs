@@ -296,11 +296,7 @@ pub fn run(home: &Home, args: CapacityArgs) -> Result<u8> {
         .unwrap_or_else(|| default_out(&format!("capacity-{}", chosen.name())));
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create the results directory {}", out.display()))?;
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.common.load.threads as usize)
-        .enable_all()
-        .build()
-        .context("cannot start the client runtime")?;
+    let rt = args.common.load.runtime()?;
     rt.block_on(async {
         let began = Instant::now();
         let target = Target::connect(copts, local_nodes).await?;

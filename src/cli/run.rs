@@ -66,11 +66,7 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
     std::fs::create_dir_all(&step.out)
         .with_context(|| format!("cannot create the results directory {}", step.out.display()))?;
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(common.load.threads as usize)
-        .enable_all()
-        .build()
-        .context("cannot start the client runtime")?;
+    let rt = common.load.runtime()?;
     rt.block_on(async move {
         let target = Target::connect(copts, local_nodes).await?;
         step.jmx = jmx_targets(home, &common.telemetry, target.release.as_deref())?;

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Client efficiency, caplab against latte 0.29, on E1's insert workload against one local
+# Cassandra node started by caplab. For each tool, alternately: a fixed 5,000 op/s run and a
+# flat-out run of SECONDS each. Prints client CPU (user+sys from /usr/bin/time), server CPU
+# (/proc of the node), achieved rate, p99 and peak RSS, then the ratios the goal is stated in.
+#
+#   bench/client-efficiency.sh [SECONDS]      default 60
+#   LONG=1800 bench/client-efficiency.sh      also: caplab's RSS each minute of a long run
+#
+# Needs: cargo (builds caplab, installs latte-cli 0.29 if missing), JDK 17, Maven.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+secs=${1:-60}
+export CAPLAB_HOME=${CAPLAB_HOME:-/tmp/caplab-efficiency}
+addr=127.0.50.1
+work=$(mktemp -d /tmp/caplab-eff.XXXX)
+
+cargo build --release -q
+caplab=$PWD/target/release/caplab
+latte=$(command -v latte || echo "$HOME/.cargo/bin/latte")
+if ! [ -x "$latte" ]; then
+  echo "installing latte-cli 0.29 (cargo install; several minutes)"
+  cargo install latte-cli --version '~0.29' --locked -q
+  latte=$HOME/.cargo/bin/latte
+fi
+"$latte" --version
+
+"$caplab" node start --address "$addr" --jmx-port 7750 --heap 2G >/dev/null
+pid=$("$caplab" node status | awk 'NR==1{for(i=1;i<=NF;i++) if($i=="PID") c=i} NR==2{print $c}')
+ticks() { awk '{sub(/.*\) /,""); print $12+$13}' "/proc/$pid/stat"; }
+(cd "$work" && "$latte" schema "$root/bench/latte/e1_insert.rn" "$addr" >/dev/null)
+
+# run NAME CMD...: client user+sys seconds, peak RSS (KiB), server CPU seconds.
+run() {
+  local name=$1; shift
+  local before after
+  before=$(ticks)
+  /usr/bin/time -f "%U %S %M" -o "$work/$name.time" "$@" >"$work/$name.out" 2>&1
+  after=$(ticks)
+  read -r u s rss <"$work/$name.time"
+  client=$(echo "$u + $s" | bc -l)
+  server=$(echo "($after - $before) / 100" | bc -l)
+  echo "$name $client $rss $server" >>"$work/results"
+}
+
+caplab_run() { # rate out
+  run "caplab-$1" "$caplab" run --hosts "$addr" --rate "$1" --duration "${secs}s" -q --out "$work/caplab-$1"
+}
+latte_run() { # rate
+  local r=()
+  [ "$1" != 0 ] && r=(-r "$1")
+  # The same load shape as caplab's defaults: 256 in flight, 2 connections, 1 thread.
+  # latte writes its log into the current directory: run it in the work directory.
+  (cd "$work" && run "latte-$1" "$latte" run "$root/bench/latte/e1_insert.rn" -d "${secs}s" "${r[@]}" \
+    -p 256 -c 2 -t 1 -q -o "$work/latte-$1.json" "$addr")
+}
+
+for rate in 5000 0; do
+  caplab_run "$rate"
+  latte_run "$rate"
+done
+
+achieved_caplab() { python3 -c "import json,sys;d=json.load(open(sys.argv[1]));t=d['summary']['total'];print(round(t['op_rate']), t['response']['p99_ms'])" "$work/caplab-$1/result.json"; }
+achieved_latte() { # throughput and p99 from latte's text report
+  python3 - "$work/latte-$1.out" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+thr = re.search(r"Throughput\s*\[op/s\]\s+([\d.]+)", t)
+p99 = re.search(r"\n\s*99\s+([\d.]+)", t)
+print(round(float(thr.group(1))) if thr else "?", p99.group(1) if p99 else "?")
+PY
+}
+
+printf '\n%-14s %12s %12s %12s %12s %14s %12s\n' tool "rate" achieved "p99 ms" "client cpu s" "cpu s / 1M ops" "peak RSS MiB"
+while read -r name client rss server; do
+  rate=${name#*-}
+  if [[ $name == caplab-* ]]; then read -r ach p99 < <(achieved_caplab "$rate"); else read -r ach p99 < <(achieved_latte "$rate"); fi
+  per=$( [ "$ach" != "?" ] && echo "$client / ($ach * $secs) * 1000000" | bc -l || echo "?")
+  printf '%-14s %12s %12s %12s %12.2f %14.2f %12.1f   server cpu %.1f s\n' "${name%%-*}" "$rate" "$ach" "$p99" "$client" "$per" "$(echo "$rss/1024" | bc -l)" "$server"
+done <"$work/results"
+
+if [ -n "${LONG:-}" ]; then
+  echo; echo "caplab RSS each minute of a ${LONG}s run at 5,000 op/s:"
+  "$caplab" run --hosts "$addr" --rate 5000 --duration "${LONG}s" -q --out "$work/long" &
+  cpid=$!
+  while kill -0 $cpid 2>/dev/null; do
+    sleep 60
+    kill -0 $cpid 2>/dev/null && awk '/VmRSS/{print strftime("%T"), $2/1024 " MiB"}' "/proc/$cpid/status"
+  done
+fi
+echo "raw outputs: $work"
