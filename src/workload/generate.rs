@@ -332,8 +332,9 @@ impl Generator {
             NativeType::Float => *out = Value::Float(in_range(-1_000_000, 1_000_000) as f32),
             NativeType::Uuid => *out = Value::Uuid(uuid::Uuid::from_u64_pair(mix(v ^ self.salt), mix(v))),
             NativeType::Timeuuid => {
-                // Version 1, time = index in 100 ns ticks after 2020-01-01.
-                let ticks = 0x01EA_2C2B_E5D4_0000u64 + v;
+                // Version 1, time = index in 100 ns ticks after 2020-01-01 (60 bits: wraps
+                // for the huge indexes of columns with unbounded cardinality).
+                let ticks = 0x01EA_2C2B_E5D4_0000u64.wrapping_add(v) & 0x0FFF_FFFF_FFFF_FFFF;
                 let (lo, mid, hi) = (
                     ticks as u32,
                     (ticks >> 32) as u16,
@@ -376,11 +377,27 @@ pub enum Value {
     Date(CqlDate),
     Time(CqlTime),
     /// A list or set.
-    Seq(Vec<Value>),
+    Seq(Slots),
     /// Keys and values alternating.
-    Map(Vec<Value>),
+    Map(Slots),
     /// A UDT's or tuple's fields in order.
-    Fields(Vec<Value>),
+    Fields(Slots),
+}
+
+/// The items of a composite value: the first `len` slots are the value; the slots after
+/// them keep their buffers for a later operation with more items, so a collection whose
+/// size varies allocates nothing once it has reached its largest.
+#[derive(Debug, Clone, Default)]
+pub struct Slots {
+    all: Vec<Value>,
+    len: usize,
+}
+
+impl std::ops::Deref for Slots {
+    type Target = [Value];
+    fn deref(&self) -> &[Value] {
+        &self.all[..self.len]
+    }
 }
 
 impl Value {
@@ -397,16 +414,19 @@ impl Value {
         }
     }
 
-    /// `n` item slots of a composite value (kept from the previous operation when possible).
-    fn items(&mut self, n: usize) -> &mut Vec<Value> {
+    /// `n` item slots of a composite value (kept from earlier operations when possible).
+    fn items(&mut self, n: usize) -> &mut [Value] {
         if !matches!(self, Value::Seq(_) | Value::Map(_) | Value::Fields(_)) {
-            *self = Value::Seq(Vec::new());
+            *self = Value::Seq(Slots::default());
         }
-        let (Value::Seq(v) | Value::Map(v) | Value::Fields(v)) = self else {
+        let (Value::Seq(s) | Value::Map(s) | Value::Fields(s)) = self else {
             unreachable!()
         };
-        v.resize_with(n, || Value::Int(0));
-        v
+        if s.all.len() < n {
+            s.all.resize_with(n, || Value::Int(0));
+        }
+        s.len = n;
+        &mut s.all[..n]
     }
 
     fn finish_items(&mut self, map: bool) {
@@ -469,7 +489,7 @@ impl SerializeValue for Value {
             Value::Inet(v) => SerializeValue::serialize(v, typ, writer),
             Value::Date(v) => SerializeValue::serialize(v, typ, writer),
             Value::Time(v) => SerializeValue::serialize(v, typ, writer),
-            Value::Seq(items) => SerializeValue::serialize(items.as_slice(), typ, writer),
+            Value::Seq(items) => SerializeValue::serialize(&**items, typ, writer),
             Value::Map(items) => {
                 let ColumnType::Collection {
                     typ: CollectionType::Map(kt, vt),
@@ -706,7 +726,7 @@ mod tests {
                 panic!("not a list: {v:?}")
             };
             counts.insert(items.len());
-            for item in items {
+            for item in items.iter() {
                 let Value::Fields(f) = item else {
                     panic!("not a UDT: {item:?}")
                 };

@@ -1,0 +1,154 @@
+//! The per-operation work caplab itself does (scheduling, value generation, recording
+//! latency) allocates nothing once its buffers have grown: counted by a global allocator
+//! that tallies the allocations of the thread that makes them, so tests running beside
+//! this one do not disturb the count. (The CQL driver's own per-request allocations are
+//! outside this and are measured in bench/RESULTS.md.)
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+use caplab::engine::Schedule;
+use caplab::metrics::Recorder;
+use caplab::metrics::recorder::Completion;
+use caplab::workload::e1::RowBuf;
+use caplab::workload::generate::{ColumnSpec, Generator, Role, Shape, Size, Value};
+use scylla::frame::response::result::NativeType;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|a| a.set(a.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|a| a.set(a.get() + 1));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations made by `f` on this thread.
+fn allocations(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+fn native(t: NativeType) -> Shape {
+    Shape::Native(t)
+}
+
+#[test]
+fn generating_e1_rows_allocates_nothing() {
+    let mut row = RowBuf::new(5, 10);
+    row.fill(0, 0);
+    let n = allocations(|| {
+        for i in 0..100_000u64 {
+            row.fill(i % 100_000, i / 7);
+            std::hint::black_box(row.column(3));
+        }
+    });
+    assert_eq!(n, 0, "E1 row generation allocated {n} times in 100,000 rows");
+}
+
+#[test]
+fn profile_generators_allocate_nothing_once_their_buffers_have_grown() {
+    let varying = ColumnSpec {
+        size: Size::Range { min: 1, max: 200 },
+        count: Some(Size::Range { min: 0, max: 12 }),
+        ..ColumnSpec::default()
+    };
+    let shapes = [
+        native(NativeType::Text),
+        native(NativeType::Blob),
+        native(NativeType::Ascii),
+        native(NativeType::Int),
+        native(NativeType::BigInt),
+        native(NativeType::Double),
+        native(NativeType::Uuid),
+        native(NativeType::Timeuuid),
+        native(NativeType::Timestamp),
+        native(NativeType::Inet),
+        native(NativeType::Varint),
+        native(NativeType::Decimal),
+        native(NativeType::Date),
+        native(NativeType::Time),
+        Shape::List(Box::new(native(NativeType::Text))),
+        Shape::Set(Box::new(native(NativeType::Int))),
+        Shape::Map(Box::new(native(NativeType::Text)), Box::new(native(NativeType::BigInt))),
+        Shape::Udt(vec![
+            native(NativeType::Text),
+            native(NativeType::Int),
+            native(NativeType::Double),
+        ]),
+        Shape::Tuple(vec![
+            native(NativeType::Blob),
+            Shape::List(Box::new(native(NativeType::Text))),
+        ]),
+    ];
+    for shape in shapes {
+        let g = Generator::new("c", varying.clone(), Role::Regular, shape.clone());
+        let mut v = Value::Int(0);
+        // Warm-up: the buffers grow to the largest size and element count they will need.
+        for i in 0..20_000u64 {
+            g.render(g.index(i % 1000, i), &mut v);
+        }
+        let n = allocations(|| {
+            for i in 20_000..120_000u64 {
+                g.render(g.index(i % 1000, i), &mut v);
+                std::hint::black_box(&v);
+            }
+        });
+        assert_eq!(n, 0, "{shape:?} allocated {n} times in 100,000 values");
+    }
+}
+
+#[test]
+fn scheduling_and_recording_allocate_nothing() {
+    let t0 = Instant::now();
+    let schedule = Schedule::new(t0, 5000.0);
+    let recorder = Recorder::new(4, 2);
+    let n = allocations(|| {
+        for i in 0..100_000u64 {
+            let intended = schedule.intended(i).unwrap();
+            let sent = intended + Duration::from_micros(i % 900);
+            let result = if i % 1000 == 0 {
+                Err(caplab::metrics::ErrorKind::ClientTimeout)
+            } else {
+                Ok((1, 1))
+            };
+            recorder.record(
+                (i % 4) as usize,
+                &Completion {
+                    op: (i % 2) as usize,
+                    intended,
+                    sent,
+                    done: sent + Duration::from_micros(200 + i % 50_000),
+                    result,
+                    measured: i >= 100,
+                },
+            );
+        }
+    });
+    assert_eq!(
+        n, 0,
+        "scheduling and recording allocated {n} times in 100,000 operations"
+    );
+    let mut into: Vec<_> = (0..2).map(|_| caplab::metrics::OpStats::default()).collect();
+    recorder.drain_into(&mut into);
+    assert_eq!(
+        into.iter().map(|o| o.ok + o.error_count() + o.warmup_ops).sum::<u64>(),
+        100_000
+    );
+}
