@@ -82,6 +82,10 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     );
     let doc = result_json(&out);
     assert_eq!(doc["status"], "completed");
+    assert_eq!(
+        doc["config"]["client"]["connections_per_host"], 1,
+        "one connection per client thread by default"
+    );
     let total = &doc["summary"]["total"];
     let n = total["ops"].as_u64().unwrap();
     assert!((19_800..=20_200).contains(&n), "10 s at 2,000/s is 20,000 ±1 %: {n}");
@@ -138,10 +142,12 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         "every full second has operations: {csv}"
     );
 
-    // batch: 5 s at 300 batches/s of 10 rows.
+    // batch: 5 s at 300 batches/s of 10 rows, on two client threads.
     let out = lab.home.join("results-batch");
     ok(lab.caplab(&[
         "run",
+        "--threads",
+        "2",
         "--workload",
         "batch",
         "--hosts",
@@ -153,7 +159,9 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         "--out",
         out.to_str().unwrap(),
     ]));
-    let total = result_json(&out)["summary"]["total"].clone();
+    let doc = result_json(&out);
+    assert_eq!(doc["config"]["client"]["connections_per_host"], 2);
+    let total = doc["summary"]["total"].clone();
     let ops = total["ops"].as_u64().unwrap();
     assert!((1_480..=1_520).contains(&ops), "{ops}");
     assert_eq!(total["rows"].as_u64().unwrap(), 10 * ops);

@@ -111,9 +111,10 @@ pub struct ConnectArgs {
     /// Consistency level.
     #[arg(long, default_value = "local_one")]
     pub consistency: String,
-    /// Connections per host.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub connections: u32,
+    /// Connections per host. Default: one per client thread (a connection carries what one
+    /// thread can drive, and fewer connections mean fewer, fuller writes and wake-ups).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub connections: Option<u32>,
     /// LZ4 protocol compression.
     #[arg(long)]
     pub compression: bool,
@@ -136,12 +137,14 @@ pub struct ConnectArgs {
 }
 
 impl ConnectArgs {
-    pub fn options(&self, hosts: Vec<String>) -> Result<ClientOptions> {
+    /// The driver's options; `threads` is the client runtime's, which sets the default
+    /// connection count.
+    pub fn options(&self, hosts: Vec<String>, threads: u32) -> Result<ClientOptions> {
         Ok(ClientOptions {
             hosts,
             dc: self.dc.clone(),
             consistency: client::parse_consistency(&self.consistency)?,
-            connections_per_host: self.connections as usize,
+            connections_per_host: self.connections.unwrap_or(threads.max(1)) as usize,
             compression: self.compression,
             user: self.user.clone(),
             password: self.password.clone(),

@@ -279,7 +279,7 @@ pub fn run(home: &Home, args: CapacityArgs) -> Result<u8> {
         .map(parse_rates)
         .transpose()
         .map_err(|e| anyhow::anyhow!(e))?;
-    args.common.conn.options(Vec::new())?;
+    args.common.conn.options(Vec::new(), args.common.load.threads)?;
     let chosen = Chosen::from_args(&args.common.workload)?;
     let (hosts, local_nodes) = targets(home, &args.common.conn.hosts)?;
     if args.fresh_node && local_nodes.is_empty() {
@@ -287,7 +287,7 @@ pub fn run(home: &Home, args: CapacityArgs) -> Result<u8> {
             "--fresh-node wipes and restarts local nodes caplab runs; it cannot restart --hosts. Drop --hosts or --fresh-node"
         );
     }
-    let copts = args.common.conn.options(hosts)?;
+    let copts = args.common.conn.options(hosts, args.common.load.threads)?;
     let nodes = args.nodes.map(|n| n as usize).unwrap_or(local_nodes.len());
     let out = args
         .common

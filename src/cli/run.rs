@@ -33,14 +33,14 @@ pub struct RunArgs {
 pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
     let common = &args.common;
     let sla = common.sla.build()?;
-    common.conn.options(Vec::new())?; // checks --consistency before anything starts
+    common.conn.options(Vec::new(), common.load.threads)?; // checks --consistency before anything starts
     let chosen = Chosen::from_args(&common.workload)?;
     let duration = match (args.duration, args.ops) {
         (None, None) => Some(Duration::from_secs(60)),
         (d, _) => d,
     };
     let (hosts, local_nodes) = targets(home, &common.conn.hosts)?;
-    let copts = common.conn.options(hosts)?;
+    let copts = common.conn.options(hosts, common.load.threads)?;
     let mut step = Step {
         ecfg: EngineConfig {
             rate: args.rate,
