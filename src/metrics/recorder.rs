@@ -188,7 +188,9 @@ impl Recorder {
             s.warmup_ops += 1;
             return;
         }
-        let response = ns(c.done.saturating_duration_since(c.intended));
+        // From the intended start, or from the send when the engine sent it a little early
+        // (it rounds sends to its timer's ticks): never shorter than the service time.
+        let response = ns(c.done.saturating_duration_since(c.intended.min(c.sent)));
         let lag = ns(c.sent.saturating_duration_since(c.intended));
         if lag > LATE_NS {
             s.late += 1;
@@ -283,6 +285,15 @@ mod tests {
         );
         assert_eq!(out[1].errors[ErrorKind::Overloaded as usize], 1);
         assert_eq!(out[1].response.len(), 0, "errors stay out of the success histograms");
+        // Sent before its intended start: response time is the service time, not less.
+        r.record(1, &completion(0, 2, 1, 4, Ok((1, 1))));
+        let mut early = op_stats(2);
+        r.drain_into(&mut early);
+        assert!(
+            (early[0].response.max() as f64 - 3e6).abs() < 3e3,
+            "response = done - sent"
+        );
+        assert_eq!(early[0].late, 0);
         assert_eq!(out[1].error_response.len(), 1);
         // Drained shards start empty.
         r.drain_into(&mut out);
