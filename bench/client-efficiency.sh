@@ -12,7 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 secs=${1:-60}
-export CAPLAB_HOME=${CAPLAB_HOME:-/tmp/caplab-efficiency}
+# The script owns this home: its node is wiped at the start, so every run of the script
+# measures against the same fresh node (E1's tables keep every SSTable: no compaction).
+export CAPLAB_HOME=${EFFICIENCY_HOME:-/tmp/caplab-efficiency}
 addr=127.0.50.1
 work=$(mktemp -d /tmp/caplab-eff.XXXX)
 
@@ -26,10 +28,14 @@ if ! [ -x "$latte" ]; then
 fi
 "$latte" --version
 
+"$caplab" node stop --no-drain >/dev/null 2>&1 || true
+"$caplab" node wipe >/dev/null 2>&1 || true
 "$caplab" node start --address "$addr" --jmx-port 7750 --heap 2G >/dev/null
 pid=$("$caplab" node status | awk 'NR==1{for(i=1;i<=NF;i++) if($i=="PID") c=i} NR==2{print $c}')
 ticks() { awk '{sub(/.*\) /,""); print $12+$13}' "/proc/$pid/stat"; }
 (cd "$work" && "$latte" schema "$root/bench/latte/e1_insert.rn" "$addr" >/dev/null)
+# Warm the server's JIT before anything is measured (into caplab's table, not measured).
+"$caplab" run --hosts "$addr" --duration 20s -q --out "$work/warm-up" >/dev/null
 
 # run NAME CMD...: client user+sys seconds, peak RSS (KiB), server CPU seconds.
 run() {
@@ -50,10 +56,10 @@ caplab_run() { # rate out
 latte_run() { # rate
   local r=()
   [ "$1" != 0 ] && r=(-r "$1")
-  # The same load shape as caplab's defaults: 256 in flight, 2 connections, 1 thread.
+  # The same load shape as caplab's defaults: 256 in flight, 1 connection, 1 thread.
   # latte writes its log into the current directory: run it in the work directory.
   (cd "$work" && run "latte-$1" "$latte" run "$root/bench/latte/e1_insert.rn" -d "${secs}s" "${r[@]}" \
-    -p 256 -c 2 -t 1 -q -o "$work/latte-$1.json" "$addr")
+    -p 256 -c 1 -t 1 -q -o "$work/latte-$1.json" "$addr")
 }
 
 for rate in 5000 0; do
@@ -61,7 +67,9 @@ for rate in 5000 0; do
   latte_run "$rate"
 done
 
-achieved_caplab() { python3 -c "import json,sys;d=json.load(open(sys.argv[1]));t=d['summary']['total'];print(round(t['op_rate']), t['response']['p99_ms'])" "$work/caplab-$1/result.json"; }
+# caplab's p99 as service time (from the send, what latte reports) / response time (from the
+# intended start, which adds the schedule's lateness).
+achieved_caplab() { python3 -c "import json,sys;d=json.load(open(sys.argv[1]));t=d['summary']['total'];print(round(t['op_rate']), '%.2f/%.2f' % (t['service']['p99_ms'], t['response']['p99_ms']))" "$work/caplab-$1/result.json"; }
 achieved_latte() { # throughput and p99 from latte's text report
   python3 - "$work/latte-$1.out" <<'PY'
 import re, sys
@@ -72,13 +80,24 @@ print(round(float(thr.group(1))) if thr else "?", p99.group(1) if p99 else "?")
 PY
 }
 
+declare -A per_1m achieved
 printf '\n%-14s %12s %12s %12s %12s %14s %12s\n' tool "rate" achieved "p99 ms" "client cpu s" "cpu s / 1M ops" "peak RSS MiB"
 while read -r name client rss server; do
   rate=${name#*-}
   if [[ $name == caplab-* ]]; then read -r ach p99 < <(achieved_caplab "$rate"); else read -r ach p99 < <(achieved_latte "$rate"); fi
   per=$( [ "$ach" != "?" ] && echo "$client / ($ach * $secs) * 1000000" | bc -l || echo "?")
   printf '%-14s %12s %12s %12s %12.2f %14.2f %12.1f   server cpu %.1f s\n' "${name%%-*}" "$rate" "$ach" "$p99" "$client" "$per" "$(echo "$rss/1024" | bc -l)" "$server"
+  per_1m[$name]=$per
+  achieved[$name]=$ach
 done <"$work/results"
+
+echo
+for rate in 5000 0; do
+  label=$([ "$rate" = 0 ] && echo "flat out" || echo "at $rate op/s")
+  printf 'caplab/latte %s: CPU per op %.2fx, throughput %.2fx\n' "$label" \
+    "$(echo "${per_1m[caplab-$rate]} / ${per_1m[latte-$rate]}" | bc -l)" \
+    "$(echo "${achieved[caplab-$rate]} / ${achieved[latte-$rate]}" | bc -l)"
+done
 
 if [ -n "${LONG:-}" ]; then
   echo; echo "caplab RSS each minute of a ${LONG}s run at 5,000 op/s:"
