@@ -7,6 +7,8 @@
 #   bench/client-efficiency.sh [SECONDS]      default 60
 #   LONG=1800 bench/client-efficiency.sh      also: caplab's RSS each minute of a long run
 #
+# Its node lives in EFFICIENCY_HOME (default /tmp/caplab-efficiency) and is wiped at the start.
+#
 # Needs: cargo (builds caplab, installs latte-cli 0.29 if missing), JDK 17, Maven.
 set -euo pipefail
 cd "$(dirname "$0")/.."
