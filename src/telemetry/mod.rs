@@ -21,7 +21,7 @@ use crate::cluster::node::{Liveness, NodeState};
 use crate::metrics::summary::group;
 use flush::FlushStats;
 use gclog::{GcStats, epoch_ms};
-use procfs::ProcSample;
+use procfs::{NamedThreads, ProcSample};
 
 /// Sum of floats that is 0.0, not -0.0, when there are none (std's f64 sum starts at -0.0).
 pub(crate) fn total(values: impl Iterator<Item = f64>) -> f64 {
@@ -39,6 +39,7 @@ struct NodeWatch {
     gc_offset: u64,
     gc_partial: String,
     last: ProcSample,
+    flush_threads: NamedThreads,
     last_flush_ticks: u64,
     rss_max: u64,
     /// CPU ticks of the process (user, system), and of its flush writers, in measured intervals.
@@ -124,6 +125,8 @@ impl Watch {
             .filter_map(|n| {
                 let pid = n.pid?;
                 let last = procfs::sample(pid)?;
+                let mut flush_threads = NamedThreads::new(pid, FLUSH_THREADS);
+                let last_flush_ticks = flush_threads.ticks();
                 Some(NodeWatch {
                     name: n.name.clone(),
                     pid,
@@ -132,7 +135,8 @@ impl Watch {
                     system_log: n.system_log.clone(),
                     gc_partial: String::new(),
                     last,
-                    last_flush_ticks: procfs::thread_ticks(pid, FLUSH_THREADS),
+                    flush_threads,
+                    last_flush_ticks,
                     rss_max: last.rss_bytes,
                     measured_ticks: 0,
                     measured_user_ticks: 0,
@@ -174,9 +178,8 @@ impl Watch {
                 }
                 n.last = p;
             }
-            let flush = procfs::thread_ticks(n.pid, FLUSH_THREADS);
-            // Writer threads come and go: a drop means one ended, not negative CPU.
-            let ticks = flush.saturating_sub(n.last_flush_ticks);
+            let flush = n.flush_threads.ticks();
+            let ticks = flush - n.last_flush_ticks;
             s.flush_cpu_cores += ticks as f64 / self.tck / secs;
             n.last_flush_ticks = flush;
             if measured {
