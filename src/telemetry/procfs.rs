@@ -154,61 +154,66 @@ mod tests {
         assert_eq!(fields("1 (a) b) c) S 1 2").unwrap(), vec!["S", "1", "2"]);
     }
 
-    /// A thread named `name` spinning until `stop`; returns its /proc task path.
-    fn spinner(
+    /// A thread named `name` that uses `ticks` of CPU, then waits, alive, until `exit` is
+    /// dropped; returns once it has used them, with its /proc task path. One such thread
+    /// spins at a time, so the timing tests running beside this one keep a core.
+    fn worker(
         name: &str,
-        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        ticks: u64,
+        exit: std::sync::mpsc::Receiver<()>,
     ) -> (std::path::PathBuf, std::thread::JoinHandle<()>) {
         let (tx, rx) = std::sync::mpsc::channel();
         let h = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
-                tx.send(std::fs::read_link("/proc/thread-self").unwrap()).unwrap();
+                let me = Path::new("/proc").join(std::fs::read_link("/proc/thread-self").unwrap());
+                let begin = std::time::Instant::now();
                 let mut x = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+                while task_ticks(&me).unwrap() < ticks && begin.elapsed().as_secs() < 10 {
+                    for _ in 0..100_000 {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+                    }
                 }
+                tx.send(me).unwrap();
+                let _ = exit.recv();
             })
             .unwrap();
-        (Path::new("/proc").join(rx.recv().unwrap()), h)
+        (rx.recv().unwrap(), h)
     }
 
     #[test]
     fn named_threads_count_only_their_own_and_survive_threads_ending() {
-        use std::sync::Arc;
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let spin = || Arc::new(AtomicBool::new(false));
-        let wait = || std::thread::sleep(std::time::Duration::from_millis(300));
         let mut writers = NamedThreads::new(std::process::id(), &["cpl-writer"]);
         assert_eq!(writers.ticks(), 0, "no such thread yet");
-        let (other_stop, first_stop, second_stop) = (spin(), spin(), spin());
-        let (_, other) = spinner("cpl-other", other_stop.clone());
-        let (first_task, first) = spinner("cpl-writer-1", first_stop.clone());
-        wait();
+        let (_other_exit, rx) = std::sync::mpsc::channel();
+        let (other_task, other) = worker("cpl-other", 20, rx);
+        let (first_exit, rx) = std::sync::mpsc::channel();
+        let (first_task, first) = worker("cpl-writer-1", 20, rx);
         let a = writers.ticks();
         let first_ticks = task_ticks(&first_task).unwrap();
-        first_stop.store(true, Ordering::Relaxed);
+        drop(first_exit);
         first.join().unwrap();
         // The first writer has ended; a second one starts and works.
-        let (second_task, second) = spinner("cpl-writer-2", second_stop.clone());
-        wait();
+        let (second_exit, rx) = std::sync::mpsc::channel();
+        let (second_task, second) = worker("cpl-writer-2", 20, rx);
         let b = writers.ticks();
         let second_ticks = task_ticks(&second_task).unwrap();
-        for s in [&second_stop, &other_stop] {
-            s.store(true, Ordering::Relaxed);
-        }
+        let other_ticks = task_ticks(&other_task).unwrap();
+        drop(second_exit);
         second.join().unwrap();
+        drop(_other_exit);
         other.join().unwrap();
-        // Reads race the spinning threads by a tick or two; the spinner named cpl-other, which
-        // ran all along, would add ~60 ticks if it were counted.
+        // The thread named cpl-other is alive throughout with as much CPU: it is not counted.
+        assert!(first_ticks >= 20 && other_ticks >= 20, "{first_ticks} {other_ticks}");
+        // (A tick may land between a worker's last look at its CPU and its wait.)
         assert!(
-            first_ticks >= 5 && a.abs_diff(first_ticks) <= 2,
-            "first writer: {a} vs {first_ticks}"
+            a.abs_diff(first_ticks) <= 1,
+            "the first writer alone: {a} vs {first_ticks}"
         );
         // What the second writer used is added to what the first one had used: the count never
         // goes back when a thread ends.
         assert!(
-            second_ticks >= 5 && (b - a).abs_diff(second_ticks) <= 3,
+            (b - a).abs_diff(second_ticks) <= 1,
             "after the first writer ended: {a} -> {b}, the second used {second_ticks}"
         );
     }
