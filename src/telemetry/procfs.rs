@@ -84,8 +84,9 @@ impl NamedThreads {
 
     /// CPU ticks (user + system) the matching threads have used, summed over samples: each
     /// sample adds what every matching thread used since the previous one (all of it, for a
-    /// thread that is new), so threads that start or end between samples take nothing away.
-    /// Take differences between calls; the first call counts the threads' whole lives.
+    /// thread that is new), so a thread ending takes nothing already counted away. What a
+    /// thread used after the last sample it was alive for is not seen. Take differences
+    /// between calls; the first call counts the threads' whole lives.
     pub fn ticks(&mut self) -> u64 {
         self.samples += 1;
         let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) else {
@@ -185,7 +186,7 @@ mod tests {
     fn named_threads_count_only_their_own_and_survive_threads_ending() {
         let mut writers = NamedThreads::new(std::process::id(), &["cpl-writer"]);
         assert_eq!(writers.ticks(), 0, "no such thread yet");
-        let (_other_exit, rx) = std::sync::mpsc::channel();
+        let (other_exit, rx) = std::sync::mpsc::channel();
         let (other_task, other) = worker("cpl-other", 20, rx);
         let (first_exit, rx) = std::sync::mpsc::channel();
         let (first_task, first) = worker("cpl-writer-1", 20, rx);
@@ -201,7 +202,7 @@ mod tests {
         let other_ticks = task_ticks(&other_task).unwrap();
         drop(second_exit);
         second.join().unwrap();
-        drop(_other_exit);
+        drop(other_exit);
         other.join().unwrap();
         // The thread named cpl-other is alive throughout with as much CPU: it is not counted.
         assert!(first_ticks >= 20 && other_ticks >= 20, "{first_ticks} {other_ticks}");
