@@ -15,9 +15,9 @@ use scylla::statement::prepared::PreparedStatement;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::generate::{ColumnSpec, Distribution, Generator, Role, Value, draw, shape_of};
-use super::profile::{BatchKind, Profile, RowCount};
-use super::values::mix;
+use super::generate::{Generator, Role, Value, shape_of};
+use super::profile::{BatchKind, ColumnSpec, Distribution, Profile, RowCount};
+use super::values::{draw, mix};
 use crate::client::{classify, parse_consistency};
 use crate::engine::{Outcome, Workload};
 

@@ -16,7 +16,7 @@ use scylla::serialize::value::SerializeValue;
 use scylla::serialize::writers::RowWriter;
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use super::values::{fill_key, fill_text};
@@ -26,7 +26,7 @@ use crate::engine::{Outcome, Workload};
 pub const PK_LEN: usize = 15;
 pub const CK_LEN: usize = 10;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// One prepared INSERT of one row per operation.
@@ -44,7 +44,7 @@ impl Kind {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct E1Options {
     pub kind: Kind,
     pub keyspace: String,
@@ -208,10 +208,6 @@ impl E1 {
             insert,
             batch,
         })
-    }
-
-    pub fn options(&self) -> &E1Options {
-        &self.opts
     }
 }
 

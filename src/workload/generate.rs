@@ -3,125 +3,13 @@
 //! same data and reads find what writes wrote. Values are rendered into a reusable buffer of
 //! the column's CQL type: nothing is allocated per operation once the buffer has grown.
 
-use anyhow::{Result, bail};
+pub use super::profile::{ColumnSpec, Distribution, Size};
+use super::values::{draw, fill_key, fill_text, mix};
 use scylla::frame::response::result::{CollectionType, ColumnType, NativeType};
 use scylla::serialize::SerializationError;
 use scylla::serialize::value::SerializeValue;
 use scylla::serialize::writers::{CellWriter, WrittenCellProof};
 use scylla::value::{Counter, CqlDate, CqlDecimalBorrowed, CqlTime, CqlTimestamp, CqlTimeuuid, CqlVarintBorrowed};
-use serde::Deserialize;
-use serde::Serialize as SerdeSerialize;
-
-use super::values::{fill_key, fill_text, mix};
-
-/// How a value index is drawn from `[0, cardinality)`.
-#[derive(Debug, Clone, Copy, PartialEq, SerdeSerialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase", deny_unknown_fields)]
-pub enum Distribution {
-    /// Every value equally likely.
-    #[default]
-    Uniform,
-    /// Normal around the middle of the range, 1/6 of the range per standard deviation.
-    Gaussian,
-    /// Small values most likely; mean at 1/8 of the range.
-    Exponential,
-    /// A few values very likely (exponent 1.1 over the range).
-    Zipf,
-    /// The row index itself (modulo the cardinality): consecutive rows get consecutive values.
-    Sequence,
-}
-
-/// A length: fixed (`size: 10`) or uniform in a range (`size: {min: 10, max: 100}`).
-#[derive(Debug, Clone, Copy, PartialEq, SerdeSerialize, Deserialize)]
-#[serde(untagged)]
-pub enum Size {
-    Fixed(u32),
-    Range { min: u32, max: u32 },
-}
-
-impl Default for Size {
-    fn default() -> Self {
-        Size::Fixed(16)
-    }
-}
-
-impl Size {
-    fn pick(self, h: u64) -> usize {
-        match self {
-            Size::Fixed(n) => n as usize,
-            Size::Range { min, max } => (min + (h % u64::from(max - min + 1)) as u32) as usize,
-        }
-    }
-}
-
-/// What a profile says about one column; everything has a default.
-#[derive(Debug, Clone, Default, PartialEq, SerdeSerialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ColumnSpec {
-    /// Text and blob length.
-    #[serde(default)]
-    pub size: Size,
-    #[serde(default)]
-    pub distribution: Distribution,
-    /// Number of distinct values (default: unbounded for regular columns; key columns take
-    /// their partition or row index).
-    pub cardinality: Option<u64>,
-    /// Elements of a list, set or map (default 3).
-    pub count: Option<Size>,
-    /// Numeric range, inclusive.
-    pub min: Option<i64>,
-    pub max: Option<i64>,
-}
-
-impl ColumnSpec {
-    pub fn validate(&self, column: &str) -> Result<()> {
-        if let Size::Range { min, max } = self.size
-            && min > max
-        {
-            bail!("column {column}: size min {min} is above max {max}");
-        }
-        if let (Some(a), Some(b)) = (self.min, self.max)
-            && a > b
-        {
-            bail!("column {column}: min {a} is above max {b}");
-        }
-        if self.cardinality == Some(0) {
-            bail!("column {column}: cardinality must be at least 1");
-        }
-        Ok(())
-    }
-}
-
-/// Draws a value index in `[0, n)` from `h` (a uniform 64-bit hash) under `d`; `seq` is used
-/// by `Sequence`.
-pub fn draw(d: Distribution, h: u64, n: u64, seq: u64) -> u64 {
-    let n = n.max(1);
-    let u = (h >> 11) as f64 / (1u64 << 53) as f64; // uniform in [0, 1)
-    let idx = match d {
-        Distribution::Uniform => return h % n,
-        Distribution::Sequence => return seq % n,
-        Distribution::Gaussian => {
-            // Sum of four uniforms: close to normal, bounded, cheap.
-            let mut s = u;
-            let mut x = h;
-            for _ in 0..3 {
-                x = mix(x);
-                s += (x >> 11) as f64 / (1u64 << 53) as f64;
-            }
-            // Mean 2, sd 0.577: map to mean n/2, sd n/6.
-            (n as f64 / 2.0) + (s - 2.0) / 0.577 * (n as f64 / 6.0)
-        }
-        Distribution::Exponential => -(1.0 - u).ln() * (n as f64 / 8.0),
-        Distribution::Zipf => {
-            // Inverse of the continuous Zipf CDF with exponent 1.1 over [1, n].
-            let a = 1.1_f64;
-            let nf = n as f64;
-            let t = 1.0 - u * (1.0 - nf.powf(1.0 - a));
-            t.powf(1.0 / (1.0 - a)) - 1.0
-        }
-    };
-    (idx.max(0.0) as u64).min(n - 1)
-}
 
 /// Where a column's value index comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -534,37 +422,6 @@ fn write_fields<'t, 'f: 't, 'b>(
 mod tests {
     use super::*;
 
-    fn histogram(d: Distribution, n: u64, samples: u64) -> Vec<u64> {
-        let mut counts = vec![0u64; n as usize];
-        for i in 0..samples {
-            counts[draw(d, mix(i), n, i) as usize] += 1;
-        }
-        counts
-    }
-
-    #[test]
-    fn uniform_is_flat_and_sequence_counts() {
-        let c = histogram(Distribution::Uniform, 10, 100_000);
-        assert!(c.iter().all(|&x| (9_500..=10_500).contains(&x)), "{c:?}");
-        assert_eq!(draw(Distribution::Sequence, 123, 10, 37), 7);
-    }
-
-    #[test]
-    fn gaussian_centres_and_exponential_and_zipf_skew_low() {
-        let g = histogram(Distribution::Gaussian, 12, 120_000);
-        // sd = 2 of 12 buckets: the middle two (within 0.5 sd) hold ~38 %; the outer two ~1 %.
-        let middle = g[5] + g[6];
-        assert!((42_000..=48_000).contains(&middle), "gaussian middle {middle} {g:?}");
-        assert!(g[0] + g[11] < 2_500, "gaussian tails {g:?}");
-        let e = histogram(Distribution::Exponential, 8, 80_000);
-        // Mean n/8 = 1: P(0) = 1 - e^-1 = 63 %.
-        assert!((48_000..=53_500).contains(&e[0]), "exponential {e:?}");
-        assert!(e.windows(2).all(|w| w[0] >= w[1]), "exponential decreases {e:?}");
-        let z = histogram(Distribution::Zipf, 100, 100_000);
-        assert!(z[0] > z[1] && z[1] > z[10] && z[10] > z[90], "zipf {z:?}");
-        assert!(z[0] > 10_000, "zipf head {}", z[0]);
-    }
-
     fn text(v: &Value) -> &str {
         match v {
             Value::Text(b) => std::str::from_utf8(b).unwrap(),
@@ -807,25 +664,5 @@ mod tests {
         assert_eq!(v(7, Role::Regular), v(7, Role::Regular));
         assert_ne!(v(7, Role::Regular), v(8, Role::Regular));
         assert_eq!(v(7, Role::Partition), v(8, Role::Partition));
-    }
-
-    #[test]
-    fn bad_specs_are_named() {
-        let s = ColumnSpec {
-            min: Some(5),
-            max: Some(1),
-            ..Default::default()
-        };
-        assert!(
-            s.validate("n")
-                .unwrap_err()
-                .to_string()
-                .contains("column n: min 5 is above max 1")
-        );
-        let s = ColumnSpec {
-            cardinality: Some(0),
-            ..Default::default()
-        };
-        assert!(s.validate("c").is_err());
     }
 }

@@ -7,9 +7,87 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use super::generate::{ColumnSpec, Distribution, draw};
-use super::values::mix;
+use super::values::{draw, mix};
 use crate::client::parse_consistency;
+
+/// How a value index is drawn from `[0, cardinality)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum Distribution {
+    /// Every value equally likely.
+    #[default]
+    Uniform,
+    /// Normal around the middle of the range, 1/6 of the range per standard deviation.
+    Gaussian,
+    /// Small values most likely; mean at 1/8 of the range.
+    Exponential,
+    /// A few values very likely (exponent 1.1 over the range).
+    Zipf,
+    /// The row index itself (modulo the cardinality): consecutive rows get consecutive values.
+    Sequence,
+}
+
+/// A length: fixed (`size: 10`) or uniform in a range (`size: {min: 10, max: 100}`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Size {
+    Fixed(u32),
+    Range { min: u32, max: u32 },
+}
+
+impl Default for Size {
+    fn default() -> Self {
+        Size::Fixed(16)
+    }
+}
+
+impl Size {
+    /// The length for hash `h`.
+    pub fn pick(self, h: u64) -> usize {
+        match self {
+            Size::Fixed(n) => n as usize,
+            Size::Range { min, max } => (min + (h % u64::from(max - min + 1)) as u32) as usize,
+        }
+    }
+}
+
+/// What a profile says about one column; everything has a default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnSpec {
+    /// Text and blob length.
+    #[serde(default)]
+    pub size: Size,
+    #[serde(default)]
+    pub distribution: Distribution,
+    /// Number of distinct values (default: unbounded for regular columns; key columns take
+    /// their partition or row index).
+    pub cardinality: Option<u64>,
+    /// Elements of a list, set or map (default 3).
+    pub count: Option<Size>,
+    /// Numeric range, inclusive.
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+}
+
+impl ColumnSpec {
+    pub fn validate(&self, column: &str) -> Result<()> {
+        if let Size::Range { min, max } = self.size
+            && min > max
+        {
+            bail!("column {column}: size min {min} is above max {max}");
+        }
+        if let (Some(a), Some(b)) = (self.min, self.max)
+            && a > b
+        {
+            bail!("column {column}: min {a} is above max {b}");
+        }
+        if self.cardinality == Some(0) {
+            bail!("column {column}: cardinality must be at least 1");
+        }
+        Ok(())
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -392,5 +470,25 @@ populate: write
         assert!(err(&GOOD.replace("local_quorum", "most")).contains("operation read"));
         assert!(err(&GOOD.replace("weight: 3", "weight: 3, batch: {rows: 0}")).contains("batch rows"));
         assert!(err(&GOOD.replace("weight: 3", "weight: 3, batch: {rows: 5, partitions: 2}")).contains("multiple"));
+    }
+
+    #[test]
+    fn bad_specs_are_named() {
+        let s = ColumnSpec {
+            min: Some(5),
+            max: Some(1),
+            ..Default::default()
+        };
+        assert!(
+            s.validate("n")
+                .unwrap_err()
+                .to_string()
+                .contains("column n: min 5 is above max 1")
+        );
+        let s = ColumnSpec {
+            cardinality: Some(0),
+            ..Default::default()
+        };
+        assert!(s.validate("c").is_err());
     }
 }

@@ -1,5 +1,7 @@
 //! Deterministic value generation into caller-owned buffers (nothing allocated per
-//! operation).
+//! operation): hashing, keys, text, and drawing an index from a distribution.
+
+use super::profile::Distribution;
 
 const ALPHABET: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
 
@@ -38,6 +40,37 @@ pub fn fill_text(buf: &mut [u8], seed: u64) {
     }
 }
 
+/// Draws a value index in `[0, n)` from `h` (a uniform 64-bit hash) under `d`; `seq` is used
+/// by `Sequence`.
+pub fn draw(d: Distribution, h: u64, n: u64, seq: u64) -> u64 {
+    let n = n.max(1);
+    let u = (h >> 11) as f64 / (1u64 << 53) as f64; // uniform in [0, 1)
+    let idx = match d {
+        Distribution::Uniform => return h % n,
+        Distribution::Sequence => return seq % n,
+        Distribution::Gaussian => {
+            // Sum of four uniforms: close to normal, bounded, cheap.
+            let mut s = u;
+            let mut x = h;
+            for _ in 0..3 {
+                x = mix(x);
+                s += (x >> 11) as f64 / (1u64 << 53) as f64;
+            }
+            // Mean 2, sd 0.577: map to mean n/2, sd n/6.
+            (n as f64 / 2.0) + (s - 2.0) / 0.577 * (n as f64 / 6.0)
+        }
+        Distribution::Exponential => -(1.0 - u).ln() * (n as f64 / 8.0),
+        Distribution::Zipf => {
+            // Inverse of the continuous Zipf CDF with exponent 1.1 over [1, n].
+            let a = 1.1_f64;
+            let nf = n as f64;
+            let t = 1.0 - u * (1.0 - nf.powf(1.0 - a));
+            t.powf(1.0 / (1.0 - a)) - 1.0
+        }
+    };
+    (idx.max(0.0) as u64).min(n - 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +99,36 @@ mod tests {
         let distinct: std::collections::HashSet<u8> = a.iter().copied().collect();
         assert!(distinct.len() > 10, "uses the alphabet: {distinct:?}");
         assert!(a.iter().all(|c| ALPHABET.contains(c)));
+    }
+
+    fn histogram(d: Distribution, n: u64, samples: u64) -> Vec<u64> {
+        let mut counts = vec![0u64; n as usize];
+        for i in 0..samples {
+            counts[draw(d, mix(i), n, i) as usize] += 1;
+        }
+        counts
+    }
+
+    #[test]
+    fn uniform_is_flat_and_sequence_counts() {
+        let c = histogram(Distribution::Uniform, 10, 100_000);
+        assert!(c.iter().all(|&x| (9_500..=10_500).contains(&x)), "{c:?}");
+        assert_eq!(draw(Distribution::Sequence, 123, 10, 37), 7);
+    }
+
+    #[test]
+    fn gaussian_centres_and_exponential_and_zipf_skew_low() {
+        let g = histogram(Distribution::Gaussian, 12, 120_000);
+        // sd = 2 of 12 buckets: the middle two (within 0.5 sd) hold ~38 %; the outer two ~1 %.
+        let middle = g[5] + g[6];
+        assert!((42_000..=48_000).contains(&middle), "gaussian middle {middle} {g:?}");
+        assert!(g[0] + g[11] < 2_500, "gaussian tails {g:?}");
+        let e = histogram(Distribution::Exponential, 8, 80_000);
+        // Mean n/8 = 1: P(0) = 1 - e^-1 = 63 %.
+        assert!((48_000..=53_500).contains(&e[0]), "exponential {e:?}");
+        assert!(e.windows(2).all(|w| w[0] >= w[1]), "exponential decreases {e:?}");
+        let z = histogram(Distribution::Zipf, 100, 100_000);
+        assert!(z[0] > z[1] && z[1] > z[10] && z[10] > z[90], "zipf {z:?}");
+        assert!(z[0] > 10_000, "zipf head {}", z[0]);
     }
 }
