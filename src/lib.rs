@@ -1,16 +1,22 @@
 //! caplab: a performance lab for Apache Cassandra.
 //!
 //! Data flows one way: a workload (`workload`) is driven by the engine (`engine`) over a CQL
-//! session (`client`), measurements are recorded and written (`metrics`), and the command
-//! line (`cli`) wires them together. `sla` judges results against service levels and searches
-//! for capacity; `telemetry` reads what the server did meanwhile; `cluster` provisions the
-//! nodes being measured.
+//! session (`client`), measurements are recorded and written (`metrics`), and `measure` runs
+//! one measured step (or a capacity search made of steps) with all of that attached and
+//! leaves a typed result on disk. `sla` judges results against service levels and plans
+//! capacity searches; `telemetry` reads what the server did meanwhile; `cluster` provisions
+//! the nodes being measured. The command line (`cli`) only parses options into settings,
+//! calls, and prints. `console` (printing and number formats) and `procfs` (/proc) are small
+//! helpers any folder may use.
 
 pub mod cli;
 pub mod client;
 pub mod cluster;
+pub mod console;
 pub mod engine;
+pub mod measure;
 pub mod metrics;
+pub mod procfs;
 pub mod sla;
 pub mod telemetry;
 pub mod workload;

@@ -1,20 +1,46 @@
-//! CPU time and resident memory of a process (and of some of its threads) from /proc.
+//! The one reader of /proc: a process's state, command line, CPU time, resident memory and
+//! thread count, the CPU of some of its threads by name, and the machine's memory, name and
+//! kernel. Provisioning uses it to tell a node's JVM from a recycled PID and to size heaps;
+//! telemetry samples it once per interval; results record the machine.
 
+use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// CPU time (user + system) and resident set size at one instant.
+/// CPU time (user and system), resident set size and threads at one instant, from
+/// `/proc/<pid>/stat` (one read).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ProcSample {
     pub user_ticks: u64,
     pub system_ticks: u64,
     pub rss_bytes: u64,
+    pub threads: u64,
 }
 
 impl ProcSample {
     pub fn cpu_ticks(&self) -> u64 {
         self.user_ticks + self.system_ticks
     }
+
+    /// The same in seconds, as `caplab node status` shows it.
+    pub fn usage(&self) -> Usage {
+        let tck = ticks_per_second();
+        Usage {
+            user_seconds: self.user_ticks as f64 / tck,
+            system_seconds: self.system_ticks as f64 / tck,
+            rss_bytes: self.rss_bytes,
+            threads: self.threads,
+        }
+    }
+}
+
+/// A process's CPU time and memory in human units.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Usage {
+    pub user_seconds: f64,
+    pub system_seconds: f64,
+    pub rss_bytes: u64,
+    pub threads: u64,
 }
 
 /// Clock ticks per second (for the tick counts in /proc/<pid>/stat).
@@ -37,16 +63,59 @@ fn fields(stat: &str) -> Option<Vec<&str>> {
     Some(stat.rsplit_once(')')?.1.split_whitespace().collect())
 }
 
-/// `pid`'s CPU time and RSS, or None if it is gone.
+/// `pid`'s CPU time, RSS and threads, or None if it is gone.
 pub fn sample(pid: u32) -> Option<ProcSample> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let f = fields(&stat)?;
-    // After ")": state(0) ppid(1) … utime(11) stime(12) … rss(21) in pages.
+    // After ")": state(0) ppid(1) … utime(11) stime(12) … num_threads(17) … rss(21) in pages.
     Some(ProcSample {
         user_ticks: f.get(11)?.parse().ok()?,
         system_ticks: f.get(12)?.parse().ok()?,
+        threads: f.get(17)?.parse().ok()?,
         rss_bytes: f.get(21)?.parse::<u64>().ok()? * page_size(),
     })
+}
+
+/// `pid`'s state letter (R, S, D, Z, X…), or None if it is gone.
+pub fn state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    fields(&stat)?.first()?.chars().next()
+}
+
+/// `pid`'s command line (NUL-separated; empty while a process exits), or None if it is gone.
+pub fn cmdline(pid: u32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/cmdline")).ok()
+}
+
+/// How many threads `pid` has left (None if it is gone).
+pub fn task_count(pid: u32) -> Option<usize> {
+    std::fs::read_dir(format!("/proc/{pid}/task")).ok().map(|d| d.count())
+}
+
+/// This machine's memory, from /proc/meminfo (8 GiB if it cannot be read).
+pub fn total_ram() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            let line = t.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb * 1024)
+        })
+        .unwrap_or(8 << 30)
+}
+
+/// This machine's name (the client host in results and CSV rows).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// The kernel's release.
+pub fn kernel() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// The threads of one process whose names start with given prefixes (Linux truncates thread
@@ -146,7 +215,9 @@ mod tests {
         }
         std::hint::black_box(x);
         let b = sample(me).unwrap();
-        assert!(b.rss_bytes > 1 << 20);
+        assert!(b.rss_bytes > 1 << 20 && b.threads >= 1);
+        assert!(matches!(state(me), Some('R' | 'S')));
+        assert!(cmdline(me).is_some_and(|c| !c.is_empty()));
         assert!(
             b.cpu_ticks() - a.cpu_ticks() >= 10,
             "300 ms of spinning: {a:?} -> {b:?}"

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::client::{self, ClientOptions};
+use crate::engine::Warmup;
 pub use crate::engine::schedule::parse_rate;
-use crate::engine::{LoaderSlice, Warmup};
+use crate::measure::{JmxOptions, Load, WorkloadOptions};
 use crate::sla::{Sla, parse_share};
 
 /// Everything a command that drives load needs besides its own length and rate settings.
@@ -21,7 +22,7 @@ pub struct DriveArgs {
     #[arg(long, short)]
     pub quiet: bool,
     #[command(flatten)]
-    pub workload: WorkloadArgs,
+    pub workload: WorkloadOptions,
     #[command(flatten)]
     pub load: LoadArgs,
     #[command(flatten)]
@@ -30,6 +31,27 @@ pub struct DriveArgs {
     pub conn: ConnectArgs,
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
+}
+
+impl DriveArgs {
+    /// How the client generates load.
+    pub fn load(&self) -> Load {
+        Load {
+            concurrency: self.load.concurrency as usize,
+            threads: self.load.threads,
+            give_up_after: self.load.give_up_after,
+            request_timeout: self.conn.timeout,
+        }
+    }
+
+    /// The JMX endpoints to read GC from.
+    pub fn jmx(&self) -> JmxOptions {
+        JmxOptions {
+            endpoints: self.telemetry.jmx.clone(),
+            user: self.telemetry.jmx_user.clone(),
+            password: self.telemetry.jmx_password.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -44,58 +66,6 @@ pub struct TelemetryArgs {
     pub jmx_user: Option<String>,
     #[arg(long, env = "CAPLAB_JMX_PASSWORD", hide_env_values = true, requires = "jmx_user")]
     pub jmx_password: Option<String>,
-}
-
-#[derive(Debug, Args)]
-#[command(next_help_heading = "Workload")]
-pub struct WorkloadArgs {
-    /// Built-in workload ('caplab workloads' lists them).
-    #[arg(long, default_value = "insert")]
-    pub workload: String,
-    /// A workload profile (YAML) instead of a built-in ('caplab workloads show NAME' prints one to
-    /// start from); cassandra-stress user profiles are accepted as they are.
-    #[arg(long, value_name = "FILE", conflicts_with = "workload")]
-    pub profile: Option<PathBuf>,
-    /// Skip the profile's populate phase (the data is already there).
-    #[arg(long)]
-    pub no_populate: bool,
-    /// Profile operations to run and their weights, e.g. 'insert=1,read1=2' (as cassandra-stress's
-    /// ops(...)); operations not named do not run. Default: the profile's weights.
-    #[arg(long = "ops", value_name = "NAME=WEIGHT,...")]
-    pub weights: Option<String>,
-    /// Seed for a profile's generated values and operation order (overrides the profile's `seed`);
-    /// the same seed always produces the same data.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Run share i of n of the workload's operations (loaders numbered 1..n), so n caplab
-    /// processes split the key space without overlap; populate is split too, -n is per loader.
-    #[arg(long, value_name = "I/N", value_parser = LoaderSlice::parse, default_value = "1/1")]
-    pub loader: LoaderSlice,
-    /// Partitions addressed (E1: operation i writes partition i mod N; default 100000; profiles:
-    /// overrides the profile's `partitions`).
-    #[arg(long)]
-    pub partitions: Option<u64>,
-    /// Characters per value column (E1).
-    #[arg(long, default_value_t = 10)]
-    pub value_size: usize,
-    /// Value columns (E1).
-    #[arg(long, default_value_t = 5)]
-    pub value_columns: usize,
-    /// Rows per batch (E1 batch workload).
-    #[arg(long, default_value_t = 10)]
-    pub batch_size: usize,
-    /// Keyspace (E1).
-    #[arg(long, default_value = "caplab")]
-    pub keyspace: String,
-    /// Replication factor (E1).
-    #[arg(long, default_value_t = 1)]
-    pub replication_factor: u32,
-    /// Keep the commit log on (E1 turns it off with durable_writes = false).
-    #[arg(long)]
-    pub durable_writes: bool,
-    /// Keep compaction on (E1 turns it off).
-    #[arg(long)]
-    pub compaction: bool,
 }
 
 #[derive(Debug, Args)]

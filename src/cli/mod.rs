@@ -2,7 +2,6 @@
 
 pub mod args;
 pub mod capacity;
-pub mod drive;
 pub mod node;
 pub mod run;
 pub mod workloads;
@@ -64,9 +63,4 @@ impl Cli {
             Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }
     }
-}
-
-/// Progress for the user goes to stderr, so stdout stays for results.
-pub fn say(msg: &str) {
-    eprintln!("{msg}");
 }

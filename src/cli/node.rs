@@ -5,10 +5,11 @@ use clap::{Args, Subcommand};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use super::say;
 use crate::cluster::local::{self, StartOptions, StopOptions};
-use crate::cluster::node::{Liveness, NodeState, dir_size, proc_usage, tail};
+use crate::cluster::node::{Liveness, NodeState, dir_size, tail};
 use crate::cluster::{ClusterSpec, Gc, Home, java, jvm, yaml};
+use crate::console::say;
+use crate::procfs;
 
 #[derive(Debug, Subcommand)]
 pub enum NodeCommand {
@@ -100,6 +101,16 @@ pub struct StartArgs {
 }
 
 impl StartArgs {
+    /// The cluster `caplab node start` starts with no flags.
+    pub fn default_spec() -> Result<ClusterSpec> {
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            start: StartArgs,
+        }
+        <Defaults as clap::Parser>::parse_from(["caplab"]).start.spec()
+    }
+
     /// Validates the flags and turns them into a cluster specification.
     pub fn spec(&self) -> Result<ClusterSpec> {
         for o in &self.overrides {
@@ -111,7 +122,7 @@ impl StartArgs {
         }
         let heap = match &self.heap {
             Some(h) => jvm::parse_heap(h)?,
-            None => jvm::default_heap(jvm::total_ram(), self.nodes),
+            None => jvm::default_heap(procfs::total_ram(), self.nodes),
         };
         jvm::Gc::flags(self.gc, jdk.major)?;
         if u32::from(self.address).checked_add(self.nodes - 1).is_none()
@@ -228,7 +239,11 @@ fn status(home: &Home, json: bool) -> Result<()> {
             .iter()
             .map(|s| {
                 let live = s.liveness();
-                let usage = s.pid.filter(|_| live == Liveness::Running).and_then(proc_usage);
+                let usage = s
+                    .pid
+                    .filter(|_| live == Liveness::Running)
+                    .and_then(procfs::sample)
+                    .map(|p| p.usage());
                 serde_json::json!({
                     "node": s, "state": live.to_string(), "usage": usage, "data_bytes": dir_size(&s.data_dir),
                 })
@@ -250,7 +265,11 @@ fn status(home: &Home, json: bool) -> Result<()> {
     );
     for s in &all {
         let live = s.liveness();
-        let usage = s.pid.filter(|_| live == Liveness::Running).and_then(proc_usage);
+        let usage = s
+            .pid
+            .filter(|_| live == Liveness::Running)
+            .and_then(procfs::sample)
+            .map(|p| p.usage());
         println!(
             "{:<7} {:<8} {:<16} {:<11} {:<5} {:<17} {:<6} {:>8} {:>9} {:>9} {:>10}",
             s.name,

@@ -1,14 +1,18 @@
 //! `caplab run`: drive a workload against a cluster once, write its results, and judge it
 //! against a service level when given one.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::time::Duration;
 
 use super::args::{DriveArgs, parse_rate, parse_warmup};
-use super::drive::{Chosen, Prepared, Step, Target, default_out, jmx_targets, stop_on_ctrl_c, targets};
+use super::node::StartArgs;
 use crate::cluster::Home;
-use crate::engine::{EngineConfig, Warmup};
+use crate::engine::Warmup;
+use crate::measure::signal::stop_on_ctrl_c;
+use crate::measure::step::default_out;
+use crate::measure::target::{jmx_targets, targets};
+use crate::measure::{Choice, Prepared, RunStatus, Show, Step, Target};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -34,50 +38,42 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
     let common = &args.common;
     let sla = common.sla.build()?;
     common.conn.options(Vec::new(), common.load.threads)?; // checks --consistency before anything starts
-    let chosen = Chosen::from_args(&common.workload)?;
+    let choice = Choice::of(&common.workload)?;
     let duration = match (args.duration, args.ops) {
         (None, None) => Some(Duration::from_secs(60)),
         (d, _) => d,
     };
-    let (hosts, local_nodes) = targets(home, &common.conn.hosts)?;
+    let (hosts, local_nodes) = targets(home, &common.conn.hosts, StartArgs::default_spec)?;
     let copts = common.conn.options(hosts, common.load.threads)?;
     let mut step = Step {
-        ecfg: EngineConfig {
-            rate: args.rate,
-            concurrency: common.load.concurrency as usize,
-            duration,
-            ops: args.ops,
-            warmup: args.warmup,
-            interval: Duration::from_secs(1),
-            give_up_after: common.load.give_up_after,
-            drain_timeout: common.conn.timeout + Duration::from_secs(2),
-            shards: 4 * common.load.threads as usize,
-        },
+        engine: common.load().engine(args.rate, duration, args.ops, args.warmup),
         threads: common.load.threads,
-        out: common.out.clone().unwrap_or_else(|| default_out(&chosen.name())),
+        out: common.out.clone().unwrap_or_else(|| default_out(&choice.name())),
         loader: common.workload.loader,
-        quiet: common.quiet,
-        show_windows: !common.quiet,
+        show: Show {
+            progress: !common.quiet,
+            windows: !common.quiet,
+        },
         sla,
-        config: serde_json::json!({}),
-        print_summary: true,
+        capacity_step: None,
         jmx: Vec::new(),
+        command: std::env::args().collect(),
     };
-    std::fs::create_dir_all(&step.out)
-        .with_context(|| format!("cannot create the results directory {}", step.out.display()))?;
 
     let rt = common.load.runtime()?;
     rt.block_on(async move {
         let target = Target::connect(copts, local_nodes).await?;
-        step.jmx = jmx_targets(home, &common.telemetry, target.release.as_deref())?;
-        let prepared = Prepared::new(&target, &chosen).await?;
+        step.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
+        let prepared = Prepared::new(&target, &choice).await?;
         if !common.workload.no_populate {
-            prepared.populate(&step.ecfg, step.loader, step.quiet).await?;
+            prepared.populate(&step.engine, step.loader, common.quiet).await?;
         }
-        let outcome = prepared.drive(&target, &step, stop_on_ctrl_c()).await?;
-        if let Some(m) = &outcome.message {
+        let result = prepared.run(&step, &target.site, stop_on_ctrl_c()).await?;
+        println!("{}", result.render());
+        println!("Results: {}", step.out.display());
+        if let (RunStatus::Failed, Some(m)) = (result.status, &result.end_reason) {
             eprintln!("error: {m}");
         }
-        Ok(outcome.code)
+        Ok(result.exit_code())
     })
 }

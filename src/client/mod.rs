@@ -11,24 +11,24 @@ use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use scylla::frame::Compression;
 use scylla::policies::load_balancing::DefaultPolicy;
 use scylla::statement::Consistency;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use crate::metrics::ErrorKind;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClientOptions {
     /// Contact points, `host` or `host:port`.
     pub hosts: Vec<String>,
     /// Prefer coordinators in this datacenter.
     pub dc: Option<String>,
-    #[serde(serialize_with = "consistency_name")]
+    #[serde(serialize_with = "consistency_name", deserialize_with = "consistency_from_name")]
     pub consistency: Consistency,
     pub connections_per_host: usize,
     pub compression: bool,
     pub user: Option<String>,
-    #[serde(skip)]
+    #[serde(skip, default)]
     pub password: Option<String>,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
@@ -40,8 +40,31 @@ pub struct ClientOptions {
     pub tls_insecure: bool,
 }
 
+/// Every level a client may ask for, with the name results record it by.
+const CONSISTENCIES: [Consistency; 11] = [
+    Consistency::Any,
+    Consistency::One,
+    Consistency::Two,
+    Consistency::Three,
+    Consistency::Quorum,
+    Consistency::All,
+    Consistency::LocalQuorum,
+    Consistency::EachQuorum,
+    Consistency::LocalOne,
+    Consistency::Serial,
+    Consistency::LocalSerial,
+];
+
 fn consistency_name<S: serde::Serializer>(c: &Consistency, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{c:?}"))
+}
+
+fn consistency_from_name<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Consistency, D::Error> {
+    let name = String::deserialize(d)?;
+    CONSISTENCIES
+        .into_iter()
+        .find(|c| format!("{c:?}") == name)
+        .ok_or_else(|| serde::de::Error::custom(format!("unknown consistency '{name}'")))
 }
 
 /// `one`, `local_quorum`, … → Consistency.
@@ -175,6 +198,31 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("local_quorum")
+        );
+    }
+
+    #[test]
+    fn options_read_back_as_recorded_without_the_password() {
+        let o = ClientOptions {
+            hosts: vec!["10.0.0.1".into()],
+            dc: None,
+            consistency: Consistency::LocalQuorum,
+            connections_per_host: 2,
+            compression: false,
+            user: Some("u".into()),
+            password: Some("secret".into()),
+            request_timeout: Duration::from_secs(12),
+            connect_timeout: Duration::from_secs(3),
+            tls: false,
+            tls_ca: None,
+            tls_insecure: false,
+        };
+        let json = serde_json::to_string(&o).unwrap();
+        assert!(json.contains("\"LocalQuorum\"") && !json.contains("secret"), "{json}");
+        let back: ClientOptions = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (back.consistency, back.password, back.request_timeout),
+            (Consistency::LocalQuorum, None, o.request_timeout)
         );
     }
 

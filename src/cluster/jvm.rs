@@ -87,18 +87,6 @@ pub fn default_heap(total_ram: u64, nodes: u32) -> u64 {
     (per_node >> 20 << 20).max(512 << 20)
 }
 
-/// Total memory from /proc/meminfo.
-pub fn total_ram() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            let line = t.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kb * 1024)
-        })
-        .unwrap_or(8 << 30)
-}
-
 /// `6144M` for 6 GiB: what -Xmx takes.
 pub fn heap_flag_value(bytes: u64) -> String {
     if bytes.is_multiple_of(1 << 30) {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::ClusterSpec;
+use crate::procfs;
 
 /// Everything about a node that outlives the caplab process that started it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -100,13 +101,10 @@ impl NodeState {
 /// True if `pid` is alive (not a zombie) and is the JVM started with this config directory,
 /// so a recycled PID is never mistaken for the node.
 pub fn is_our_process(pid: u32, conf_dir: &Path) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    if proc_state(&stat) == Some('Z') {
+    if matches!(procfs::state(pid), None | Some('Z')) {
         return false;
     }
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+    let Some(cmdline) = procfs::cmdline(pid) else {
         return false;
     };
     let needle = conf_dir.join("cassandra.yaml");
@@ -117,62 +115,18 @@ pub fn is_our_process(pid: u32, conf_dir: &Path) -> bool {
 /// drops its memory, and with it its command line, before it closes its sockets: an empty
 /// command line means "still exiting", not "gone".
 pub fn has_exited(pid: u32, conf_dir: &Path) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return true;
-    };
-    if matches!(proc_state(&stat), Some('Z' | 'X')) {
+    match procfs::state(pid) {
+        None => return true,
         // The main thread can exit (and show as a zombie) while the JVM's other threads
         // still shut down holding the sockets: gone only when no thread is left.
-        return std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |d| d.count() <= 1);
+        Some('Z' | 'X') => return procfs::task_count(pid).is_none_or(|n| n <= 1),
+        Some(_) => {}
     }
-    match std::fs::read(format!("/proc/{pid}/cmdline")) {
-        Ok(cmdline) if cmdline.is_empty() => false,
-        Ok(_) => !is_our_process(pid, conf_dir),
-        Err(_) => true,
+    match procfs::cmdline(pid) {
+        Some(cmdline) if cmdline.is_empty() => false,
+        Some(_) => !is_our_process(pid, conf_dir),
+        None => true,
     }
-}
-
-fn proc_state(stat: &str) -> Option<char> {
-    // The command name may contain spaces and parentheses; the state follows the last ')'.
-    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
-}
-
-/// CPU time and memory of a process from /proc.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct ProcUsage {
-    pub user_seconds: f64,
-    pub system_seconds: f64,
-    pub rss_bytes: u64,
-    pub threads: u64,
-}
-
-pub fn proc_usage(pid: u32) -> Option<ProcUsage> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-    // After the ')' field 0 is state (3rd in proc(5)); utime is 14th, stime 15th, threads 20th.
-    let tick = clock_ticks() as f64;
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    let threads: u64 = fields.get(17)?.parse().ok()?;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss_kb: u64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0);
-    Some(ProcUsage {
-        user_seconds: utime / tick,
-        system_seconds: stime / tick,
-        rss_bytes: rss_kb * 1024,
-        threads,
-    })
-}
-
-fn clock_ticks() -> i64 {
-    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .unwrap_or(100)
 }
 
 /// True once the node's native transport listens (the last step of startup): it answers a
@@ -229,24 +183,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_this_process_from_proc() {
+    fn a_process_without_the_nodes_config_is_not_the_node() {
         let me = std::process::id();
-        let u = proc_usage(me).expect("own /proc entry");
-        assert!(u.rss_bytes > 0 && u.threads >= 1);
-        assert!(matches!(
-            proc_state(&std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap()),
-            Some('R' | 'S')
-        ));
-        assert!(
-            !is_our_process(me, Path::new("/no/such/conf")),
-            "a process without the node's config is not the node"
-        );
-    }
-
-    #[test]
-    fn state_after_paren_in_command_name() {
-        assert_eq!(proc_state("123 (a) b) S 1 2"), Some('S'));
-        assert_eq!(proc_state("123 (java) Z 1"), Some('Z'));
+        assert!(!is_our_process(me, Path::new("/no/such/conf")));
+        // A live process that is not the node (a recycled PID): the node is gone.
+        assert!(has_exited(me, Path::new("/no/such/conf")));
+        assert!(has_exited(u32::MAX, Path::new("/no/such/conf")));
     }
 
     #[test]

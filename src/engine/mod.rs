@@ -9,6 +9,8 @@
 pub mod loader;
 pub mod runner;
 pub mod schedule;
+#[cfg(test)]
+pub mod testing;
 
 use std::future::Future;
 

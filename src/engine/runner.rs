@@ -273,45 +273,8 @@ fn describe_errors(ops: &[OpStats]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Outcome;
+    use crate::engine::testing::Stalling;
     use crate::metrics::ErrorKind;
-
-    /// A stand-in for a server: operations take `service` each, except that whatever is
-    /// in flight during [stall_at, stall_at + stall) completes only at the end of the stall.
-    struct Stalling {
-        t0: Instant,
-        service: Duration,
-        stall_at: Duration,
-        stall: Duration,
-        fail: bool,
-    }
-
-    impl Workload for Stalling {
-        type Worker = ();
-        fn op_names(&self) -> Vec<String> {
-            vec!["op".into()]
-        }
-        fn worker(&self, _: usize) {}
-        async fn execute(&self, _: &mut (), _i: u64) -> Outcome {
-            let now = Instant::now();
-            let (a, b) = (self.t0 + self.stall_at, self.t0 + self.stall_at + self.stall);
-            if now >= a && now < b {
-                sleep_until(b.into()).await;
-            } else if self.service.is_zero() {
-                tokio::task::yield_now().await;
-            } else {
-                sleep_until((now + self.service).into()).await;
-            }
-            Outcome {
-                op: 0,
-                result: if self.fail {
-                    Err(ErrorKind::Connection)
-                } else {
-                    Ok((1, 1))
-                },
-            }
-        }
-    }
 
     struct Collect(Vec<Interval>);
     impl IntervalSink for Collect {

@@ -6,7 +6,8 @@
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriter, IntervalLogWriterBuilder, Tag};
-use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -71,4 +72,52 @@ pub fn encode(h: &Histogram<u64>) -> String {
         .serialize(h, &mut buf)
         .expect("serialising to memory cannot fail");
     base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+/// A histogram from `encode`'s text (or an interval log line's histogram field).
+pub fn decode(text: &str) -> Result<Histogram<u64>> {
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .context("not base64")?;
+    Deserializer::new()
+        .deserialize(&mut raw.as_slice())
+        .map_err(|e| anyhow::anyhow!("not an HdrHistogram V2 encoding: {e:?}"))
+}
+
+/// A histogram that travels in JSON as `encode`'s text, so result files carry whole
+/// histograms that `compare` and `report` can merge, never only their percentiles.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Encoded(pub Histogram<u64>);
+
+impl Serialize for Encoded {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Encoded {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        decode(&text).map(Encoded).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_travel_in_json_whole() {
+        let mut h = super::super::recorder::new_histogram();
+        for v in [1_500u64, 2_000_000, 3_000_000_000] {
+            h.record(v).unwrap();
+        }
+        let json = serde_json::to_string(&Encoded(h.clone())).unwrap();
+        assert!(json.starts_with('"'), "a string: {json}");
+        let back: Encoded = serde_json::from_str(&json).unwrap();
+        assert_eq!((back.0.len(), back.0.max(), back.0.min()), (3, h.max(), h.min()));
+        assert_eq!(back.0.value_at_quantile(0.5), h.value_at_quantile(0.5));
+        assert!(serde_json::from_str::<Encoded>("\"bm90IGEgaGlzdG9ncmFt\"").is_err());
+    }
 }

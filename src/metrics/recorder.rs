@@ -157,7 +157,6 @@ pub struct Recorder {
     /// Empty stats swapped into a shard at each drain, so the shard's lock is held only for
     /// the swap and never while histograms are merged.
     spare: Mutex<Vec<OpStats>>,
-    op_types: usize,
 }
 
 impl Recorder {
@@ -166,16 +165,11 @@ impl Recorder {
         Recorder {
             shards,
             spare: Mutex::new(op_stats(op_types)),
-            op_types,
         }
     }
 
     pub fn shard_count(&self) -> usize {
         self.shards.len()
-    }
-
-    pub fn op_types(&self) -> usize {
-        self.op_types
     }
 
     /// Records into shard `shard`: the caller (a worker) always passes the same one.

@@ -3,14 +3,15 @@
 //! for service time, per operation type and in total.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::recorder::{ErrorKind, OpStats};
+use crate::console::group;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Latency {
     pub count: u64,
     pub mean_ms: f64,
@@ -36,7 +37,7 @@ impl Latency {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OpSummary {
     pub name: String,
     pub ops: u64,
@@ -49,7 +50,7 @@ pub struct OpSummary {
     pub response: Latency,
     /// Completion minus actual send.
     pub service: Latency,
-    pub errors: BTreeMap<&'static str, u64>,
+    pub errors: BTreeMap<String, u64>,
     pub error_total: u64,
     pub late_ops: u64,
     pub max_lag_ms: f64,
@@ -70,7 +71,7 @@ impl OpSummary {
             service: Latency::of(&s.service),
             errors: ErrorKind::ALL
                 .iter()
-                .map(|k| (k.name(), s.errors[*k as usize]))
+                .map(|k| (k.name().to_string(), s.errors[*k as usize]))
                 .filter(|(_, n)| *n > 0)
                 .collect(),
             error_total: s.error_count(),
@@ -80,7 +81,7 @@ impl OpSummary {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     /// Length of the measured window.
     pub operation_time_s: f64,
@@ -198,20 +199,6 @@ impl Summary {
     }
 }
 
-/// 1234567.8 → "1,234,568".
-pub fn group(v: f64) -> String {
-    let n = v.round() as u64;
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,12 +230,5 @@ mod tests {
             "labels line up: {text}"
         );
         assert!(text.contains("Total operation time          : 00:00:10.000"), "{text}");
-    }
-
-    #[test]
-    fn groups_thousands() {
-        assert_eq!(group(0.0), "0");
-        assert_eq!(group(999.0), "999");
-        assert_eq!(group(1234567.4), "1,234,567");
     }
 }

@@ -8,22 +8,22 @@
 //! its length is reported but not judged. The run passes when every judged window passes.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 use super::spec::Sla;
+use crate::console::group;
 use crate::metrics::Interval;
 use crate::metrics::recorder::new_histogram;
-use crate::metrics::summary::group;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ObjectiveValue {
     pub label: String,
     pub ms: f64,
     pub pass: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WindowVerdict {
     pub window_s: f64,
     pub index: u64,
@@ -40,7 +40,7 @@ pub struct WindowVerdict {
     pub reasons: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ObjectiveResult {
     pub objective: String,
     /// The largest value over judged windows (E3's "p99.9 max").
@@ -49,7 +49,7 @@ pub struct ObjectiveResult {
     pub failed_windows: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SlaVerdict {
     pub sla: Sla,
     pub target_rate: Option<f64>,

@@ -6,8 +6,8 @@
 //! the rate until something fails, then halves the bracket until `hi - lo` is within the
 //! precision of `lo`. The capacity is always a rate that was run and passed.
 
+use crate::console::group;
 use crate::engine::schedule::parse_rate;
-use crate::metrics::summary::group;
 
 #[derive(Debug, Clone)]
 pub struct Search {
@@ -57,14 +57,15 @@ impl Search {
             return None;
         }
         if self.steps == 0 {
-            return Some(self.start);
+            return Some(self.start.round().max(MIN_RATE));
         }
         match (self.lo, self.hi) {
-            (Some(lo), None) => Some(lo * self.growth),
-            (None, Some(hi)) => (hi / 2.0 >= MIN_RATE).then_some(hi / 2.0),
-            (Some(lo), Some(hi)) if hi - lo > self.precision * lo => Some(between(lo, hi)),
+            (Some(lo), None) => Some((lo * self.growth).round()),
+            (None, Some(hi)) => (hi / 2.0 >= MIN_RATE).then_some((hi / 2.0).round()),
+            // A bracket narrower than a whole rate (below ~20 op/s) cannot narrow further.
+            (Some(lo), Some(hi)) if hi - lo > self.precision * lo => between(lo, hi),
             // Close to a ceiling no run has tried: try it, in case the flat-out probe was low.
-            (Some(_), Some(hi)) if !self.hi_ran => Some(hi),
+            (Some(lo), Some(hi)) if !self.hi_ran && hi.round() > lo => Some(hi.round()),
             _ => None,
         }
     }
@@ -129,12 +130,13 @@ impl Search {
     }
 }
 
-/// A round rate (3 significant digits) strictly between `lo` and `hi` when there is one.
-fn between(lo: f64, hi: f64) -> f64 {
+/// A round whole rate (3 significant digits if it can) strictly between `lo` and `hi`, if
+/// there is one.
+fn between(lo: f64, hi: f64) -> Option<f64> {
     let mid = (lo + hi) / 2.0;
     let unit = 10f64.powi(mid.log10().floor() as i32 - 2).max(1.0);
     let round = (mid / unit).round() * unit;
-    if round > lo && round < hi { round } else { mid }
+    [round, mid.round()].into_iter().find(|&r| r > lo && r < hi)
 }
 
 /// `20k:120k:10k` (from, to, step) or `1000,2000,5k`.
@@ -235,6 +237,18 @@ mod tests {
     }
 
     #[test]
+    fn rates_are_whole_and_never_tried_twice_in_a_narrow_bracket() {
+        // Capacity 13 op/s at 5 % precision: the bracket 12..14 narrows to 13, then stops.
+        let (found, tried) = drive(Search::new(3.3, 0.05), 1, |r, _| r <= 13.0);
+        assert_eq!(found, Some(13.0), "{tried:?}");
+        assert!(tried.iter().all(|(r, _)| r.fract() == 0.0), "{tried:?}");
+        let mut rates: Vec<u64> = tried.iter().map(|(r, _)| *r as u64).collect();
+        rates.sort_unstable();
+        rates.dedup();
+        assert_eq!(rates.len(), tried.len(), "a rate was tried twice: {tried:?}");
+    }
+
+    #[test]
     fn noisy_or_hopeless_clusters_stop_with_a_reason() {
         let (found, _) = drive(Search::new(1_000.0, 0.05), 1, |_, _| false);
         assert_eq!(found, None);
@@ -258,7 +272,9 @@ mod tests {
         assert_eq!(parse_rates("500, 1k,2.5k").unwrap(), vec![500.0, 1000.0, 2500.0]);
         assert!(parse_rates("5k:1k:1k").is_err());
         assert!(parse_rates("fast").unwrap_err().contains("from:to:step"));
-        assert_eq!(between(1_000.0, 2_000.0), 1_500.0);
-        assert_eq!(between(12_340.0, 12_360.0), 12_350.0);
+        assert_eq!(between(1_000.0, 2_000.0), Some(1_500.0));
+        assert_eq!(between(12_340.0, 12_360.0), Some(12_350.0));
+        assert_eq!(between(12.0, 14.0), Some(13.0));
+        assert_eq!(between(12.0, 13.0), None);
     }
 }

@@ -3,22 +3,24 @@
 //! rate each window must achieve and the share of operations that may fail in a window.
 
 use anyhow::{Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::time::Duration;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Objective {
     /// As written: `p99.9`, `p50`, `max`.
     pub label: String,
     /// In (0, 1]; 1 is the maximum.
     pub quantile: f64,
-    #[serde(serialize_with = "ms")]
+    /// In milliseconds in JSON.
+    #[serde(serialize_with = "ms", deserialize_with = "from_ms")]
     pub bound: Duration,
-    #[serde(serialize_with = "secs")]
+    /// In seconds in JSON.
+    #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
     pub window: Duration,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sla {
     pub objectives: Vec<Objective>,
     /// Each window must achieve at least this share of the target rate (runs with a rate).
@@ -33,6 +35,18 @@ fn ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
+}
+
+fn from_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    Ok(Duration::from_nanos(
+        (f64::deserialize(d)?.max(0.0) * 1e6).round() as u64
+    ))
+}
+
+fn from_secs<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    Ok(Duration::from_nanos(
+        (f64::deserialize(d)?.max(0.0) * 1e9).round() as u64
+    ))
 }
 
 const FORM: &str = "write objectives like 'p99.9<100ms/10s' or 'p99<20ms/10s,p50<5ms/10s' (a percentile or max, a bound \
@@ -170,6 +184,10 @@ mod tests {
             sla.windows(),
             vec![Duration::from_secs(1), Duration::from_secs(10), Duration::from_secs(30)]
         );
+        // As result.json records it (bound in ms, window in s), and back.
+        let json = serde_json::to_value(&sla).unwrap();
+        assert_eq!(json["objectives"][3]["bound"], 0.25);
+        assert_eq!(serde_json::from_value::<Sla>(json).unwrap(), sla);
     }
 
     #[test]

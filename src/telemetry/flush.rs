@@ -2,9 +2,9 @@
 //! reason, the memtable's operations and serialized size (`Writing Memtable-…`), the size of
 //! the sstable written and how long the flush writer took (`Completed flushing …`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Flush {
     pub table: String,
     /// Epoch milliseconds when the writer finished.
@@ -15,7 +15,7 @@ pub struct Flush {
     pub ms: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct FlushStats {
     pub flushes: Vec<Flush>,
     pub count: usize,

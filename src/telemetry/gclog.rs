@@ -14,13 +14,13 @@
 //!   or Shenandoah's `Cancelling GC: Allocation Failure` (the cycle degenerates into a pause);
 //! - heap before → after comes from each collection's summary (`A->B(C)` or `A(x%)->B(y%)`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One pause, for the timeline.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pause {
     /// Milliseconds since the Unix epoch, when the pause ended (the line's time).
     pub at_ms: u64,
@@ -29,7 +29,7 @@ pub struct Pause {
 }
 
 /// What the log says happened in a window.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct GcStats {
     pub collector: Option<String>,
     pub pauses: Vec<Pause>,

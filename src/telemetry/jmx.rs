@@ -4,12 +4,12 @@
 //! whole run, warm-up included, as the reported interval says.
 
 use anyhow::{Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 use crate::cluster::nodetool::{self, JmxTarget};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GcInspector {
     pub interval_ms: u64,
     pub max_ms: u64,
@@ -22,7 +22,7 @@ pub struct GcInspector {
 }
 
 /// One endpoint's reading, or why there is none.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JmxGc {
     pub endpoint: String,
     pub gc: Option<GcInspector>,

@@ -10,18 +10,17 @@
 pub mod flush;
 pub mod gclog;
 pub mod jmx;
-pub mod procfs;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::cluster::node::{Liveness, NodeState};
-use crate::metrics::summary::group;
+use crate::console::group;
+use crate::procfs::{self, NamedThreads, ProcSample};
 use flush::FlushStats;
 use gclog::{GcStats, epoch_ms};
-use procfs::{NamedThreads, ProcSample};
 
 /// Sum of floats that is 0.0, not -0.0, when there are none (std's f64 sum starts at -0.0).
 pub(crate) fn total(values: impl Iterator<Item = f64>) -> f64 {
@@ -50,7 +49,7 @@ struct NodeWatch {
 }
 
 /// One interval's server and client figures.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Second {
     /// Epoch milliseconds at the end of the interval.
     pub at_ms: u64,
@@ -73,7 +72,7 @@ pub struct Watch {
     timeline: Vec<Second>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NodeReport {
     pub name: String,
     pub pid: u32,
@@ -91,7 +90,7 @@ pub struct NodeReport {
 }
 
 /// `server` in result.json.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerReport {
     /// Why server facts are missing, when they are.
     pub not_collected: Option<String>,

@@ -1,0 +1,58 @@
+//! Workloads for tests of the engine and of what drives it, without a server: operations that
+//! take a set time, stall together, or fail.
+
+use std::time::{Duration, Instant};
+use tokio::time::sleep_until;
+
+use super::{Outcome, Workload};
+use crate::metrics::ErrorKind;
+
+/// A stand-in for a server: operations take `service` each, except that whatever is
+/// in flight during [stall_at, stall_at + stall) completes only at the end of the stall.
+pub struct Stalling {
+    pub t0: Instant,
+    pub service: Duration,
+    pub stall_at: Duration,
+    pub stall: Duration,
+    pub fail: bool,
+}
+
+impl Workload for Stalling {
+    type Worker = ();
+    fn op_names(&self) -> Vec<String> {
+        vec!["op".into()]
+    }
+    fn worker(&self, _: usize) {}
+    async fn execute(&self, _: &mut (), _i: u64) -> Outcome {
+        let now = Instant::now();
+        let (a, b) = (self.t0 + self.stall_at, self.t0 + self.stall_at + self.stall);
+        if now >= a && now < b {
+            sleep_until(b.into()).await;
+        } else if self.service.is_zero() {
+            tokio::task::yield_now().await;
+        } else {
+            sleep_until((now + self.service).into()).await;
+        }
+        Outcome {
+            op: 0,
+            result: if self.fail {
+                Err(ErrorKind::Connection)
+            } else {
+                Ok((1, 1))
+            },
+        }
+    }
+}
+
+impl Stalling {
+    /// Operations that each take `service` and succeed, with no stall.
+    pub fn steady(service: Duration) -> Stalling {
+        Stalling {
+            t0: Instant::now(),
+            service,
+            stall_at: Duration::from_secs(1 << 20),
+            stall: Duration::ZERO,
+            fail: false,
+        }
+    }
+}

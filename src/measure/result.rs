@@ -1,0 +1,220 @@
+//! A step's result as a type: what result.json holds, written while the step goes on
+//! (status `running`) and again at its end, and read back from any results directory by
+//! `RunResult::load` (histograms decoded), for comparisons and reports.
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::client::ClientOptions;
+use crate::cluster::node::NodeState;
+use crate::engine::EndReason;
+use crate::metrics::hdrlog::Encoded;
+use crate::metrics::summary::Summary;
+use crate::sla::{Sla, SlaVerdict};
+use crate::telemetry::ServerReport;
+use crate::workload::e1::E1Options;
+use crate::workload::profile::Profile;
+
+/// The layout of result.json; raised when a field changes meaning or goes away.
+pub const FORMAT: u32 = 1;
+pub const RESULT_FILE: &str = "result.json";
+
+/// How a step ended (or that it has not yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Completed,
+    Interrupted,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn of(reason: &EndReason) -> RunStatus {
+        match reason {
+            EndReason::Completed => RunStatus::Completed,
+            EndReason::Interrupted => RunStatus::Interrupted,
+            EndReason::ClusterLost { .. } | EndReason::OutputFailed(_) => RunStatus::Failed,
+        }
+    }
+
+    /// The process exit code for a step that ended so: 0 completed, 130 interrupted, 1 failed
+    /// (or, read from a file, never finished).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            RunStatus::Completed => 0,
+            RunStatus::Interrupted => 130,
+            RunStatus::Running | RunStatus::Failed => 1,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// The engine's settings, as recorded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EngineRecord {
+    /// Operations per second; 0 is flat out.
+    pub rate: f64,
+    pub concurrency: usize,
+    pub threads: u32,
+    pub duration_s: Option<f64>,
+    pub ops: Option<u64>,
+    pub warmup: String,
+    pub interval_s: f64,
+    /// This loader's share, `i/n`.
+    pub loader: String,
+}
+
+/// Which workload ran: E1's writer with its options, or a profile.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum WorkloadRecord {
+    E1(E1Options),
+    Profile {
+        /// Where the profile came from (a file, or `workloads/NAME.yaml`).
+        profile: String,
+        definition: Box<Profile>,
+        /// What a cassandra-stress profile could not carry over exactly.
+        not_mapped: Vec<String>,
+    },
+}
+
+/// Which step of a capacity search this was.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CapacityStep {
+    pub rate: f64,
+    pub repeat: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub client: ClientOptions,
+    pub engine: EngineRecord,
+    pub workload: WorkloadRecord,
+    pub sla: Option<Sla>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_step: Option<CapacityStep>,
+}
+
+/// Where the step ran.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Environment {
+    pub client_host: String,
+    pub cores: usize,
+    pub ram_bytes: u64,
+    pub kernel: String,
+    pub cassandra_release_version: Option<String>,
+    /// The local nodes the load went to (their configuration, logs and process).
+    pub local_nodes: Vec<NodeState>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Files {
+    pub hdr_log: String,
+    pub csv: String,
+}
+
+/// result.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub caplab_version: String,
+    /// Absent from files written before formats were numbered (read as 1: the same layout).
+    #[serde(default = "first_format")]
+    pub format: u32,
+    pub status: RunStatus,
+    /// The workload's name.
+    pub workload: String,
+    pub started_at: String,
+    pub command: Vec<String>,
+    pub config: RunConfig,
+    pub environment: Environment,
+    pub schema: Vec<String>,
+    pub statements: Vec<String>,
+    pub files: Files,
+    /// Why a step that failed failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sla: Option<SlaVerdict>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerReport>,
+    /// Operations started, warm-up included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ops: Option<u64>,
+    /// Per operation type, `<op>.response`, `<op>.service` and `<op>.error` over the measured
+    /// window.
+    #[serde(default)]
+    pub histograms: BTreeMap<String, Encoded>,
+}
+
+fn first_format() -> u32 {
+    1
+}
+
+impl RunResult {
+    /// The exit code of the command that ran this step: the status's, and 1 for a completed
+    /// step that missed its service level.
+    pub fn exit_code(&self) -> u8 {
+        match self.status.exit_code() {
+            0 if self.sla.as_ref().is_some_and(|v| !v.pass) => 1,
+            code => code,
+        }
+    }
+
+    /// Successful operations per second over the measured window.
+    pub fn achieved_rate(&self) -> f64 {
+        self.summary.as_ref().map_or(0.0, |s| s.total.op_rate)
+    }
+
+    /// Writes result.json into `dir` (atomically).
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        write_json(&dir.join(RESULT_FILE), self)
+    }
+
+    /// Reads a results directory's result.json (or the file itself).
+    pub fn load(path: &Path) -> Result<RunResult> {
+        let file = if path.extension().is_some_and(|e| e == "json") {
+            path.to_path_buf()
+        } else {
+            path.join(RESULT_FILE)
+        };
+        let text = std::fs::read_to_string(&file).with_context(|| {
+            format!(
+                "cannot read {}: give a directory that 'caplab run' wrote results into",
+                file.display()
+            )
+        })?;
+        let r: RunResult = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a result caplab can read", file.display()))?;
+        if r.format > FORMAT {
+            bail!(
+                "{} was written by a newer caplab (result format {}, this one reads up to {FORMAT}): use that caplab",
+                file.display(),
+                r.format
+            );
+        }
+        Ok(r)
+    }
+}
+
+/// Writes JSON through a temporary file, so a reader never sees half a document.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(value)?)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+}

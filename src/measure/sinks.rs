@@ -1,0 +1,127 @@
+//! Where each interval goes as it closes, in this order: the server's telemetry is sampled for
+//! the same second; the interval is appended to the interval log and the CSV (with that
+//! second's GC pause and server CPU); a progress line is printed; and the service-level judge
+//! takes it, printing each window's verdict as it closes.
+
+use anyhow::Result;
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::serialization::interval_log::IntervalLogWriter;
+use std::fs::File;
+use std::time::{Duration, SystemTime};
+
+use crate::console::group;
+use crate::engine::{IntervalSink, Warmup};
+use crate::metrics::csv::CsvLog;
+use crate::metrics::{Interval, OpStats, hdrlog};
+use crate::sla::Judge;
+use crate::telemetry::Watch;
+
+/// What the user sees while a step runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Show {
+    /// One progress line per second.
+    pub progress: bool,
+    /// Each SLA window's verdict as it closes.
+    pub windows: bool,
+}
+
+pub struct Outputs<'a> {
+    pub hlog: IntervalLogWriter<'a, 'a, File, V2DeflateSerializer>,
+    pub csv: CsvLog,
+    pub names: Vec<String>,
+    /// (operation type, table) per operation type, for the CSV.
+    pub csv_ops: Vec<(String, String)>,
+    pub started: SystemTime,
+    pub tag: String,
+    pub show: Show,
+    pub windows_shown: usize,
+    pub planned: Option<Duration>,
+    pub warmup: Warmup,
+    pub judge: Option<Judge>,
+    pub watch: Option<Watch>,
+    /// The measured window, since the run started.
+    pub window: Option<(Duration, Duration)>,
+}
+
+impl IntervalSink for Outputs<'_> {
+    fn interval(&mut self, iv: &Interval) -> Result<()> {
+        let end = iv.start + iv.length;
+        if !iv.warmup {
+            self.window.get_or_insert((iv.start, end)).1 = end;
+        }
+        let server = self.watch.as_mut().map(|w| {
+            let s = w.tick(self.started + end, iv.length.as_secs_f64(), !iv.warmup);
+            (s.gc_pause_ms, s.server_cpu_cores)
+        });
+        if iv.is_reported() {
+            hdrlog::write_interval(&mut self.hlog, &self.names, iv, &mut self.tag)?;
+            self.csv.write(self.started, iv, &self.csv_ops, server)?;
+        }
+        if self.show.progress && iv.length >= Duration::from_millis(200) {
+            let mut line = self.progress(iv);
+            if let Some((gc_ms, cpu)) = server {
+                line.push_str(&format!("  server gc {gc_ms:.0} ms cpu {cpu:.2}"));
+            }
+            eprintln!("{line}");
+        }
+        if let Some(judge) = &mut self.judge {
+            for w in judge.feed(iv) {
+                if self.show.windows {
+                    eprintln!("  {}", w.line());
+                }
+                self.windows_shown += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Outputs<'_> {
+    fn progress(&self, iv: &Interval) -> String {
+        let secs = iv.length.as_secs_f64();
+        let end = iv.start + iv.length;
+        if iv.warmup && !iv.has_measured() {
+            let warm: u64 = iv.ops.iter().map(|o| o.warmup_ops).sum();
+            let of = match self.warmup {
+                Warmup::Time(d) => format!("/{:.0}s", d.as_secs_f64()),
+                _ => String::new(),
+            };
+            return format!(
+                "warm-up {:>4.0}s{of}  {:>9} op/s",
+                end.as_secs_f64(),
+                group(warm as f64 / secs)
+            );
+        }
+        let mut all = OpStats::default();
+        iv.ops.iter().for_each(|o| all.add(o));
+        let h = &all.response;
+        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
+        let elapsed = match (self.warmup, self.planned) {
+            (Warmup::Time(w), Some(p)) => format!(
+                "{:>4.0}s/{:.0}s",
+                (end.saturating_sub(w)).as_secs_f64(),
+                p.as_secs_f64()
+            ),
+            (_, Some(p)) => format!("{:>4.0}s/{:.0}s", end.as_secs_f64(), p.as_secs_f64()),
+            _ => format!("{:>4.0}s", end.as_secs_f64()),
+        };
+        let mut line = format!(
+            "{elapsed}  {:>9} op/s {:>10} row/s  p50 {:>7.2}  p99 {:>7.2}  p99.9 {:>7.2}  max {:>8.2} ms  errors {}",
+            group(all.ok as f64 / secs),
+            group(all.rows as f64 / secs),
+            ms(0.5),
+            ms(0.99),
+            ms(0.999),
+            h.max() as f64 / 1e6,
+            all.error_count()
+        );
+        if all.late > 0 {
+            line.push_str(&format!(
+                "  BEHIND SCHEDULE: {} ops started >10 ms late (up to {:.0} ms): raise --concurrency or lower --rate",
+                all.late,
+                all.max_lag_ns as f64 / 1e6
+            ));
+        }
+        line
+    }
+}

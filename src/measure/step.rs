@@ -1,0 +1,500 @@
+//! One measured step: drive the engine through warm-up and the measured window with the
+//! outputs attached (interval log, CSV, progress, service-level judge, server telemetry),
+//! handle interruption and failure, and leave a typed `RunResult` in result.json. The step
+//! knows nothing of the command line: `run`, `capacity` (and later experiments) build a `Step`
+//! from their own options.
+
+use anyhow::{Context, Result};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, SystemTime};
+
+use super::result::{CapacityStep, EngineRecord, Files, RunConfig, RunResult, RunStatus};
+use super::sinks::{Outputs, Show};
+use super::target::Site;
+use super::workload::About;
+use crate::cluster::nodetool::JmxTarget;
+use crate::console::{group, say};
+use crate::engine::{self, EndReason, EngineConfig, LoaderSlice, Sliced, Warmup, Workload};
+use crate::metrics::csv::CsvLog;
+use crate::metrics::hdrlog::{self, Encoded};
+use crate::metrics::summary::Summary;
+use crate::sla::{Judge, Sla};
+use crate::telemetry::{ServerReport, Watch, jmx};
+
+pub const HDR_LOG: &str = "latency.hlog";
+pub const CSV: &str = "latency.csv";
+
+/// How the client generates load, whatever a step's rate and length.
+#[derive(Debug, Clone)]
+pub struct Load {
+    /// Operations in flight at most.
+    pub concurrency: usize,
+    /// Client runtime threads.
+    pub threads: u32,
+    /// End a step when nothing has succeeded (and something failed) for this long.
+    pub give_up_after: Duration,
+    /// The client's request timeout: operations in flight at a stop get this long (and a
+    /// little more) to finish.
+    pub request_timeout: Duration,
+}
+
+impl Load {
+    /// The engine's settings for a step at `rate` (0: flat out) for `duration` or `ops`.
+    pub fn engine(&self, rate: f64, duration: Option<Duration>, ops: Option<u64>, warmup: Warmup) -> EngineConfig {
+        EngineConfig {
+            rate,
+            concurrency: self.concurrency,
+            duration,
+            ops,
+            warmup,
+            interval: Duration::from_secs(1),
+            give_up_after: self.give_up_after,
+            drain_timeout: self.request_timeout + Duration::from_secs(2),
+            shards: 4 * self.threads as usize,
+        }
+    }
+}
+
+/// One measured step's settings.
+pub struct Step {
+    pub engine: EngineConfig,
+    /// Client threads (for the record; the runtime already has them).
+    pub threads: u32,
+    /// The results directory, created when the step starts.
+    pub out: PathBuf,
+    pub loader: LoaderSlice,
+    pub show: Show,
+    pub sla: Option<Sla>,
+    /// Set when the step is part of a capacity search.
+    pub capacity_step: Option<CapacityStep>,
+    /// JMX endpoints to read GCInspector from, before and after the step.
+    pub jmx: Vec<JmxTarget>,
+    /// The command line that ran it, as results record it.
+    pub command: Vec<String>,
+}
+
+impl Step {
+    /// Runs `workload` against `site`; `stop` ends the step early (status `interrupted`).
+    /// Errors are for results that could not be written at all; everything else, a failing
+    /// cluster included, is a result with its status.
+    pub async fn run<W: Workload>(
+        &self,
+        site: &Site,
+        workload: Arc<W>,
+        about: About,
+        stop: Arc<AtomicBool>,
+    ) -> Result<RunResult> {
+        let (ecfg, out) = (&self.engine, &self.out);
+        std::fs::create_dir_all(out)
+            .with_context(|| format!("cannot create the results directory {}", out.display()))?;
+        let workload = Arc::new(Sliced {
+            inner: workload,
+            slice: self.loader,
+        });
+        let names = workload.op_names();
+        let started = SystemTime::now();
+        let mut result = RunResult {
+            caplab_version: env!("CARGO_PKG_VERSION").to_string(),
+            format: super::result::FORMAT,
+            status: RunStatus::Running,
+            workload: about.name.clone(),
+            started_at: humantime::format_rfc3339_millis(started).to_string(),
+            command: self.command.clone(),
+            config: RunConfig {
+                client: site.client.clone(),
+                engine: EngineRecord {
+                    rate: ecfg.rate,
+                    concurrency: ecfg.concurrency,
+                    threads: self.threads,
+                    duration_s: ecfg.duration.map(|d| d.as_secs_f64()),
+                    ops: ecfg.ops,
+                    warmup: format!("{:?}", ecfg.warmup),
+                    interval_s: ecfg.interval.as_secs_f64(),
+                    loader: self.loader.to_string(),
+                },
+                workload: about.record.clone(),
+                sla: self.sla.clone(),
+                capacity_step: self.capacity_step,
+            },
+            environment: site.environment(),
+            schema: about.schema.clone(),
+            statements: about.statements.clone(),
+            files: Files {
+                hdr_log: HDR_LOG.into(),
+                csv: CSV.into(),
+            },
+            end_reason: None,
+            finished_at: None,
+            summary: None,
+            sla: None,
+            server: None,
+            started_ops: None,
+            histograms: BTreeMap::new(),
+        };
+        result.save(out)?;
+        say(&format!(
+            "Running {}{} against {} {}; results in {}",
+            about.name,
+            if self.loader.is_whole() {
+                String::new()
+            } else {
+                format!(" as loader {}", self.loader)
+            },
+            site.describe(),
+            describe_load(ecfg),
+            out.display()
+        ));
+
+        let mut hlog_file = File::create(out.join(HDR_LOG))?;
+        let mut serializer = V2DeflateSerializer::new();
+        let hlog = hdrlog::begin(&mut hlog_file, &mut serializer, started)?;
+        let csv = CsvLog::create(File::create(out.join(CSV))?, crate::procfs::hostname())?;
+        let target_rate = (ecfg.rate > 0.0).then_some(ecfg.rate);
+        let mut sink = Outputs {
+            hlog,
+            csv,
+            csv_ops: names.iter().cloned().zip(about.tables).collect(),
+            names: names.clone(),
+            started,
+            tag: String::new(),
+            show: self.show,
+            windows_shown: 0,
+            planned: ecfg.duration,
+            warmup: ecfg.warmup,
+            judge: self.sla.as_ref().map(|s| Judge::new(s, target_rate)),
+            watch: Watch::new(&site.local_nodes),
+            window: None,
+        };
+        if !self.jmx.is_empty() {
+            // Starts GCInspector's interval (it reports since its previous reading).
+            let targets = self.jmx.clone();
+            tokio::task::spawn_blocking(move || jmx::read(&targets)).await?;
+        }
+        let end = engine::run(workload, ecfg, stop, &mut sink).await;
+        let verdict = sink.judge.take().map(Judge::finish);
+        let mut server = match (sink.watch.take(), sink.window) {
+            (Some(w), Some((from, to))) => w.report(started + from, started + to),
+            (Some(_), None) => ServerReport::not_collected("nothing was measured"),
+            (None, _) => ServerReport::not_collected(if self.jmx.is_empty() {
+                "the target is not a node caplab runs on this machine: server GC and CPU are read from local \
+                 nodes' GC logs and /proc; give --jmx HOST:PORT to read GC from Cassandra over JMX"
+            } else {
+                "the target is not a node caplab runs on this machine: CPU, RSS and the GC log are read for \
+                 local nodes only; GC over JMX is below"
+            }),
+        };
+        if let Some(v) = &verdict
+            && self.show.windows
+        {
+            // Windows closed by the end of the run rather than by a later interval.
+            for w in v.windows.iter().skip(sink.windows_shown) {
+                eprintln!("  {}", w.line());
+            }
+        }
+        drop(sink);
+        if !self.jmx.is_empty() {
+            let targets = self.jmx.clone();
+            server.jmx = tokio::task::spawn_blocking(move || jmx::read(&targets)).await?;
+        }
+
+        result.status = RunStatus::of(&end.reason);
+        result.end_reason = match &end.reason {
+            EndReason::Completed | EndReason::Interrupted => None,
+            EndReason::ClusterLost { last_errors } => Some(format!(
+                "the cluster stopped answering: no operation succeeded for {}s (last second: {last_errors}); \
+                 the run was stopped and everything measured until then is in {}",
+                ecfg.give_up_after.as_secs(),
+                out.display()
+            )),
+            EndReason::OutputFailed(e) => Some(format!("results could not be written: {e}")),
+        };
+        result.finished_at = Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
+        result.summary = Some(Summary::of(&names, &end.totals, end.measured, end.not_started));
+        result.sla = verdict;
+        result.server = Some(server);
+        result.started_ops = Some(end.started_ops);
+        for (n, t) in names.iter().zip(end.totals) {
+            result.histograms.insert(format!("{n}.response"), Encoded(t.response));
+            result.histograms.insert(format!("{n}.service"), Encoded(t.service));
+            result
+                .histograms
+                .insert(format!("{n}.error"), Encoded(t.error_response));
+        }
+        result.save(out)?;
+        Ok(result)
+    }
+}
+
+impl RunResult {
+    /// The end-of-step text: the summary, the server's lines, the service level's verdict.
+    pub fn render(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(s) = &self.summary {
+            parts.push(s.render());
+        }
+        if let Some(s) = &self.server {
+            parts.push(s.render());
+        }
+        if let Some(v) = &self.sla {
+            parts.push(v.render());
+        }
+        parts.join("\n")
+    }
+}
+
+/// `caplab-results/<time>-<name>`.
+pub fn default_out(name: &str) -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let stamp: String = stamp.chars().filter(|c| c.is_ascii_digit() || *c == 'T').collect();
+    PathBuf::from("caplab-results").join(format!("{}-{name}", stamp.replace('T', "-")))
+}
+
+fn describe_load(c: &EngineConfig) -> String {
+    let rate = if c.rate > 0.0 {
+        format!("at {} op/s", group(c.rate))
+    } else {
+        "flat out".into()
+    };
+    let length = match (c.duration, c.ops) {
+        (Some(d), _) => format!("for {}", humantime::format_duration(d)),
+        (None, Some(n)) => format!("for {} ops", group(n as f64)),
+        _ => String::new(),
+    };
+    let warm = match c.warmup {
+        Warmup::None => String::new(),
+        Warmup::Time(d) => format!(" after {} warm-up", humantime::format_duration(d)),
+        Warmup::Ops(n) => format!(" after {} warm-up ops", group(n as f64)),
+    };
+    format!("{rate} {length}{warm}, {} in flight", c.concurrency)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientOptions;
+    use crate::engine::testing::Stalling;
+    use crate::measure::result::WorkloadRecord;
+    use crate::workload::e1::{E1Options, Kind};
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+
+    fn site() -> Site {
+        Site {
+            client: ClientOptions {
+                hosts: vec!["test".into()],
+                dc: None,
+                consistency: scylla::statement::Consistency::LocalOne,
+                connections_per_host: 1,
+                compression: false,
+                user: None,
+                password: None,
+                request_timeout: Duration::from_secs(12),
+                connect_timeout: Duration::from_secs(3),
+                tls: false,
+                tls_ca: None,
+                tls_insecure: false,
+            },
+            local_nodes: Vec::new(),
+            release: None,
+        }
+    }
+
+    fn about() -> About {
+        About {
+            name: "op".into(),
+            record: WorkloadRecord::E1(E1Options {
+                kind: Kind::Insert,
+                keyspace: "caplab".into(),
+                partitions: 10,
+                value_columns: 1,
+                value_size: 1,
+                batch_size: 1,
+                replication_factor: 1,
+                durable_writes: false,
+                compaction: false,
+            }),
+            schema: vec!["CREATE TABLE t (k int PRIMARY KEY)".into()],
+            statements: vec!["INSERT INTO t (k) VALUES (?)".into()],
+            tables: vec!["t".into()],
+        }
+    }
+
+    fn step(name: &str, rate: f64, secs: u64, sla: Option<&str>) -> Step {
+        let out = std::env::temp_dir().join(format!("caplab-step-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let load = Load {
+            concurrency: 16,
+            threads: 1,
+            give_up_after: Duration::from_secs(2),
+            request_timeout: Duration::from_secs(1),
+        };
+        Step {
+            engine: load.engine(rate, Some(Duration::from_secs(secs)), None, Warmup::None),
+            threads: 1,
+            out,
+            loader: LoaderSlice::default(),
+            show: Show {
+                progress: false,
+                windows: false,
+            },
+            sla: sla.map(|s| Sla::parse(s, 0.97, 0.001).unwrap()),
+            capacity_step: None,
+            jmx: Vec::new(),
+            command: vec!["caplab".into(), "run".into()],
+        }
+    }
+
+    /// (tag, count) of every histogram in the interval log, decoded.
+    fn hlog(dir: &std::path::Path) -> Vec<(String, u64)> {
+        let bytes = std::fs::read(dir.join(HDR_LOG)).unwrap();
+        IntervalLogIterator::new(&bytes)
+            .filter_map(|e| match e.expect("a valid interval log line") {
+                LogEntry::Interval(h) => Some((
+                    h.tag().unwrap().as_str().to_string(),
+                    hdrlog::decode(h.encoded_histogram()).unwrap().len(),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The CSV's rows (without the header), split.
+    fn csv(dir: &std::path::Path) -> Vec<Vec<String>> {
+        let text = std::fs::read_to_string(dir.join(CSV)).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(crate::metrics::csv::HEADER.trim_end()));
+        lines.map(|l| l.split(',').map(String::from).collect()).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_completed_step_leaves_files_that_agree_and_read_back() {
+        let s = step("completed", 500.0, 3, Some("p99<100ms/1s"));
+        let w = Arc::new(Stalling::steady(Duration::from_millis(1)));
+        let r = s
+            .run(&site(), w, about(), Arc::new(AtomicBool::new(false)))
+            .await
+            .unwrap();
+        assert_eq!((r.status, r.exit_code()), (RunStatus::Completed, 0));
+        let total = r.summary.as_ref().unwrap().total.clone();
+        assert!((1_480..=1_500).contains(&total.ops), "3 s at 500/s: {}", total.ops);
+
+        // result.json is the same result, histograms included.
+        let back = RunResult::load(&s.out).unwrap();
+        assert_eq!(back.status, RunStatus::Completed);
+        assert_eq!(back.summary.unwrap().total.ops, total.ops);
+        assert_eq!(back.histograms["op.response"].0.len(), total.ops);
+        assert_eq!(back.histograms["op.service"].0.len(), total.ops);
+        assert!(back.sla.unwrap().pass);
+        assert_eq!(back.config.engine.rate, 500.0);
+        assert_eq!(back.command, vec!["caplab", "run"]);
+
+        // The interval log and the CSV hold the same operations, second by second.
+        let logged: u64 = hlog(&s.out)
+            .iter()
+            .filter(|(t, _)| t == "op.response")
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(logged, total.ops);
+        let rows = csv(&s.out);
+        assert!((3..=4).contains(&rows.len()), "one row a second: {rows:?}");
+        assert!(rows.iter().all(|r| r[2] == "t" && r[3] == "op" && r[10].is_empty()));
+        let csv_total: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
+        assert_eq!(csv_total, total.ops);
+        std::fs::remove_dir_all(&s.out).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_missed_service_level_exits_1_with_the_step_completed() {
+        let s = step("sla-missed", 200.0, 2, Some("p50<100us/1s"));
+        let w = Arc::new(Stalling::steady(Duration::from_millis(2)));
+        let r = s
+            .run(&site(), w, about(), Arc::new(AtomicBool::new(false)))
+            .await
+            .unwrap();
+        assert_eq!((r.status, r.exit_code()), (RunStatus::Completed, 1));
+        assert!(!RunResult::load(&s.out).unwrap().sla.unwrap().pass);
+        std::fs::remove_dir_all(&s.out).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stopped_step_says_running_then_interrupted_and_keeps_what_it_measured() {
+        let s = step("interrupted", 500.0, 60, None);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (out, flag) = (s.out.clone(), stop.clone());
+        let watcher = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let during = RunResult::load(&out).map(|r| r.status);
+            flag.store(true, Ordering::Relaxed);
+            during
+        });
+        let began = Instant::now();
+        let w = Arc::new(Stalling::steady(Duration::from_millis(1)));
+        let r = s.run(&site(), w, about(), stop).await.unwrap();
+        assert_eq!(
+            watcher.await.unwrap().unwrap(),
+            RunStatus::Running,
+            "written as the step goes"
+        );
+        assert!(
+            began.elapsed() < Duration::from_secs(5),
+            "stopped at once: {:?}",
+            began.elapsed()
+        );
+        assert_eq!((r.status, r.exit_code()), (RunStatus::Interrupted, 130));
+        let ops = r.summary.unwrap().total.ops;
+        assert!((600..=900).contains(&ops), "~1.5 s at 500/s: {ops}");
+        let logged: u64 = hlog(&s.out)
+            .iter()
+            .filter(|(t, _)| t == "op.response")
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(logged, ops, "the interval log holds every measured operation");
+        assert_eq!(RunResult::load(&s.out).unwrap().status, RunStatus::Interrupted);
+        std::fs::remove_dir_all(&s.out).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cluster_that_stops_answering_fails_the_step_with_a_reason() {
+        let s = step("failed", 200.0, 60, None);
+        let w = Arc::new(Stalling {
+            fail: true,
+            ..Stalling::steady(Duration::from_millis(1))
+        });
+        let r = s
+            .run(&site(), w, about(), Arc::new(AtomicBool::new(false)))
+            .await
+            .unwrap();
+        assert_eq!((r.status, r.exit_code()), (RunStatus::Failed, 1));
+        let back = RunResult::load(&s.out).unwrap();
+        let why = back.end_reason.unwrap();
+        assert!(
+            why.contains("the cluster stopped answering") && why.contains("connection"),
+            "{why}"
+        );
+        let errors = back.summary.unwrap().total.error_total;
+        assert!(errors > 100, "{errors}");
+        assert_eq!(
+            back.histograms["op.error"].0.len(),
+            errors,
+            "each failure's latency is kept"
+        );
+        std::fs::remove_dir_all(&s.out).unwrap();
+    }
+
+    #[test]
+    fn a_directory_without_results_is_named_in_the_error() {
+        let err = RunResult::load(std::path::Path::new("/no/such/dir"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("/no/such/dir/result.json") && err.contains("caplab run"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,157 @@
+//! Where load goes: the contact points (given, or the local nodes caplab runs, or a node
+//! started now), the session, what results say about the cluster and the client machine, and
+//! the JMX endpoints to read GC from for clusters caplab does not run.
+
+use anyhow::{Context, Result, bail};
+use scylla::client::session::Session;
+use std::sync::Arc;
+
+use super::result::Environment;
+use crate::client::{self, ClientOptions};
+use crate::cluster::local::{self, StartOptions};
+use crate::cluster::node::{Liveness, NodeState};
+use crate::cluster::nodetool::JmxTarget;
+use crate::cluster::{ClusterSpec, Home};
+use crate::console::say;
+use crate::procfs;
+
+/// What a step needs to know about where its load goes (the session itself belongs to the
+/// workload, which holds its prepared statements).
+#[derive(Debug, Clone)]
+pub struct Site {
+    pub client: ClientOptions,
+    /// Nodes caplab runs on this machine among the targets: their GC logs and /proc are read.
+    pub local_nodes: Vec<NodeState>,
+    /// The cluster's Cassandra version, as `system.local` says.
+    pub release: Option<String>,
+}
+
+impl Site {
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (Cassandra {})",
+            self.client.hosts.join(","),
+            self.release.as_deref().unwrap_or("?")
+        )
+    }
+
+    pub fn environment(&self) -> Environment {
+        Environment {
+            client_host: procfs::hostname(),
+            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            ram_bytes: procfs::total_ram(),
+            kernel: procfs::kernel(),
+            cassandra_release_version: self.release.clone(),
+            local_nodes: self.local_nodes.clone(),
+        }
+    }
+}
+
+/// A connected cluster.
+pub struct Target {
+    pub site: Site,
+    pub session: Arc<Session>,
+}
+
+impl Target {
+    pub async fn connect(client: ClientOptions, local_nodes: Vec<NodeState>) -> Result<Target> {
+        let session = Arc::new(client::connect(&client).await?);
+        let release = release_version(&session).await;
+        Ok(Target {
+            site: Site {
+                client,
+                local_nodes,
+                release,
+            },
+            session,
+        })
+    }
+}
+
+/// Where to send load: `hosts` (and the local nodes among them), else the running local
+/// nodes, else a local node started now with `default_spec`.
+pub fn targets(
+    home: &Home,
+    hosts: &[String],
+    default_spec: impl FnOnce() -> Result<ClusterSpec>,
+) -> Result<(Vec<String>, Vec<NodeState>)> {
+    if !hosts.is_empty() {
+        // Local nodes named by --hosts are watched like any other local node.
+        let named: Vec<NodeState> = local::nodes(home)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.liveness() == Liveness::Running)
+            .filter(|n| {
+                let addr = n.cql_addr();
+                hosts.iter().any(|h| {
+                    let h = h.trim();
+                    h == addr.to_string() || (h == addr.ip().to_string() && addr.port() == 9042)
+                })
+            })
+            .collect();
+        return Ok((hosts.to_vec(), named));
+    }
+    let running: Vec<NodeState> = local::nodes(home)?
+        .into_iter()
+        .filter(|n| n.liveness() == Liveness::Running)
+        .collect();
+    if !running.is_empty() {
+        return Ok((running.iter().map(|n| n.cql_addr().to_string()).collect(), running));
+    }
+    say("No --hosts and no local node running: starting one with 'caplab node start' defaults");
+    let started = local::start(home, &default_spec()?, StartOptions::default(), &mut |m| say(m))?;
+    Ok((
+        started.nodes.iter().map(|n| n.cql_addr().to_string()).collect(),
+        started.nodes,
+    ))
+}
+
+/// JMX endpoints to read Cassandra's GCInspector from, and their credentials.
+#[derive(Debug, Clone, Default)]
+pub struct JmxOptions {
+    /// `host:port` each.
+    pub endpoints: Vec<String>,
+    pub user: Option<String>,
+    pub password: Option<String>,
+}
+
+/// NodeTool targets for the JMX endpoints, using the jars of the cluster's Cassandra version.
+pub fn jmx_targets(home: &Home, jmx: &JmxOptions, release: Option<&str>) -> Result<Vec<JmxTarget>> {
+    if jmx.endpoints.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(version) = release else {
+        bail!(
+            "--jmx: the cluster did not say its Cassandra version (system.local), so caplab cannot pick the nodetool to use"
+        );
+    };
+    let classpath = local::nodetool_classpath(home, version, &mut |m| say(m))?;
+    let java = crate::cluster::java::find(None, version)?.java;
+    let workdir = std::env::temp_dir().join(format!("caplab-jmx-{}", std::process::id()));
+    jmx.endpoints
+        .iter()
+        .map(|e| {
+            let (host, port) = e
+                .rsplit_once(':')
+                .and_then(|(h, p)| Some((h.to_string(), p.parse::<u16>().ok()?)))
+                .with_context(|| format!("--jmx '{e}': write host:port, e.g. 10.0.0.1:7199"))?;
+            Ok(JmxTarget {
+                java: java.clone(),
+                classpath: classpath.clone(),
+                host,
+                port,
+                user: jmx.user.clone(),
+                password: jmx.password.clone(),
+                workdir: workdir.clone(),
+            })
+        })
+        .collect()
+}
+
+async fn release_version(s: &Session) -> Option<String> {
+    let r = s
+        .query_unpaged("SELECT release_version FROM system.local", ())
+        .await
+        .ok()?;
+    r.into_rows_result().ok()?.single_row::<(String,)>().ok().map(|r| r.0)
+}

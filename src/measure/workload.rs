@@ -1,0 +1,336 @@
+//! The workload a step drives: chosen from the options before anything touches the cluster
+//! (a built-in, a profile file, or a cassandra-stress profile), then prepared on the target
+//! (schema created, statements prepared) and populated when its profile says so.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use super::result::{RunResult, WorkloadRecord};
+use super::step::Step;
+use super::target::{Site, Target};
+use crate::console::{group, say};
+use crate::engine::{self, EndReason, EngineConfig, IntervalSink, LoaderSlice, Sliced, Warmup};
+use crate::metrics::Interval;
+use crate::workload::builtin;
+use crate::workload::dynamic::{Dynamic, Populate};
+use crate::workload::e1::{E1, E1Options, Kind};
+use crate::workload::profile::Profile;
+use crate::workload::stress;
+
+/// Which workload, and its settings.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Workload")]
+pub struct WorkloadOptions {
+    /// Built-in workload ('caplab workloads' lists them).
+    #[arg(long, default_value = "insert")]
+    pub workload: String,
+    /// A workload profile (YAML) instead of a built-in ('caplab workloads show NAME' prints one to
+    /// start from); cassandra-stress user profiles are accepted as they are.
+    #[arg(long, value_name = "FILE", conflicts_with = "workload")]
+    pub profile: Option<PathBuf>,
+    /// Skip the profile's populate phase (the data is already there).
+    #[arg(long)]
+    pub no_populate: bool,
+    /// Profile operations to run and their weights, e.g. 'insert=1,read1=2' (as cassandra-stress's
+    /// ops(...)); operations not named do not run. Default: the profile's weights.
+    #[arg(long = "ops", value_name = "NAME=WEIGHT,...")]
+    pub weights: Option<String>,
+    /// Seed for a profile's generated values and operation order (overrides the profile's `seed`);
+    /// the same seed always produces the same data.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run share i of n of the workload's operations (loaders numbered 1..n), so n caplab
+    /// processes split the key space without overlap; populate is split too, -n is per loader.
+    #[arg(long, value_name = "I/N", value_parser = LoaderSlice::parse, default_value = "1/1")]
+    pub loader: LoaderSlice,
+    /// Partitions addressed (E1: operation i writes partition i mod N; default 100000; profiles:
+    /// overrides the profile's `partitions`).
+    #[arg(long)]
+    pub partitions: Option<u64>,
+    /// Characters per value column (E1).
+    #[arg(long, default_value_t = 10)]
+    pub value_size: usize,
+    /// Value columns (E1).
+    #[arg(long, default_value_t = 5)]
+    pub value_columns: usize,
+    /// Rows per batch (E1 batch workload).
+    #[arg(long, default_value_t = 10)]
+    pub batch_size: usize,
+    /// Keyspace (E1).
+    #[arg(long, default_value = "caplab")]
+    pub keyspace: String,
+    /// Replication factor (E1).
+    #[arg(long, default_value_t = 1)]
+    pub replication_factor: u32,
+    /// Keep the commit log on (E1 turns it off with durable_writes = false).
+    #[arg(long)]
+    pub durable_writes: bool,
+    /// Keep compaction on (E1 turns it off).
+    #[arg(long)]
+    pub compaction: bool,
+}
+
+/// The workload a step drives, settled before anything touches the cluster.
+pub enum Choice {
+    E1(E1Options),
+    Profile {
+        profile: Box<Profile>,
+        origin: String,
+        /// What a cassandra-stress profile could not carry over exactly.
+        notes: Vec<String>,
+    },
+}
+
+impl Choice {
+    pub fn name(&self) -> String {
+        match self {
+            Choice::E1(o) => o.kind.name().to_string(),
+            Choice::Profile { profile, origin, .. } => profile.name.clone().unwrap_or_else(|| origin.clone()),
+        }
+    }
+
+    /// Reads and checks the workload options (and profile file); prints what a
+    /// cassandra-stress profile does differently.
+    pub fn of(options: &WorkloadOptions) -> Result<Choice> {
+        let choice = choose(options)?;
+        if let Choice::Profile { origin, notes, .. } = &choice
+            && !notes.is_empty()
+        {
+            say(&format!(
+                "{origin} is a cassandra-stress profile; what caplab does differently (also in result.json):"
+            ));
+            for n in notes {
+                say(&format!("  - {n}"));
+            }
+        }
+        Ok(choice)
+    }
+}
+
+fn choose(args: &WorkloadOptions) -> Result<Choice> {
+    let profile = |profile: Profile, origin: String, notes: Vec<String>| {
+        let mut profile = Box::new(profile);
+        if let Some(n) = args.partitions {
+            profile.partitions = n;
+        }
+        if let Some(w) = &args.weights {
+            profile.set_weights(w).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        }
+        if let Some(seed) = args.seed {
+            profile.seed = seed;
+        }
+        profile.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        Ok(Choice::Profile { profile, origin, notes })
+    };
+    if let Some(path) = &args.profile {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read profile {}", path.display()))?;
+        let origin = path.display().to_string();
+        if stress::is_stress_profile(&text) {
+            let imported = stress::import(&text, &origin)?;
+            let mut notes = imported.notes;
+            if args.weights.is_none() {
+                notes.push(format!(
+                    "no --ops: running insert only; choose operations with e.g. --ops 'insert=1,{}=1'",
+                    imported
+                        .profile
+                        .op_names()
+                        .into_iter()
+                        .find(|n| n != "insert")
+                        .unwrap_or_else(|| "query".into())
+                ));
+            }
+            return profile(imported.profile, origin, notes);
+        }
+        return profile(Profile::parse(&text, &origin)?, origin, Vec::new());
+    }
+    let builtin = builtin::find(&args.workload)?;
+    if !builtin.e1 {
+        return profile(
+            builtin.profile()?,
+            format!("workloads/{}.yaml", builtin.name),
+            Vec::new(),
+        );
+    }
+    if args.seed.is_some() {
+        bail!(
+            "--seed applies to profile workloads; '{}' writes E1's fixed data (use its profile: caplab workloads show {0} > {0}.yaml)",
+            builtin.name
+        );
+    }
+    if args.weights.is_some() {
+        bail!(
+            "--ops chooses among a profile's operations; '{}' has one operation type (use another workload or --profile)",
+            builtin.name
+        );
+    }
+    let kind = if builtin.name == "batch" {
+        Kind::Batch
+    } else {
+        Kind::Insert
+    };
+    let opts = E1Options {
+        kind,
+        keyspace: args.keyspace.clone(),
+        partitions: args.partitions.unwrap_or(100_000),
+        value_columns: args.value_columns,
+        value_size: args.value_size,
+        batch_size: args.batch_size,
+        replication_factor: args.replication_factor,
+        durable_writes: args.durable_writes,
+        compaction: args.compaction,
+    };
+    opts.validate()?;
+    Ok(Choice::E1(opts))
+}
+
+/// What results say about the workload.
+#[derive(Clone)]
+pub struct About {
+    pub name: String,
+    pub record: WorkloadRecord,
+    pub schema: Vec<String>,
+    pub statements: Vec<String>,
+    /// Table of each operation type, for the CSV.
+    pub tables: Vec<String>,
+}
+
+/// A workload whose schema exists on the target, ready to drive.
+pub enum Prepared {
+    E1(Arc<E1>, About),
+    Profile(Arc<Dynamic>, About, Option<String>),
+}
+
+impl Prepared {
+    /// Creates the schema (a rejected profile leaves none behind).
+    pub async fn new(target: &Target, choice: &Choice) -> Result<Prepared> {
+        let session = target.session.clone();
+        Ok(match choice {
+            Choice::E1(opts) => {
+                let workload = Arc::new(E1::setup(session, opts.clone()).await?);
+                let about = About {
+                    name: opts.kind.name().into(),
+                    record: WorkloadRecord::E1(opts.clone()),
+                    schema: opts.ddl(),
+                    statements: vec![opts.insert_cql()],
+                    tables: vec![opts.table()],
+                };
+                Prepared::E1(workload, about)
+            }
+            Choice::Profile { profile, origin, notes } => {
+                let workload = Arc::new(Dynamic::setup(session, profile).await?);
+                let about = About {
+                    name: profile.name.clone().unwrap_or_else(|| origin.clone()),
+                    record: WorkloadRecord::Profile {
+                        profile: origin.clone(),
+                        definition: profile.clone(),
+                        not_mapped: notes.clone(),
+                    },
+                    schema: profile.schema.clone(),
+                    statements: profile.operations.values().map(|o| o.cql.clone()).collect(),
+                    tables: workload.op_tables(),
+                };
+                Prepared::Profile(workload, about, profile.populate.clone())
+            }
+        })
+    }
+
+    /// Runs the profile's populate phase, if it has one.
+    pub async fn populate(&self, base: &EngineConfig, loader: LoaderSlice, quiet: bool) -> Result<()> {
+        if let Prepared::Profile(workload, _, Some(op)) = self {
+            populate(workload, op, base, loader, quiet).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs `step` with this workload.
+    pub async fn run(&self, step: &Step, site: &Site, stop: Arc<AtomicBool>) -> Result<RunResult> {
+        match self {
+            Prepared::E1(w, about) => step.run(site, w.clone(), about.clone(), stop).await,
+            Prepared::Profile(w, about, _) => step.run(site, w.clone(), about.clone(), stop).await,
+        }
+    }
+}
+
+/// Writes every row of every partition with the profile's populate operation, flat out,
+/// before measuring; progress goes to stderr, nothing to the results.
+async fn populate(
+    workload: &Arc<Dynamic>,
+    op_name: &str,
+    base: &EngineConfig,
+    loader: LoaderSlice,
+    quiet: bool,
+) -> Result<()> {
+    let op = workload.op_index(op_name).expect("validated populate operation");
+    let all = workload.populate_ops(op);
+    let total = loader.share(all);
+    say(&format!(
+        "Populating: {} operations of '{op_name}' ({})",
+        group(total as f64),
+        if loader.is_whole() {
+            "every row of every partition".to_string()
+        } else {
+            format!("loader {loader}'s share of {}", group(all as f64))
+        }
+    ));
+    struct Progress {
+        quiet: bool,
+        done: u64,
+        errors: u64,
+    }
+    impl IntervalSink for Progress {
+        fn interval(&mut self, iv: &Interval) -> Result<()> {
+            let ok: u64 = iv.ops.iter().map(|o| o.ok).sum();
+            self.done += ok;
+            self.errors += iv.ops.iter().map(|o| o.error_count()).sum::<u64>();
+            if !self.quiet && iv.length >= Duration::from_millis(200) {
+                eprintln!(
+                    "populate {:>10} done  {:>9} op/s",
+                    group(self.done as f64),
+                    group(ok as f64 / iv.length.as_secs_f64())
+                );
+            }
+            Ok(())
+        }
+    }
+    let cfg = EngineConfig {
+        rate: 0.0,
+        duration: None,
+        ops: Some(total),
+        warmup: Warmup::None,
+        ..base.clone()
+    };
+    let mut progress = Progress {
+        quiet,
+        done: 0,
+        errors: 0,
+    };
+    let begin = Instant::now();
+    let end = engine::run(
+        Arc::new(Sliced {
+            inner: Arc::new(Populate {
+                inner: workload.clone(),
+                op,
+            }),
+            slice: loader,
+        }),
+        &cfg,
+        Arc::new(AtomicBool::new(false)),
+        &mut progress,
+    )
+    .await;
+    if end.reason != EndReason::Completed || progress.errors > 0 {
+        bail!(
+            "populating failed: {} of {} operations succeeded, {} failed ({:?}); the measured run did not start",
+            group(progress.done as f64),
+            group(total as f64),
+            group(progress.errors as f64),
+            end.reason
+        );
+    }
+    say(&format!("Populated in {:.1}s", begin.elapsed().as_secs_f64()));
+    Ok(())
+}
