@@ -24,7 +24,8 @@ fn rows_in(addr: &str, table: &str) -> i64 {
     })
 }
 
-/// Counts per tag in an interval log, decoding every histogram.
+/// Counts per tag in an interval log ("" for the untagged all-operations histograms), decoding
+/// every histogram.
 fn hlog_counts(path: &Path) -> (BTreeMap<String, u64>, Vec<String>) {
     use base64::Engine;
     let bytes = std::fs::read(path).unwrap();
@@ -47,7 +48,8 @@ fn hlog_counts(path: &Path) -> (BTreeMap<String, u64>, Vec<String>) {
                 (h.max() - max_ms).abs() < 0.01,
                 "Interval_Max is the max in ms (divisor 1e6)"
             );
-            *counts.entry(h.tag().unwrap().as_str().to_string()).or_default() += hist.len();
+            let tag = h.tag().map(|t| t.as_str().to_string()).unwrap_or_default();
+            *counts.entry(tag).or_default() += hist.len();
         }
     }
     (counts, headers)
@@ -104,7 +106,12 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     // The interval log holds the same operations as the summary, in Java's format.
     let (counts, headers) = hlog_counts(&out.join("latency.hlog"));
     assert_eq!(counts["insert.response"], n);
+    assert_eq!(counts["insert.ok"], n);
     assert_eq!(counts["insert.service"], n);
+    assert_eq!(
+        counts[""], n,
+        "untagged: every operation, for HistogramLogProcessor without -tag"
+    );
     assert!(headers.iter().any(|h| h == "#[Histogram log format version 1.3]"));
     assert!(headers.iter().any(|h| h.starts_with("#[StartTime: ")));
     assert!(
@@ -251,8 +258,14 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
         "what was measured before the node died is kept: {ok_ops}"
     );
     assert!(doc["summary"]["total"]["error_total"].as_u64().unwrap() > 0);
+    let errors = doc["summary"]["total"]["error_total"].as_u64().unwrap();
     let (counts, _) = hlog_counts(&out.join("latency.hlog"));
-    assert_eq!(counts["insert.response"], ok_ops);
+    assert_eq!(counts["insert.ok"], ok_ops);
+    assert_eq!(
+        counts["insert.response"],
+        ok_ops + errors,
+        "failures are in the response times"
+    );
 }
 
 /// A keystore for the node and the PEM certificate clients trust, made with the JDK's keytool.

@@ -73,6 +73,10 @@ impl<W: Workload> Workload for Sliced<W> {
         self.inner.worker(id)
     }
 
+    fn op_of(&self, i: u64) -> usize {
+        self.inner.op_of(self.slice.global(i))
+    }
+
     async fn execute(&self, worker: &mut W::Worker, i: u64) -> Outcome {
         self.inner.execute(worker, self.slice.global(i)).await
     }

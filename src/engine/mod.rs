@@ -3,12 +3,15 @@
 //!
 //! Operation `i` is intended to start at `t0 + i / rate`; its response time is measured from
 //! that instant, so time spent waiting behind a stalled server is counted (no coordinated
-//! omission). Worker `w` of `C` runs operations `w, w + C, w + 2C, …`, so workers share no
-//! counter; each records into its own shard of the recorder.
+//! omission). A free worker takes the next operation from a shared counter, so an operation is
+//! late only when `C` are in flight (or the client itself is slow), never because one slow
+//! operation holds a lane; each worker records into its own shard of the recorder.
 
+pub mod intervals;
 pub mod loader;
 pub mod runner;
 pub mod schedule;
+pub mod stop;
 #[cfg(test)]
 pub mod testing;
 
@@ -17,8 +20,9 @@ use std::future::Future;
 use crate::metrics::ErrorKind;
 
 pub use loader::{LoaderSlice, Sliced};
-pub use runner::{EndReason, EngineConfig, IntervalSink, RunEnd, Warmup, run};
+pub use runner::{Anchor, EndReason, EngineConfig, IntervalSink, RunEnd, Warmup, run};
 pub use schedule::Schedule;
+pub use stop::Stop;
 
 /// What an operation did: its type (index into `Workload::op_names`), and the rows and
 /// partitions it wrote or read, or the kind of error.
@@ -36,6 +40,10 @@ pub trait Workload: Send + Sync + 'static {
     fn op_names(&self) -> Vec<String>;
 
     fn worker(&self, id: usize) -> Self::Worker;
+
+    /// The operation type operation `i` runs (what `execute(_, i)` would report), for
+    /// operations that are due but never sent.
+    fn op_of(&self, i: u64) -> usize;
 
     fn execute<'a>(&'a self, worker: &'a mut Self::Worker, i: u64) -> impl Future<Output = Outcome> + Send + 'a;
 }

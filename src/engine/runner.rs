@@ -1,16 +1,26 @@
-//! Running a workload: spawning the workers, closing intervals, and ending the run when
-//! its length is reached, when told to stop (Ctrl-C), or when the cluster stops answering.
+//! Running a workload: spawning the workers, closing intervals, and ending the run when its
+//! schedule ends, when told to stop (Ctrl-C), or when the cluster stops answering.
+//!
+//! Workers take the next operation from one counter whenever they are free, so an operation
+//! goes out at its intended time whenever fewer than `concurrency` are in flight, whichever
+//! worker is free: a slow operation delays only itself. Every operation due before the end of
+//! the schedule (or a stop) is accounted for: it completed, failed, or is recorded as never
+//! sent with its latency until the run gave it up. A run counted in operations (`-n`) performs
+//! all of them, late if it must. The measured window of a run with a duration ends with the
+//! schedule: operations that complete after it (the drain) count in its last interval, whose
+//! length is the schedule's, not the drain's.
 
 use anyhow::Result;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::task::JoinSet;
 use tokio::time::sleep_until;
 
-use super::{Schedule, Workload};
-use crate::metrics::recorder::Completion;
-use crate::metrics::{Interval, OpStats, Recorder};
+use super::intervals::{Batch, IntervalThread};
+use super::{Schedule, Stop, Workload};
+use crate::metrics::recorder::{Completion, ShardSets};
+use crate::metrics::{ErrorKind, Interval, OpStats, Recorder};
 
 /// Tokio's timers fire on a 1 ms grid, after their deadline (and the poll that waits for them
 /// rounds up to whole milliseconds too): a worker sleeping until its operation's intended start
@@ -22,6 +32,15 @@ use crate::metrics::{Interval, OpStats, Recorder};
 /// one never makes a response look shorter than its service time. The wake-ups per second are
 /// the same; the measured median becomes 0.49 ms.
 const TIMER_TICK: Duration = Duration::from_millis(1);
+
+/// A due operation whose worker wakes this long after the end of the schedule (the client
+/// could not keep up) is given up, not sent: timer jitter at the very end never is.
+const END_GRACE: Duration = Duration::from_millis(5);
+
+/// Sleeps longer than this also wait for a stop, so a stop is never held up by a worker asleep
+/// until a distant intended start. Shorter ones (high rates) do not register with the stop's
+/// waiter list: it is shared by all workers.
+const STOPPABLE_SLEEP: Duration = Duration::from_millis(10);
 
 /// What is excluded from the results at the start of a run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,12 +64,58 @@ pub struct EngineConfig {
     pub interval: Duration,
     /// End the run when no operation has succeeded, and some failed, for this long.
     pub give_up_after: Duration,
-    /// After a stop, how long in-flight operations may take to finish.
+    /// After the end or a stop, how long in-flight operations may take to finish.
     pub drain_timeout: Duration,
     pub shards: usize,
 }
 
-/// Receives each closed interval (warm-up ones too, flagged) as the run goes on.
+/// The instant a run's schedule starts and the wall-clock time it corresponds to: the one
+/// anchor of the schedule, the intervals, the interval log and the server's window.
+#[derive(Debug, Clone, Copy)]
+pub struct Anchor {
+    pub instant: Instant,
+    pub wall: SystemTime,
+}
+
+impl Anchor {
+    pub fn now() -> Anchor {
+        Anchor {
+            wall: SystemTime::now(),
+            instant: Instant::now(),
+        }
+    }
+
+    /// The next whole wall-clock second at least `lead` from now, so that every interval is a
+    /// whole wall-clock second and the intervals of loaders started apart line up. The engine
+    /// starts its workers before it, so the first operations go out on time.
+    pub fn next_second(lead: Duration) -> Anchor {
+        let now = Anchor::now();
+        let earliest = now.wall + lead;
+        let into = earliest.duration_since(UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+        let wait = lead
+            + if into == 0 {
+                Duration::ZERO
+            } else {
+                Duration::from_nanos(1_000_000_000 - u64::from(into))
+            };
+        Anchor {
+            instant: now.instant + wait,
+            wall: now.wall + wait,
+        }
+    }
+
+    /// `lead` from now (tests).
+    pub fn after(lead: Duration) -> Anchor {
+        let now = Anchor::now();
+        Anchor {
+            instant: now.instant + lead,
+            wall: now.wall + lead,
+        }
+    }
+}
+
+/// Receives each closed interval (warm-up ones too, flagged) as the run goes on, on the
+/// engine's interval thread.
 pub trait IntervalSink {
     fn interval(&mut self, interval: &Interval) -> Result<()>;
 }
@@ -72,200 +137,404 @@ pub struct RunEnd {
     pub reason: EndReason,
     /// Measured window only, per operation type.
     pub totals: Vec<OpStats>,
-    pub measured: Duration,
-    /// Operations the schedule called for that never started.
-    pub not_started: u64,
+    /// The measured window, from the anchor: from the end of warm-up until the end of the
+    /// schedule (or the stop, or the last completion of a run without a schedule).
+    pub window: Option<(Duration, Duration)>,
+    /// Operations sent, warm-up included.
     pub started_ops: u64,
+    /// Operations still in flight when the drain timed out: never completed, never recorded.
+    pub abandoned: u64,
 }
 
-/// Runs `workload` under `cfg`, handing each interval to `sink`. `stop` ends it early.
-pub async fn run<W: Workload>(
+impl RunEnd {
+    /// Length of the measured window.
+    pub fn measured(&self) -> Duration {
+        self.window.map(|(a, b)| b.saturating_sub(a)).unwrap_or_default()
+    }
+}
+
+const UNKNOWN: u64 = u64::MAX;
+
+/// What the workers share: one counter each, touched once per operation.
+struct Shared {
+    /// The next operation index to take.
+    next: AtomicU64,
+    /// Measured operations taken (for an operation count without a schedule).
+    measured_taken: AtomicU64,
+    /// Operations sent.
+    sent: AtomicU64,
+    /// End of warm-up, ns after the anchor (set when known, for a count warm-up flat out).
+    warmup_end_ns: AtomicU64,
+    /// End of the schedule, ns after the anchor (UNKNOWN until known, or when there is none).
+    end_ns: AtomicU64,
+}
+
+impl Shared {
+    fn at(t0: Instant, ns: u64) -> Option<Instant> {
+        (ns != UNKNOWN).then(|| t0 + Duration::from_nanos(ns))
+    }
+}
+
+fn ns_after(t0: Instant, t: Instant) -> u64 {
+    u64::try_from(t.saturating_duration_since(t0).as_nanos()).unwrap_or(UNKNOWN - 1)
+}
+
+/// What decides which operations are due and measured.
+#[derive(Clone, Copy)]
+struct Plan {
+    t0: Instant,
+    schedule: Schedule,
+    /// Operations of a count warm-up.
+    warmup_ops: u64,
+    /// The measured window's length, for a run with a duration.
+    duration: Option<Duration>,
+    /// Measured operations, for a run with an operation count.
+    ops: Option<u64>,
+}
+
+impl Plan {
+    fn warmup_end(&self, shared: &Shared) -> Option<Instant> {
+        Shared::at(self.t0, shared.warmup_end_ns.load(Ordering::Relaxed))
+    }
+
+    fn end(&self, shared: &Shared) -> Option<Instant> {
+        Shared::at(self.t0, shared.end_ns.load(Ordering::Relaxed))
+    }
+
+    /// Whether operation `i`, intended at `intended`, is measured (not warm-up); the first
+    /// measured operation of a count warm-up without a schedule ends warm-up there.
+    fn measured(&self, shared: &Shared, i: u64, intended: Instant) -> bool {
+        if self.warmup_ops > 0 {
+            if i < self.warmup_ops {
+                return false;
+            }
+            if !self.schedule.is_open() && shared.warmup_end_ns.load(Ordering::Relaxed) == UNKNOWN {
+                let at = ns_after(self.t0, intended);
+                if shared
+                    .warmup_end_ns
+                    .compare_exchange(UNKNOWN, at, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                    && let Some(d) = self.duration
+                {
+                    let end = at.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(UNKNOWN - 1));
+                    shared.end_ns.store(end.min(UNKNOWN - 1), Ordering::Relaxed);
+                }
+            }
+            return true;
+        }
+        self.warmup_end(shared).is_none_or(|w| intended >= w)
+    }
+}
+
+/// Runs `workload` under `cfg` on the schedule anchored at `anchor`, handing each interval to
+/// `sink` (on a thread of its own), and gives the sink back at the end. `stop` ends it early.
+pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     workload: Arc<W>,
     cfg: &EngineConfig,
-    stop: Arc<AtomicBool>,
-    sink: &mut dyn IntervalSink,
-) -> RunEnd {
+    anchor: Anchor,
+    stop: Arc<Stop>,
+    sink: S,
+) -> (RunEnd, S) {
     let names = workload.op_names();
     let recorder = Arc::new(Recorder::new(cfg.shards, names.len()));
-    let t0 = Instant::now();
+    let t0 = anchor.instant;
     let schedule = Schedule::new(t0, cfg.rate);
+    let plan = Plan {
+        t0,
+        schedule,
+        warmup_ops: match cfg.warmup {
+            Warmup::Ops(n) => n,
+            _ => 0,
+        },
+        duration: cfg.duration,
+        ops: cfg.ops,
+    };
     let warmup_end = match cfg.warmup {
-        Warmup::Time(d) => t0 + d,
-        _ => t0,
+        Warmup::None => Some(t0),
+        Warmup::Time(d) => Some(t0 + d),
+        Warmup::Ops(n) => schedule.intended(n),
     };
-    let warmup_ops = match cfg.warmup {
+    // The first measured operation, on a schedule.
+    let first_measured = match cfg.warmup {
+        Warmup::None => 0,
+        Warmup::Time(d) => schedule.due_before(t0 + d),
         Warmup::Ops(n) => n,
-        _ => 0,
     };
-    let end: Option<Instant> = cfg.duration.map(|d| warmup_end + d);
-    let limit = cfg.ops.map(|n| n + warmup_ops).unwrap_or(u64::MAX);
-    let started_total = Arc::new(AtomicU64::new(0));
+    // A run with a duration ends with its schedule; one counted in operations performs them
+    // all (late if it must: each counts from its intended start) and ends with the last.
+    let end = cfg.duration.and_then(|d| warmup_end.map(|w| w + d));
+    let limit = match (cfg.duration, cfg.ops) {
+        (None, Some(n)) if schedule.is_open() => first_measured + n,
+        _ => u64::MAX,
+    };
+    let shared = Arc::new(Shared {
+        next: AtomicU64::new(0),
+        measured_taken: AtomicU64::new(0),
+        sent: AtomicU64::new(0),
+        warmup_end_ns: AtomicU64::new(warmup_end.map_or(UNKNOWN, |w| ns_after(t0, w))),
+        end_ns: AtomicU64::new(end.map_or(UNKNOWN, |e| ns_after(t0, e))),
+    });
 
-    let concurrency = cfg.concurrency.max(1);
     let mut workers = JoinSet::new();
-    for w in 0..concurrency {
+    for w in 0..cfg.concurrency.max(1) {
         let workload = workload.clone();
         let recorder = recorder.clone();
         let stop = stop.clone();
-        let started_total = started_total.clone();
+        let shared = shared.clone();
         let shard = w % recorder.shard_count();
         workers.spawn(async move {
             let mut state = workload.worker(w);
-            let mut started = 0u64;
-            let mut i = w as u64;
-            while i < limit && !stop.load(Ordering::Relaxed) {
-                let (intended, sent) = match schedule.intended(i) {
-                    Some(t) => {
-                        if end.is_some_and(|e| t >= e) {
-                            break;
-                        }
-                        let wake = t.checked_sub(TIMER_TICK).unwrap_or(t);
-                        if wake > Instant::now() {
-                            sleep_until(wake.into()).await;
-                            if stop.load(Ordering::Relaxed) {
-                                break;
-                            }
-                        }
-                        (t, Instant::now())
-                    }
-                    // Flat out there is no schedule to fall behind: intended is the send.
-                    None => {
-                        let now = Instant::now();
-                        (now, now)
-                    }
-                };
-                // Behind schedule past the end: what was not started by then never will be.
-                if end.is_some_and(|e| sent >= e) {
+            // Gives up operation `i`, due but not sent, at `at`.
+            let give_up = |i: u64, intended: Instant, measured: bool, at: Instant| {
+                recorder.record(
+                    shard,
+                    &Completion {
+                        op: workload.op_of(i),
+                        intended,
+                        sent: None,
+                        done: at,
+                        result: Err(ErrorKind::NotSent),
+                        measured,
+                    },
+                );
+            };
+            // The schedule (flat out too) starts at the anchor.
+            tokio::select! {
+                _ = sleep_until(t0.into()) => {}
+                _ = stop.wait() => {}
+            }
+            while !stop.is_requested() {
+                let i = shared.next.fetch_add(1, Ordering::Relaxed);
+                if i >= limit {
                     break;
                 }
+                let intended = schedule.intended(i).unwrap_or_else(Instant::now);
+                let measured = plan.measured(&shared, i, intended);
+                if measured
+                    && !schedule.is_open()
+                    && let Some(n) = plan.ops
+                    && shared.measured_taken.fetch_add(1, Ordering::Relaxed) >= n
+                {
+                    break;
+                }
+                let end = plan.end(&shared);
+                if end.is_some_and(|e| intended >= e) {
+                    // Past the end of the schedule: not due.
+                    break;
+                }
+                if schedule.is_open() {
+                    let wake = intended.checked_sub(TIMER_TICK).unwrap_or(intended);
+                    let now = Instant::now();
+                    if wake > now {
+                        if wake - now > STOPPABLE_SLEEP {
+                            tokio::select! {
+                                _ = sleep_until(wake.into()) => {}
+                                _ = stop.wait() => {}
+                            }
+                        } else {
+                            sleep_until(wake.into()).await;
+                        }
+                    }
+                    // The window ends with the schedule, or earlier at a stop. What was due by
+                    // then still goes out (a worker woken a moment late by its timer); what the
+                    // client could not send in time is given up.
+                    let until = match (stop.requested_at(), end) {
+                        (Some(a), Some(e)) => Some(a.min(e)),
+                        (a, e) => a.or(e),
+                    };
+                    if let Some(u) = until {
+                        if intended >= u {
+                            break;
+                        }
+                        let now = Instant::now();
+                        if now >= u + END_GRACE {
+                            give_up(i, intended, measured, now);
+                            break;
+                        }
+                    }
+                }
+                let sent = Instant::now();
+                shared.sent.fetch_add(1, Ordering::Relaxed);
                 let outcome = workload.execute(&mut state, i).await;
-                let done = Instant::now();
-                let measured = i >= warmup_ops && intended >= warmup_end;
                 recorder.record(
                     shard,
                     &Completion {
                         op: outcome.op,
                         intended,
-                        sent,
-                        done,
+                        sent: Some(sent),
+                        done: Instant::now(),
                         result: outcome.result,
                         measured,
                     },
                 );
-                started += 1;
-                i += concurrency as u64;
             }
-            started_total.fetch_add(started, Ordering::Relaxed);
         });
     }
 
-    let mut interval = Interval {
-        start: Duration::ZERO,
-        length: Duration::ZERO,
-        warmup: true,
-        ops: (0..names.len()).map(|_| OpStats::default()).collect(),
-    };
-    let mut totals: Vec<OpStats> = (0..names.len()).map(|_| OpStats::default()).collect();
+    let intervals = IntervalThread::spawn(sink, recorder.shard_count(), names.len());
     let mut tick_start = t0;
-    let mut window: Option<(Instant, Instant)> = None;
     let mut failing_since: Option<Instant> = None;
     let mut reason = EndReason::Completed;
-    let mut drain_deadline: Option<Instant> = None;
 
-    loop {
-        // Close intervals on the second, and at the end of warm-up so it stays out of the window.
+    // Closes intervals until the end of the schedule (or a stop, or every worker is done).
+    let window_end = loop {
+        let end = plan.end(&shared);
+        let warm = plan.warmup_end(&shared);
         let mut next_tick = tick_start + cfg.interval;
-        if tick_start < warmup_end && warmup_end < next_tick {
-            next_tick = warmup_end;
+        if let Some(w) = warm
+            && tick_start < w
+            && w < next_tick
+        {
+            next_tick = w;
         }
-        let finished = tokio::select! {
-            _ = sleep_until(next_tick.into()) => false,
+        let last = end.is_some_and(|e| e <= next_tick);
+        let deadline = match end {
+            Some(e) if last => e,
+            _ => next_tick,
+        };
+        let done = tokio::select! {
+            _ = sleep_until(deadline.into()) => None,
+            _ = stop.wait() => Some(stop.requested_at().unwrap_or_else(Instant::now)),
             joined = workers.join_next() => match joined {
-                None => true,
+                // Every worker is done: everything due was sent (the window is still the
+                // schedule's), or a run counted in operations performed them all.
+                None => Some(end.unwrap_or_else(Instant::now)),
                 Some(_) => continue,
             },
         };
-        let now = if finished { Instant::now() } else { next_tick };
-        recorder.drain_into(&mut interval.ops);
-        let measured_ops: u64 = interval.ops.iter().map(|o| o.ok + o.error_count()).sum();
-        interval.start = tick_start - t0;
-        interval.length = now - tick_start;
-        // Warm-up operations are counted apart by the recorder, so whatever measured
-        // operations an interval holds belong to the results, whatever its label.
-        interval.warmup = match cfg.warmup {
-            Warmup::Time(_) => tick_start < warmup_end,
-            Warmup::Ops(_) => window.is_none() && measured_ops == 0,
-            Warmup::None => false,
-        };
-        if measured_ops > 0 || !interval.warmup {
-            let from = match cfg.warmup {
-                Warmup::Time(_) => warmup_end,
-                Warmup::None => t0,
-                Warmup::Ops(_) => tick_start,
-            };
-            window.get_or_insert((from, now)).1 = now;
+        if let Some(at) = done {
+            break at.min(end.unwrap_or(at)).max(tick_start);
         }
-        for (t, o) in totals.iter_mut().zip(&interval.ops) {
-            t.add(o);
+        if last {
+            break deadline;
         }
-        if let Err(e) = sink.interval(&interval)
+        let shards = recorder.swap_out(intervals.spare());
+        let (ok, errors) = counts(&shards);
+        let errors_by_kind = kinds(&shards);
+        intervals.send(batch(shards, t0, tick_start, deadline, warm));
+        if let Some(e) = intervals.failed()
             && reason == EndReason::Completed
         {
-            reason = EndReason::OutputFailed(format!("{e:#}"));
-            stop.store(true, Ordering::Relaxed);
+            reason = EndReason::OutputFailed(e);
+            stop.request();
         }
-
-        let ok: u64 = interval.ops.iter().map(|o| o.ok + o.warmup_ops).sum();
-        let errors: u64 = interval.ops.iter().map(|o| o.error_count()).sum();
         if ok > 0 {
             failing_since = None;
         } else if errors > 0 {
             let since = *failing_since.get_or_insert(tick_start);
-            if now - since >= cfg.give_up_after && reason == EndReason::Completed {
+            if deadline - since >= cfg.give_up_after && reason == EndReason::Completed {
                 reason = EndReason::ClusterLost {
-                    last_errors: describe_errors(&interval.ops),
+                    last_errors: describe_errors(errors_by_kind),
                 };
-                stop.store(true, Ordering::Relaxed);
+                stop.request();
             }
         }
-        tick_start = now;
-        if stop.load(Ordering::Relaxed) && reason == EndReason::Completed {
-            reason = EndReason::Interrupted;
-        }
-        if finished {
-            break;
-        }
-        if stop.load(Ordering::Relaxed) {
-            let deadline = *drain_deadline.get_or_insert(now + cfg.drain_timeout);
-            if now >= deadline {
+        tick_start = deadline;
+    };
+    if stop.is_requested() && reason == EndReason::Completed {
+        reason = EndReason::Interrupted;
+    }
+
+    // The drain: operations in flight finish (within the drain timeout) and count in the last
+    // interval, which ends with the schedule.
+    let drain_deadline = Instant::now().max(window_end) + cfg.drain_timeout;
+    loop {
+        tokio::select! {
+            joined = workers.join_next() => if joined.is_none() { break },
+            _ = sleep_until(drain_deadline.into()) => {
                 // Operations the driver did not finish in time are abandoned, not recorded.
                 workers.abort_all();
+                while workers.join_next().await.is_some() {}
+                break;
             }
         }
     }
-
-    let started_ops = started_total.load(Ordering::Relaxed);
-    let due = match (end, cfg.ops) {
-        (Some(e), _) => schedule.due_before(e).min(limit),
-        (None, Some(_)) if schedule.is_open() => limit,
-        _ => 0,
-    };
-    RunEnd {
+    let started_ops = shared.sent.load(Ordering::Relaxed);
+    // Due operations no worker took before the end (the client could not keep up, or a stop
+    // came): never sent, given up at the end of the window.
+    if schedule.is_open() {
+        let due = schedule.due_before(window_end).min(limit);
+        let taken = shared.next.load(Ordering::Relaxed);
+        for i in taken..due {
+            let intended = schedule.intended(i).expect("a schedule");
+            recorder.record(
+                0,
+                &Completion {
+                    op: workload.op_of(i),
+                    intended,
+                    sent: None,
+                    done: window_end,
+                    result: Err(ErrorKind::NotSent),
+                    measured: plan.measured(&shared, i, intended),
+                },
+            );
+        }
+    }
+    let warm = plan.warmup_end(&shared);
+    intervals.send(batch(
+        recorder.swap_out(intervals.spare()),
+        t0,
+        tick_start,
+        window_end,
+        warm,
+    ));
+    let finished = intervals.finish().await.expect("the interval thread panicked");
+    if let Some(e) = finished.error
+        && reason == EndReason::Completed
+    {
+        reason = EndReason::OutputFailed(e);
+    }
+    let totals = finished.totals;
+    let completed: u64 = totals
+        .iter()
+        .map(|t| t.ok + t.error_count() - t.errors[ErrorKind::NotSent as usize] + t.warmup_ops)
+        .sum();
+    let window = warm.filter(|w| *w < window_end).map(|w| (w - t0, window_end - t0));
+    let end = RunEnd {
         reason,
         totals,
-        measured: window.map(|(a, b)| b - a).unwrap_or_default(),
-        not_started: due.saturating_sub(started_ops),
+        window,
         started_ops,
+        abandoned: started_ops.saturating_sub(completed),
+    };
+    (end, finished.sink)
+}
+
+/// (successes, warm-up included; failures) in an interval's shards.
+fn counts(shards: &ShardSets) -> (u64, u64) {
+    let all = || shards.iter().flatten();
+    let ok = all().map(|o| o.ok + o.warmup_ops).sum();
+    let errors = all().map(|o| o.error_count()).sum();
+    (ok, errors)
+}
+
+/// Failures by kind in an interval's shards.
+fn kinds(shards: &ShardSets) -> [u64; ErrorKind::ALL.len()] {
+    let mut n = [0; ErrorKind::ALL.len()];
+    for o in shards.iter().flatten() {
+        for (a, b) in n.iter_mut().zip(o.errors) {
+            *a += b;
+        }
+    }
+    n
+}
+
+/// An interval's shards with its bounds, and whether it is warm-up (it ends by the end of
+/// warm-up).
+fn batch(shards: ShardSets, t0: Instant, from: Instant, to: Instant, warmup_end: Option<Instant>) -> Batch {
+    Batch {
+        shards,
+        start: from - t0,
+        length: to.saturating_duration_since(from),
+        warmup: warmup_end.is_none_or(|w| from < w),
     }
 }
 
-fn describe_errors(ops: &[OpStats]) -> String {
-    let mut all = OpStats::default();
-    ops.iter().for_each(|o| all.add(o));
-    crate::metrics::ErrorKind::ALL
+fn describe_errors(errors: [u64; ErrorKind::ALL.len()]) -> String {
+    ErrorKind::ALL
         .iter()
-        .filter(|k| all.errors[**k as usize] > 0)
-        .map(|k| format!("{} {}", all.errors[*k as usize], k.name()))
+        .filter(|k| errors[**k as usize] > 0)
+        .map(|k| format!("{} {}", errors[*k as usize], k.name()))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -273,8 +542,7 @@ fn describe_errors(ops: &[OpStats]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::testing::Stalling;
-    use crate::metrics::ErrorKind;
+    use crate::engine::testing::{Scripted, Stalling};
 
     struct Collect(Vec<Interval>);
     impl IntervalSink for Collect {
@@ -303,14 +571,20 @@ mod tests {
         // 1,000 ops/s, 4 in flight: a 1 s stall holds the 4 in flight and leaves the next
         // ~1,000 operations waiting behind them.
         let w = Arc::new(Stalling {
-            t0: Instant::now(),
+            t0: Instant::now() + Duration::from_millis(50),
             service: Duration::ZERO,
             stall_at: Duration::from_millis(1000),
             stall: Duration::from_secs(1),
             fail: false,
         });
-        let mut sink = Collect(Vec::new());
-        let end = run(w, &cfg(1000.0, 4, 4), Arc::new(AtomicBool::new(false)), &mut sink).await;
+        let (end, sink) = run(
+            w,
+            &cfg(1000.0, 4, 4),
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
         assert_eq!(end.reason, EndReason::Completed);
         let t = &end.totals[0];
         assert!(
@@ -352,17 +626,18 @@ mod tests {
         // send lateness. Waiting for each intended start on the 1 ms timer grid would put the
         // median near 1 ms; rounding to the nearest tick keeps it a fraction of one.
         let w = Arc::new(Stalling {
-            t0: Instant::now(),
+            t0: Instant::now() + Duration::from_millis(50),
             service: Duration::ZERO,
             stall_at: Duration::from_secs(99),
             stall: Duration::ZERO,
             fail: false,
         });
-        let end = run(
+        let (end, _) = run(
             w,
             &cfg(2000.0, 8, 3),
-            Arc::new(AtomicBool::new(false)),
-            &mut Collect(Vec::new()),
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
         )
         .await;
         let t = &end.totals[0];
@@ -379,7 +654,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn warmup_is_left_out_and_ops_limit_is_exact() {
         let w = Arc::new(Stalling {
-            t0: Instant::now(),
+            t0: Instant::now() + Duration::from_millis(50),
             service: Duration::from_micros(100),
             stall_at: Duration::from_secs(99),
             stall: Duration::ZERO,
@@ -389,18 +664,21 @@ mod tests {
         c.duration = None;
         c.ops = Some(3000);
         c.warmup = Warmup::Time(Duration::from_millis(500));
-        let mut sink = Collect(Vec::new());
-        let end = run(w, &c, Arc::new(AtomicBool::new(false)), &mut sink).await;
+        let (end, sink) = run(
+            w,
+            &c,
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
         let warm: u64 = sink.0.iter().map(|i| i.ops[0].warmup_ops).sum();
         assert!(
             (990..=1010).contains(&warm),
             "half a second at 2,000/s is warm-up: {warm}"
         );
-        assert_eq!(
-            end.totals[0].ok + warm,
-            3000,
-            "the limit counts every operation started"
-        );
+        assert_eq!(end.totals[0].ok, 3000, "-n counts measured operations only");
+        assert_eq!(end.started_ops, 3000 + warm);
         assert!(sink.0[0].warmup && !sink.0.last().unwrap().warmup);
         let logged: u64 = sink.0.iter().map(|i| i.ops[0].ok).sum();
         assert_eq!(
@@ -408,9 +686,9 @@ mod tests {
             "intervals hold exactly the measured operations"
         );
         assert!(
-            end.measured >= Duration::from_millis(990) && end.measured <= Duration::from_millis(1100),
-            "{:?}",
-            end.measured
+            end.measured() >= Duration::from_millis(1490) && end.measured() <= Duration::from_millis(1510),
+            "3,000 operations at 2,000/s: {:?}",
+            end.measured()
         );
         assert_eq!(sink.0[0].length, Duration::from_millis(500), "warm-up ends an interval");
     }
@@ -418,18 +696,19 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn gives_up_when_nothing_succeeds() {
         let w = Arc::new(Stalling {
-            t0: Instant::now(),
+            t0: Instant::now() + Duration::from_millis(50),
             service: Duration::from_millis(1),
             stall_at: Duration::from_secs(99),
             stall: Duration::ZERO,
             fail: true,
         });
         let begin = Instant::now();
-        let end = run(
+        let (end, _) = run(
             w,
             &cfg(500.0, 4, 60),
-            Arc::new(AtomicBool::new(false)),
-            &mut Collect(Vec::new()),
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
         )
         .await;
         assert!(
@@ -447,20 +726,280 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn stop_flag_interrupts_and_keeps_what_was_measured() {
         let w = Arc::new(Stalling {
-            t0: Instant::now(),
+            t0: Instant::now() + Duration::from_millis(50),
             service: Duration::from_micros(100),
             stall_at: Duration::from_secs(99),
             stall: Duration::ZERO,
             fail: false,
         });
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop::new();
         let s2 = stop.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(1500)).await;
-            s2.store(true, Ordering::Relaxed);
+            s2.request();
         });
-        let end = run(w, &cfg(1000.0, 4, 60), stop, &mut Collect(Vec::new())).await;
+        let (end, _) = run(
+            w,
+            &cfg(1000.0, 4, 60),
+            Anchor::after(Duration::from_millis(50)),
+            stop,
+            Collect(Vec::new()),
+        )
+        .await;
         assert_eq!(end.reason, EndReason::Interrupted);
         assert!((1300..=1700).contains(&end.totals[0].ok), "{}", end.totals[0].ok);
+    }
+
+    fn ms(ns: u64) -> f64 {
+        ns as f64 / 1e6
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_operation_delays_only_itself() {
+        // 1,000 op/s, 32 in flight: every 50th operation takes 150 ms, the rest 1 ms. Worker
+        // lanes (operation w, w + 32, …) would hold ~4 fast operations behind each slow one
+        // for up to ~120 ms while 31 workers sit idle.
+        let w = Arc::new(Scripted {
+            names: vec!["fast".into(), "slow".into()],
+            script: |i: u64| {
+                if i.is_multiple_of(50) {
+                    (1, Duration::from_millis(150), false)
+                } else {
+                    (0, Duration::from_millis(1), false)
+                }
+            },
+        });
+        let (end, _) = run(
+            w,
+            &cfg(1000.0, 32, 3),
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
+        let fast = &end.totals[0];
+        assert!((2900..=2950).contains(&fast.ok), "{}", fast.ok);
+        assert_eq!(
+            fast.late,
+            0,
+            "no fast operation started late (max lag {:.1} ms)",
+            ms(fast.max_lag_ns)
+        );
+        // Response time follows service time, within the timer's tick either side.
+        let (resp, serv) = (fast.response.max(), fast.service.max());
+        assert!(
+            resp <= serv + 2_000_000,
+            "fast operations' response max {:.1} ms against their service max {:.1} ms",
+            ms(resp),
+            ms(serv)
+        );
+        assert!(ms(fast.response.value_at_quantile(0.999)) < 10.0);
+        assert_eq!(end.totals[1].ok, 60);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stall_at_the_very_end_shows_in_the_percentiles() {
+        // 1,000 op/s, 4 in flight, 3 s; the server stalls from 2.5 s until 4.5 s: the last
+        // ~500 operations due cannot be sent by the end. They are in the results, as never
+        // sent, with their latency until the end; the window still ends at 3 s.
+        let w = Arc::new(Stalling {
+            t0: Instant::now() + Duration::from_millis(50),
+            service: Duration::from_micros(200),
+            stall_at: Duration::from_millis(2500),
+            stall: Duration::from_secs(2),
+            fail: false,
+        });
+        let (end, _) = run(
+            w,
+            &cfg(1000.0, 4, 3),
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
+        let t = &end.totals[0];
+        let not_sent = t.errors[ErrorKind::NotSent as usize];
+        assert!((470..=500).contains(&not_sent), "never sent: {not_sent}");
+        assert_eq!(t.due(), 3000, "every due operation is accounted for");
+        assert!(
+            ms(t.response.value_at_quantile(0.99)) > 400.0,
+            "p99 shows the stall: {:.1} ms",
+            ms(t.response.value_at_quantile(0.99))
+        );
+        assert!(ms(t.response.max()) > 1900.0, "the stalled four waited 2 s");
+        assert!(
+            (Duration::from_millis(2995)..=Duration::from_millis(3005)).contains(&end.measured()),
+            "the window is the schedule's, not the drain's: {:?}",
+            end.measured()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn failures_are_inside_the_percentiles_and_successes_apart() {
+        // 2 % of operations time out after 300 ms; the rest take 1 ms.
+        let w = Arc::new(Scripted {
+            names: vec!["op".into()],
+            script: |i: u64| {
+                if i % 50 == 7 {
+                    (0, Duration::from_millis(300), true)
+                } else {
+                    (0, Duration::from_millis(1), false)
+                }
+            },
+        });
+        let (end, _) = run(
+            w,
+            &cfg(500.0, 64, 2),
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
+        let t = &end.totals[0];
+        assert_eq!((t.ok, t.error_count()), (980, 20));
+        assert!(ms(t.response.value_at_quantile(0.99)) >= 299.0, "p99 is a timeout");
+        assert!(ms(t.response_ok.value_at_quantile(0.99)) < 10.0, "successes alone");
+        assert_eq!(t.response.len(), 1000);
+        assert_eq!(
+            end.measured(),
+            Duration::from_secs(2),
+            "the window is the schedule's even when the last operation is done early"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_straggler_after_the_end_counts_in_the_last_interval() {
+        // 2 s at 500 op/s; the last operation takes 1.5 s.
+        let w = Arc::new(Scripted {
+            names: vec!["op".into()],
+            script: |i: u64| {
+                if i == 999 {
+                    (0, Duration::from_millis(1500), false)
+                } else {
+                    (0, Duration::from_millis(1), false)
+                }
+            },
+        });
+        let (end, sink) = run(
+            w,
+            &cfg(500.0, 16, 2),
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
+        assert_eq!(end.totals[0].ok, 1000);
+        assert_eq!(
+            sink.0.len(),
+            2,
+            "no interval of stragglers alone: {:?}",
+            sink.0.iter().map(|i| i.length).collect::<Vec<_>>()
+        );
+        let last = sink.0.last().unwrap();
+        assert_eq!(
+            (last.start, last.length),
+            (Duration::from_secs(1), Duration::from_secs(1))
+        );
+        assert!(
+            last.ops[0].response.max() >= 1_500_000_000,
+            "the straggler is in the last interval"
+        );
+        assert_eq!(
+            end.measured(),
+            Duration::from_secs(2),
+            "the op rate is over 2 s, not 3.5 s"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stop_ends_the_window_at_once_with_nothing_due_left_out() {
+        // 20 op/s with 8 in flight: each worker sleeps ~400 ms before its next operation.
+        let w = Arc::new(Stalling::steady(Duration::from_millis(1)));
+        let stop = Stop::new();
+        let s2 = stop.clone();
+        tokio::spawn(async move {
+            // The schedule starts 50 ms from now: this is 1.025 s into it.
+            tokio::time::sleep(Duration::from_millis(1075)).await;
+            s2.request();
+        });
+        let began = Instant::now();
+        let (end, _) = run(
+            w,
+            &cfg(20.0, 8, 60),
+            Anchor::after(Duration::from_millis(50)),
+            stop,
+            Collect(Vec::new()),
+        )
+        .await;
+        assert!(
+            began.elapsed() < Duration::from_millis(1200),
+            "the stop waited: {:?}",
+            began.elapsed()
+        );
+        assert_eq!(end.reason, EndReason::Interrupted);
+        let t = &end.totals[0];
+        assert_eq!(
+            (t.ok, t.error_count()),
+            (21, 0),
+            "the 21 operations due by 1.025 s, all sent"
+        );
+        let measured = end.measured();
+        assert!(
+            measured >= Duration::from_millis(1020) && measured <= Duration::from_millis(1060),
+            "{measured:?}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_count_warm_up_then_a_duration_measures_the_whole_duration() {
+        let w = Arc::new(Stalling::steady(Duration::from_micros(100)));
+        let mut c = cfg(1000.0, 8, 1);
+        c.warmup = Warmup::Ops(500);
+        let (end, _) = run(
+            w,
+            &c,
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
+        assert_eq!(
+            end.totals[0].ok, 1000,
+            "1 s at 1,000/s after the 500 warm-up operations"
+        );
+        assert_eq!(end.measured(), Duration::from_secs(1));
+        // Flat out, a count of measured operations after a time warm-up is exact.
+        let w = Arc::new(Stalling::steady(Duration::from_micros(100)));
+        let mut c = cfg(0.0, 8, 0);
+        c.duration = None;
+        c.ops = Some(2000);
+        c.warmup = Warmup::Time(Duration::from_millis(200));
+        let (end, _) = run(
+            w,
+            &c,
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
+        assert_eq!(end.totals[0].ok, 2000);
+        assert!(end.started_ops > 2000, "warm-up operations are not counted in -n");
+        // Flat out with no warm-up: every operation is measured, none before the anchor.
+        let w = Arc::new(Stalling::steady(Duration::from_micros(100)));
+        let mut c = cfg(0.0, 8, 0);
+        c.duration = None;
+        c.ops = Some(700);
+        let (end, _) = run(
+            w,
+            &c,
+            Anchor::after(Duration::from_millis(300)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
+        assert_eq!(
+            (end.totals[0].ok, end.totals[0].warmup_ops, end.started_ops),
+            (700, 0, 700)
+        );
     }
 }

@@ -23,6 +23,9 @@ impl Workload for Stalling {
         vec!["op".into()]
     }
     fn worker(&self, _: usize) {}
+    fn op_of(&self, _: u64) -> usize {
+        0
+    }
     async fn execute(&self, _: &mut (), _i: u64) -> Outcome {
         let now = Instant::now();
         let (a, b) = (self.t0 + self.stall_at, self.t0 + self.stall_at + self.stall);
@@ -53,6 +56,36 @@ impl Stalling {
             stall_at: Duration::from_secs(1 << 20),
             stall: Duration::ZERO,
             fail: false,
+        }
+    }
+}
+
+/// Operations whose type, service time and success are a function of their index.
+pub struct Scripted<F> {
+    pub names: Vec<String>,
+    /// (operation type, service time, fails) of operation `i`.
+    pub script: F,
+}
+
+impl<F: Fn(u64) -> (usize, Duration, bool) + Send + Sync + 'static> Workload for Scripted<F> {
+    type Worker = ();
+    fn op_names(&self) -> Vec<String> {
+        self.names.clone()
+    }
+    fn worker(&self, _: usize) {}
+    fn op_of(&self, i: u64) -> usize {
+        (self.script)(i).0
+    }
+    async fn execute(&self, _: &mut (), i: u64) -> Outcome {
+        let (op, service, fails) = (self.script)(i);
+        sleep_until((Instant::now() + service).into()).await;
+        Outcome {
+            op,
+            result: if fails {
+                Err(ErrorKind::ClientTimeout)
+            } else {
+                Ok((1, 1))
+            },
         }
     }
 }

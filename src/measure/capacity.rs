@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::result::{CapacityStep, RunResult, RunStatus, write_json};
@@ -20,7 +19,7 @@ use crate::cluster::Home;
 use crate::cluster::local::{self, StartOptions, StopOptions};
 use crate::cluster::nodetool::JmxTarget;
 use crate::console::{group, say};
-use crate::engine::{LoaderSlice, Warmup};
+use crate::engine::{LoaderSlice, Stop, Warmup};
 use crate::sla::{Plan, RateResult, Sla};
 
 pub const CAPACITY_FILE: &str = "capacity.json";
@@ -239,7 +238,7 @@ struct Bench<'a> {
     choice: &'a Choice,
     target: Target,
     prepared: Prepared,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Stop>,
     steps_run: usize,
 }
 
@@ -252,7 +251,7 @@ impl Capacity {
         home: &Home,
         target: Target,
         choice: &Choice,
-        stop: Arc<AtomicBool>,
+        stop: Arc<Stop>,
     ) -> Result<CapacityReport> {
         let began = Instant::now();
         let cfg = self;

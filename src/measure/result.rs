@@ -18,7 +18,7 @@ use crate::workload::e1::E1Options;
 use crate::workload::profile::Profile;
 
 /// The layout of result.json; raised when a field changes meaning or goes away.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 pub const RESULT_FILE: &str = "result.json";
 
 /// How a step ended (or that it has not yet).
@@ -155,8 +155,8 @@ pub struct RunResult {
     /// Operations started, warm-up included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_ops: Option<u64>,
-    /// Per operation type, `<op>.response`, `<op>.service` and `<op>.error` over the measured
-    /// window.
+    /// Per operation type over the measured window: `<op>.response` (every due operation),
+    /// `<op>.ok` (successes), `<op>.service` (every operation sent) and `<op>.error`.
     #[serde(default)]
     pub histograms: BTreeMap<String, Encoded>,
 }

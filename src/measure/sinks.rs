@@ -4,15 +4,14 @@
 //! takes it, printing each window's verdict as it closes.
 
 use anyhow::Result;
-use hdrhistogram::serialization::V2DeflateSerializer;
-use hdrhistogram::serialization::interval_log::IntervalLogWriter;
-use std::fs::File;
+use hdrhistogram::Histogram;
 use std::time::{Duration, SystemTime};
 
 use crate::console::group;
 use crate::engine::{IntervalSink, Warmup};
 use crate::metrics::csv::CsvLog;
-use crate::metrics::{Interval, OpStats, hdrlog};
+use crate::metrics::hdrlog::HdrLog;
+use crate::metrics::{Interval, OpStats};
 use crate::sla::Judge;
 use crate::telemetry::Watch;
 
@@ -25,36 +24,33 @@ pub struct Show {
     pub windows: bool,
 }
 
-pub struct Outputs<'a> {
-    pub hlog: IntervalLogWriter<'a, 'a, File, V2DeflateSerializer>,
+pub struct Outputs {
+    pub hlog: HdrLog,
     pub csv: CsvLog,
     pub names: Vec<String>,
     /// (operation type, table) per operation type, for the CSV.
     pub csv_ops: Vec<(String, String)>,
+    /// The wall-clock time of the schedule's anchor.
     pub started: SystemTime,
-    pub tag: String,
+    /// Scratch space for the all-operations histogram of the interval log.
+    pub all: Histogram<u64>,
     pub show: Show,
     pub windows_shown: usize,
     pub planned: Option<Duration>,
     pub warmup: Warmup,
     pub judge: Option<Judge>,
     pub watch: Option<Watch>,
-    /// The measured window, since the run started.
-    pub window: Option<(Duration, Duration)>,
 }
 
-impl IntervalSink for Outputs<'_> {
+impl IntervalSink for Outputs {
     fn interval(&mut self, iv: &Interval) -> Result<()> {
         let end = iv.start + iv.length;
-        if !iv.warmup {
-            self.window.get_or_insert((iv.start, end)).1 = end;
-        }
         let server = self.watch.as_mut().map(|w| {
             let s = w.tick(self.started + end, iv.length.as_secs_f64(), !iv.warmup);
             (s.gc_pause_ms, s.server_cpu_cores)
         });
         if iv.is_reported() {
-            hdrlog::write_interval(&mut self.hlog, &self.names, iv, &mut self.tag)?;
+            self.hlog.write_interval(&self.names, iv, &mut self.all)?;
             self.csv.write(self.started, iv, &self.csv_ops, server)?;
         }
         if self.show.progress && iv.length >= Duration::from_millis(200) {
@@ -76,7 +72,7 @@ impl IntervalSink for Outputs<'_> {
     }
 }
 
-impl Outputs<'_> {
+impl Outputs {
     fn progress(&self, iv: &Interval) -> String {
         let secs = iv.length.as_secs_f64();
         let end = iv.start + iv.length;

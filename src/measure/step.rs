@@ -5,12 +5,10 @@
 //! from their own options.
 
 use anyhow::{Context, Result};
-use hdrhistogram::serialization::V2DeflateSerializer;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 
 use super::result::{CapacityStep, EngineRecord, Files, RunConfig, RunResult, RunStatus};
@@ -19,9 +17,9 @@ use super::target::Site;
 use super::workload::About;
 use crate::cluster::nodetool::JmxTarget;
 use crate::console::{group, say};
-use crate::engine::{self, EndReason, EngineConfig, LoaderSlice, Sliced, Warmup, Workload};
+use crate::engine::{self, Anchor, EndReason, EngineConfig, LoaderSlice, Sliced, Stop, Warmup, Workload};
 use crate::metrics::csv::CsvLog;
-use crate::metrics::hdrlog::{self, Encoded};
+use crate::metrics::hdrlog::{Encoded, HdrLog};
 use crate::metrics::summary::Summary;
 use crate::sla::{Judge, Sla};
 use crate::telemetry::{ServerReport, Watch, jmx};
@@ -55,7 +53,13 @@ impl Load {
             interval: Duration::from_secs(1),
             give_up_after: self.give_up_after,
             drain_timeout: self.request_timeout + Duration::from_secs(2),
-            shards: 4 * self.threads as usize,
+            // One client thread has no one to contend with for a shard; several get a few
+            // shards each, so workers on different threads rarely share one.
+            shards: if self.threads <= 1 {
+                1
+            } else {
+                4 * self.threads as usize
+            },
         }
     }
 }
@@ -80,14 +84,16 @@ pub struct Step {
 
 impl Step {
     /// Runs `workload` against `site`; `stop` ends the step early (status `interrupted`).
-    /// Errors are for results that could not be written at all; everything else, a failing
-    /// cluster included, is a result with its status.
+    /// The schedule starts at the next whole wall-clock second (so the intervals of loaders
+    /// started apart line up), and that instant is the one anchor of the schedule, the interval
+    /// log, the CSV and the server's window. Errors are for results that could not be written
+    /// at all; everything else, a failing cluster included, is a result with its status.
     pub async fn run<W: Workload>(
         &self,
         site: &Site,
         workload: Arc<W>,
         about: About,
-        stop: Arc<AtomicBool>,
+        stop: Arc<Stop>,
     ) -> Result<RunResult> {
         let (ecfg, out) = (&self.engine, &self.out);
         std::fs::create_dir_all(out)
@@ -150,34 +156,33 @@ impl Step {
             out.display()
         ));
 
-        let mut hlog_file = File::create(out.join(HDR_LOG))?;
-        let mut serializer = V2DeflateSerializer::new();
-        let hlog = hdrlog::begin(&mut hlog_file, &mut serializer, started)?;
+        if !self.jmx.is_empty() {
+            // Starts GCInspector's interval (it reports since its previous reading).
+            let targets = self.jmx.clone();
+            tokio::task::spawn_blocking(move || jmx::read(&targets)).await?;
+        }
         let csv = CsvLog::create(File::create(out.join(CSV))?, crate::procfs::hostname())?;
         let target_rate = (ecfg.rate > 0.0).then_some(ecfg.rate);
-        let mut sink = Outputs {
-            hlog,
+        let anchor = Anchor::next_second(Duration::from_millis(100));
+        let started = anchor.wall;
+        let sink = Outputs {
+            hlog: HdrLog::create(&out.join(HDR_LOG), started)?,
             csv,
             csv_ops: names.iter().cloned().zip(about.tables).collect(),
             names: names.clone(),
             started,
-            tag: String::new(),
+            all: crate::metrics::recorder::new_histogram(),
             show: self.show,
             windows_shown: 0,
             planned: ecfg.duration,
             warmup: ecfg.warmup,
             judge: self.sla.as_ref().map(|s| Judge::new(s, target_rate)),
             watch: Watch::new(&site.local_nodes),
-            window: None,
         };
-        if !self.jmx.is_empty() {
-            // Starts GCInspector's interval (it reports since its previous reading).
-            let targets = self.jmx.clone();
-            tokio::task::spawn_blocking(move || jmx::read(&targets)).await?;
-        }
-        let end = engine::run(workload, ecfg, stop, &mut sink).await;
+        let (end, mut sink) = engine::run(workload, ecfg, anchor, stop, sink).await;
+        result.started_at = humantime::format_rfc3339_millis(started).to_string();
         let verdict = sink.judge.take().map(Judge::finish);
-        let mut server = match (sink.watch.take(), sink.window) {
+        let mut server = match (sink.watch.take(), end.window) {
             (Some(w), Some((from, to))) => w.report(started + from, started + to),
             (Some(_), None) => ServerReport::not_collected("nothing was measured"),
             (None, _) => ServerReport::not_collected(if self.jmx.is_empty() {
@@ -214,12 +219,13 @@ impl Step {
             EndReason::OutputFailed(e) => Some(format!("results could not be written: {e}")),
         };
         result.finished_at = Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
-        result.summary = Some(Summary::of(&names, &end.totals, end.measured, end.not_started));
+        result.summary = Some(Summary::of(&names, &end.totals, end.measured(), end.abandoned));
         result.sla = verdict;
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
         for (n, t) in names.iter().zip(end.totals) {
             result.histograms.insert(format!("{n}.response"), Encoded(t.response));
+            result.histograms.insert(format!("{n}.ok"), Encoded(t.response_ok));
             result.histograms.insert(format!("{n}.service"), Encoded(t.service));
             result
                 .histograms
@@ -281,7 +287,6 @@ mod tests {
     use crate::measure::result::WorkloadRecord;
     use crate::workload::e1::{E1Options, Kind};
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-    use std::sync::atomic::Ordering;
     use std::time::Instant;
 
     fn site() -> Site {
@@ -350,14 +355,14 @@ mod tests {
         }
     }
 
-    /// (tag, count) of every histogram in the interval log, decoded.
+    /// (tag, count) of every histogram in the interval log, decoded ("" for the untagged one).
     fn hlog(dir: &std::path::Path) -> Vec<(String, u64)> {
         let bytes = std::fs::read(dir.join(HDR_LOG)).unwrap();
         IntervalLogIterator::new(&bytes)
             .filter_map(|e| match e.expect("a valid interval log line") {
                 LogEntry::Interval(h) => Some((
-                    h.tag().unwrap().as_str().to_string(),
-                    hdrlog::decode(h.encoded_histogram()).unwrap().len(),
+                    h.tag().map(|t| t.as_str().to_string()).unwrap_or_default(),
+                    crate::metrics::hdrlog::decode(h.encoded_histogram()).unwrap().len(),
                 )),
                 _ => None,
             })
@@ -376,10 +381,7 @@ mod tests {
     async fn a_completed_step_leaves_files_that_agree_and_read_back() {
         let s = step("completed", 500.0, 3, Some("p99<100ms/1s"));
         let w = Arc::new(Stalling::steady(Duration::from_millis(1)));
-        let r = s
-            .run(&site(), w, about(), Arc::new(AtomicBool::new(false)))
-            .await
-            .unwrap();
+        let r = s.run(&site(), w, about(), Stop::new()).await.unwrap();
         assert_eq!((r.status, r.exit_code()), (RunStatus::Completed, 0));
         let total = r.summary.as_ref().unwrap().total.clone();
         assert!((1_480..=1_500).contains(&total.ops), "3 s at 500/s: {}", total.ops);
@@ -395,12 +397,11 @@ mod tests {
         assert_eq!(back.command, vec!["caplab", "run"]);
 
         // The interval log and the CSV hold the same operations, second by second.
-        let logged: u64 = hlog(&s.out)
-            .iter()
-            .filter(|(t, _)| t == "op.response")
-            .map(|(_, n)| n)
-            .sum();
-        assert_eq!(logged, total.ops);
+        let log = hlog(&s.out);
+        let logged = |tag: &str| -> u64 { log.iter().filter(|(t, _)| t == tag).map(|(_, n)| n).sum() };
+        assert_eq!(logged("op.response"), total.ops);
+        assert_eq!(logged("op.ok"), total.ops);
+        assert_eq!(logged(""), total.ops, "the untagged histograms hold every operation");
         let rows = csv(&s.out);
         assert!((3..=4).contains(&rows.len()), "one row a second: {rows:?}");
         assert!(rows.iter().all(|r| r[2] == "t" && r[3] == "op" && r[10].is_empty()));
@@ -413,10 +414,7 @@ mod tests {
     async fn a_missed_service_level_exits_1_with_the_step_completed() {
         let s = step("sla-missed", 200.0, 2, Some("p50<100us/1s"));
         let w = Arc::new(Stalling::steady(Duration::from_millis(2)));
-        let r = s
-            .run(&site(), w, about(), Arc::new(AtomicBool::new(false)))
-            .await
-            .unwrap();
+        let r = s.run(&site(), w, about(), Stop::new()).await.unwrap();
         assert_eq!((r.status, r.exit_code()), (RunStatus::Completed, 1));
         assert!(!RunResult::load(&s.out).unwrap().sla.unwrap().pass);
         std::fs::remove_dir_all(&s.out).unwrap();
@@ -425,12 +423,13 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stopped_step_says_running_then_interrupted_and_keeps_what_it_measured() {
         let s = step("interrupted", 500.0, 60, None);
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop::new();
         let (out, flag) = (s.out.clone(), stop.clone());
         let watcher = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(1500)).await;
+            // The schedule starts at the next whole second, then runs ~1.5 s.
+            tokio::time::sleep(Duration::from_millis(2500)).await;
             let during = RunResult::load(&out).map(|r| r.status);
-            flag.store(true, Ordering::Relaxed);
+            flag.request();
             during
         });
         let began = Instant::now();
@@ -447,8 +446,10 @@ mod tests {
             began.elapsed()
         );
         assert_eq!((r.status, r.exit_code()), (RunStatus::Interrupted, 130));
-        let ops = r.summary.unwrap().total.ops;
-        assert!((600..=900).contains(&ops), "~1.5 s at 500/s: {ops}");
+        let total = r.summary.unwrap().total;
+        let ops = total.ops;
+        assert!((200..=1250).contains(&ops), "0.5 to 2.5 s at 500/s: {ops}");
+        assert_eq!(total.error_total, 0, "nothing due was left unsent at a clean stop");
         let logged: u64 = hlog(&s.out)
             .iter()
             .filter(|(t, _)| t == "op.response")
@@ -466,10 +467,7 @@ mod tests {
             fail: true,
             ..Stalling::steady(Duration::from_millis(1))
         });
-        let r = s
-            .run(&site(), w, about(), Arc::new(AtomicBool::new(false)))
-            .await
-            .unwrap();
+        let r = s.run(&site(), w, about(), Stop::new()).await.unwrap();
         assert_eq!((r.status, r.exit_code()), (RunStatus::Failed, 1));
         let back = RunResult::load(&s.out).unwrap();
         let why = back.end_reason.unwrap();

@@ -6,14 +6,13 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::result::{RunResult, WorkloadRecord};
 use super::step::Step;
 use super::target::{Site, Target};
 use crate::console::{group, say};
-use crate::engine::{self, EndReason, EngineConfig, IntervalSink, LoaderSlice, Sliced, Warmup};
+use crate::engine::{self, Anchor, EndReason, EngineConfig, IntervalSink, LoaderSlice, Sliced, Stop, Warmup};
 use crate::metrics::Interval;
 use crate::workload::builtin;
 use crate::workload::dynamic::{Dynamic, Populate};
@@ -247,7 +246,7 @@ impl Prepared {
     }
 
     /// Runs `step` with this workload.
-    pub async fn run(&self, step: &Step, site: &Site, stop: Arc<AtomicBool>) -> Result<RunResult> {
+    pub async fn run(&self, step: &Step, site: &Site, stop: Arc<Stop>) -> Result<RunResult> {
         match self {
             Prepared::E1(w, about) => step.run(site, w.clone(), about.clone(), stop).await,
             Prepared::Profile(w, about, _) => step.run(site, w.clone(), about.clone(), stop).await,
@@ -303,13 +302,13 @@ async fn populate(
         warmup: Warmup::None,
         ..base.clone()
     };
-    let mut progress = Progress {
+    let progress = Progress {
         quiet,
         done: 0,
         errors: 0,
     };
     let begin = Instant::now();
-    let end = engine::run(
+    let (end, progress) = engine::run(
         Arc::new(Sliced {
             inner: Arc::new(Populate {
                 inner: workload.clone(),
@@ -318,8 +317,9 @@ async fn populate(
             slice: loader,
         }),
         &cfg,
-        Arc::new(AtomicBool::new(false)),
-        &mut progress,
+        Anchor::now(),
+        Stop::new(),
+        progress,
     )
     .await;
     if end.reason != EndReason::Completed || progress.errors > 0 {

@@ -29,8 +29,9 @@ impl CsvLog {
         })
     }
 
-    /// One row per operation type; an interval where a type completed nothing gets a row
-    /// with count 0 and empty latencies, so every second is present. `server` is the
+    /// One row per operation type: how many operations were due and their response times
+    /// (failures and never-sent ones included, as in the summary); an interval where a type had
+    /// none gets a row with count 0 and empty latencies, so every second is present. `server` is the
     /// server's GC pause time (ms) and CPU (cores) in the interval, when known.
     pub fn write(
         &mut self,
@@ -44,7 +45,7 @@ impl CsvLog {
             self.line.clear();
             let h = &s.response;
             let ms = |v: u64| v as f64 / 1e6;
-            write!(self.line, "{when},{},{table},{op},{}", self.host, s.ok)?;
+            write!(self.line, "{when},{},{table},{op},{}", self.host, h.len())?;
             if h.is_empty() {
                 self.line.push_str(",,,,,");
             } else {

@@ -1,67 +1,118 @@
-//! The HdrHistogram interval log: one compressed histogram per interval, operation type and
-//! measure (tags `<op>.response`, `<op>.service`, `<op>.error`), values in nanoseconds, with
-//! the header lines and max-value divisor (ns → ms) that Java's HistogramLogProcessor expects.
-//! Written unbuffered, so every completed interval is on disk.
+//! The HdrHistogram interval log: per interval, one untagged histogram of every operation's
+//! response time (what Java's HistogramLogProcessor reads when no `-tag` is given), then one
+//! per operation type and measure (tags `<op>.response`: every due operation, failures and
+//! never-sent ones included; `<op>.ok`: successes only; `<op>.service`; `<op>.error`), values in
+//! nanoseconds, with the header lines and max-value divisor (ns → ms) that
+//! HistogramLogProcessor expects. Written unbuffered, so every completed interval is on disk.
 
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::interval_log::{IntervalLogWriter, IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Interval;
 
 /// Java's HistogramLogWriter prints interval maxima in milliseconds for nanosecond values.
 pub const MAX_VALUE_DIVISOR: f64 = 1_000_000.0;
 
-/// Writes the header lines to `file` and returns a writer for the intervals.
-pub fn begin<'a>(
-    file: &'a mut File,
-    serializer: &'a mut V2DeflateSerializer,
-    started: SystemTime,
-) -> Result<IntervalLogWriter<'a, 'a, File, V2DeflateSerializer>> {
-    let secs = started.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64();
-    let when = humantime::format_rfc3339_millis(started);
-    write!(
-        file,
-        "#[Logged with caplab {}]\n#[Histogram log format version 1.3]\n#[StartTime: {secs:.3} (seconds since epoch), {when}]\n#[BaseTime: {secs:.3} (seconds since epoch)]\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
-        env!("CARGO_PKG_VERSION")
-    )?;
-    IntervalLogWriterBuilder::new()
-        .with_max_value_divisor(MAX_VALUE_DIVISOR)
-        .begin_log_with(file, serializer)
-        .context("cannot start the interval log")
+/// An interval log being written. Each line is formatted whole and written with one call, so
+/// a line is on disk entirely or not at all; the histogram encoding is the `hdrhistogram`
+/// crate's (V2, deflate, base64), and its log reader reads the file back.
+pub struct HdrLog {
+    file: File,
+    serializer: V2DeflateSerializer,
+    encoded: Vec<u8>,
+    line: String,
+    tag: String,
 }
 
-/// Appends one interval: three histograms per operation type that had any.
-pub fn write_interval(
-    log: &mut IntervalLogWriter<'_, '_, File, V2DeflateSerializer>,
-    op_names: &[String],
-    interval: &Interval,
-    tag_buf: &mut String,
-) -> Result<()> {
-    for (name, s) in op_names.iter().zip(&interval.ops) {
-        for (measure, h) in [
-            ("response", &s.response),
-            ("service", &s.service),
-            ("error", &s.error_response),
-        ] {
-            if h.is_empty() {
-                continue;
-            }
-            tag_buf.clear();
-            tag_buf.push_str(name);
-            tag_buf.push('.');
-            tag_buf.push_str(measure);
-            let tag = Tag::new(tag_buf).context("operation names must not contain ',' or spaces")?;
-            log.write_histogram(h, interval.start, interval.length, Some(tag))
-                .map_err(|e| anyhow::anyhow!("cannot write the interval log: {e}"))?;
-        }
+impl HdrLog {
+    /// Creates the log at `path` with its header; interval times count from `started`.
+    pub fn create(path: &Path, started: SystemTime) -> Result<HdrLog> {
+        let mut file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        let secs = started.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+        let when = humantime::format_rfc3339_millis(started);
+        let header = format!(
+            "#[Logged with caplab {}]\n#[Histogram log format version 1.3]\n#[StartTime: {secs:.3} (seconds since epoch), {when}]\n#[BaseTime: {secs:.3} (seconds since epoch)]\n#[MaxValueDivisor: {MAX_VALUE_DIVISOR:.3}]\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        file.write_all(header.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(HdrLog {
+            file,
+            serializer: V2DeflateSerializer::new(),
+            encoded: Vec::new(),
+            line: String::new(),
+            tag: String::new(),
+        })
     }
-    Ok(())
+
+    /// Appends one histogram covering `[start, start + length)` after the log's start time.
+    pub fn write(&mut self, tag: Option<&str>, h: &Histogram<u64>, start: Duration, length: Duration) -> Result<()> {
+        use base64::Engine;
+        self.line.clear();
+        if let Some(t) = tag {
+            anyhow::ensure!(
+                !t.contains([',', ' ', '\r', '\n']),
+                "operation names must not contain ',' or spaces"
+            );
+            write!(self.line, "Tag={t},")?;
+        }
+        write!(
+            self.line,
+            "{:.3},{:.3},{:.3},",
+            start.as_secs_f64(),
+            length.as_secs_f64(),
+            h.max() as f64 / MAX_VALUE_DIVISOR
+        )?;
+        self.encoded.clear();
+        self.serializer
+            .serialize(h, &mut self.encoded)
+            .map_err(|e| anyhow::anyhow!("cannot encode a histogram: {e:?}"))?;
+        base64::engine::general_purpose::STANDARD.encode_string(&self.encoded, &mut self.line);
+        self.line.push('\n');
+        self.file
+            .write_all(self.line.as_bytes())
+            .context("cannot write the interval log")
+    }
+
+    /// Appends one interval: the untagged all-operations histogram (`all` is scratch space for
+    /// it), then up to four per operation type, those that have values.
+    pub fn write_interval(&mut self, op_names: &[String], interval: &Interval, all: &mut Histogram<u64>) -> Result<()> {
+        all.reset();
+        for s in &interval.ops {
+            all.add(&s.response).expect("same bounds");
+        }
+        if !all.is_empty() {
+            self.write(None, all, interval.start, interval.length)?;
+        }
+        for (name, s) in op_names.iter().zip(&interval.ops) {
+            for (measure, h) in [
+                ("response", &s.response),
+                ("ok", &s.response_ok),
+                ("service", &s.service),
+                ("error", &s.error_response),
+            ] {
+                if h.is_empty() {
+                    continue;
+                }
+                let mut tag = std::mem::take(&mut self.tag);
+                tag.clear();
+                tag.push_str(name);
+                tag.push('.');
+                tag.push_str(measure);
+                let written = self.write(Some(&tag), h, interval.start, interval.length);
+                self.tag = tag;
+                written?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A histogram as base64 of its compressed V2 encoding (what interval logs carry).

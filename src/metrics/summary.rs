@@ -46,9 +46,14 @@ pub struct OpSummary {
     pub partition_rate: f64,
     pub rows: u64,
     pub row_rate: f64,
-    /// Completion minus intended start (includes waiting behind schedule).
+    /// Operations due in the measured window: successes, failures and never sent.
+    pub due: u64,
+    /// Completion minus intended start (includes waiting behind schedule), of every due
+    /// operation: failures until their error, never-sent ones until given up.
     pub response: Latency,
-    /// Completion minus actual send.
+    /// The same, of successful operations only.
+    pub response_ok: Latency,
+    /// Completion minus actual send, of every operation sent.
     pub service: Latency,
     pub errors: BTreeMap<String, u64>,
     pub error_total: u64,
@@ -67,7 +72,9 @@ impl OpSummary {
             partition_rate: rate(s.partitions),
             rows: s.rows,
             row_rate: rate(s.rows),
+            due: s.due(),
             response: Latency::of(&s.response),
+            response_ok: Latency::of(&s.response_ok),
             service: Latency::of(&s.service),
             errors: ErrorKind::ALL
                 .iter()
@@ -87,12 +94,13 @@ pub struct Summary {
     pub operation_time_s: f64,
     pub total: OpSummary,
     pub per_op: Vec<OpSummary>,
-    /// Operations the schedule called for in the measured window that never started.
-    pub not_started: u64,
+    /// Operations still in flight when the drain after the end timed out (never completed,
+    /// so in no figure above).
+    pub abandoned: u64,
 }
 
 impl Summary {
-    pub fn of(names: &[String], totals: &[OpStats], measured: Duration, not_started: u64) -> Summary {
+    pub fn of(names: &[String], totals: &[OpStats], measured: Duration, abandoned: u64) -> Summary {
         let secs = measured.as_secs_f64();
         let mut all = OpStats::default();
         for t in totals {
@@ -106,7 +114,7 @@ impl Summary {
                 .zip(totals)
                 .map(|(n, t)| OpSummary::of(n, t, secs))
                 .collect(),
-            not_started,
+            abandoned,
         }
     }
 
@@ -134,6 +142,21 @@ impl Summary {
             group(t.partition_rate)
         );
         let _ = writeln!(o, "Row rate                      : {:>12} row/s", group(t.row_rate));
+        let not_sent = t.errors.get(ErrorKind::NotSent.name()).copied().unwrap_or(0);
+        let _ = writeln!(
+            o,
+            "Latency of                    : {:>12} due operations{}",
+            group(t.due as f64),
+            if t.error_total == 0 {
+                " (all succeeded)".to_string()
+            } else {
+                format!(
+                    " (failures until their error, never-sent ones until given up: {} failed, {} never sent)",
+                    group((t.error_total - not_sent) as f64),
+                    group(not_sent as f64)
+                )
+            }
+        );
         for (label, l) in [("Latency", &t.response), ("Service time", &t.service)] {
             let _ = writeln!(o, "{:<30}: {:>12.3} ms", format!("{label} mean"), l.mean_ms);
             let _ = writeln!(o, "{:<30}: {:>12.3} ms", format!("{label} median"), l.median_ms);
@@ -146,6 +169,17 @@ impl Summary {
                 l.p999_ms
             );
             let _ = writeln!(o, "{:<30}: {:>12.3} ms", format!("{label} max"), l.max_ms);
+        }
+        if t.error_total > 0 {
+            let l = &t.response_ok;
+            let _ = writeln!(
+                o,
+                "Latency of successes only     : {:>12} median, {:.3} p99, {:.3} p99.9, {:.3} max (ms)",
+                format!("{:.3}", l.median_ms),
+                l.p99_ms,
+                l.p999_ms,
+                l.max_ms
+            );
         }
         let _ = writeln!(o, "Total operations              : {:>12}", group(t.ops as f64));
         let _ = writeln!(o, "Total partitions              : {:>12}", group(t.partitions as f64));
@@ -161,13 +195,20 @@ impl Summary {
                 format!("  [{}]", kinds.join(", "))
             }
         );
-        if t.late_ops > 0 || self.not_started > 0 {
+        if t.late_ops > 0 || not_sent > 0 {
             let _ = writeln!(
                 o,
-                "Behind schedule               : {} ops started >10 ms late (max {:.1} ms), {} never started",
+                "Behind schedule               : {} ops started >10 ms late (max {:.1} ms), {} never sent",
                 group(t.late_ops as f64),
                 t.max_lag_ms,
-                group(self.not_started as f64)
+                group(not_sent as f64)
+            );
+        }
+        if self.abandoned > 0 {
+            let _ = writeln!(
+                o,
+                "Abandoned in flight           : {:>12} (no answer within the drain after the end)",
+                group(self.abandoned as f64)
             );
         }
         if self.per_op.len() > 1 {

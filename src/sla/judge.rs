@@ -2,7 +2,8 @@
 //!
 //! Windows are aligned to the start of the measured window: window k of length W holds the
 //! intervals starting in [k·W, (k+1)·W). A window passes when every objective's percentile of
-//! response time is within its bound, the achieved rate is at least the required share of
+//! response time (of every due operation: timeouts, errors and never-sent ones included) is
+//! within its bound, the achieved rate is at least the required share of
 //! the target (runs with a rate), and failed operations stay within the error budget. A
 //! window where nothing completed is reported and fails; a trailing window shorter than half
 //! its length is reported but not judged. The run passes when every judged window passes.

@@ -309,6 +309,10 @@ impl Workload for Dynamic {
             .collect()
     }
 
+    fn op_of(&self, i: u64) -> usize {
+        self.choose(i)
+    }
+
     async fn execute(&self, w: &mut Buffers, i: u64) -> Outcome {
         let op = self.choose(i);
         let (p, r) = self.address(i, self.ops[op].per_partition as u64);
@@ -331,6 +335,10 @@ impl Workload for Populate {
 
     fn worker(&self, id: usize) -> Buffers {
         self.inner.worker(id)
+    }
+
+    fn op_of(&self, _i: u64) -> usize {
+        self.op
     }
 
     async fn execute(&self, w: &mut Buffers, i: u64) -> Outcome {

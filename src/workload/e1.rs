@@ -218,6 +218,10 @@ impl Workload for E1 {
         vec![self.opts.kind.name().to_string()]
     }
 
+    fn op_of(&self, _i: u64) -> usize {
+        0
+    }
+
     fn worker(&self, _id: usize) -> Vec<RowBuf> {
         (0..self.opts.rows_per_op())
             .map(|_| RowBuf::new(self.opts.value_columns, self.opts.value_size))

@@ -1,0 +1,79 @@
+//! Asking a run to stop: set from outside (Ctrl-C) or by the engine itself (the cluster
+//! stopped answering, results could not be written). It remembers when it was first asked, so
+//! the measured window ends there, and wakes whatever waits for it at once, so a worker asleep
+//! until a distant intended start does not hold the stop up.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+use tokio::sync::Notify;
+
+#[derive(Debug, Default)]
+pub struct Stop {
+    requested: AtomicBool,
+    at: OnceLock<Instant>,
+    notify: Notify,
+}
+
+impl Stop {
+    pub fn new() -> std::sync::Arc<Stop> {
+        std::sync::Arc::new(Stop::default())
+    }
+
+    /// Asks the run to stop (the first request's time is kept).
+    pub fn request(&self) {
+        let _ = self.at.set(Instant::now());
+        self.requested.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    pub fn is_requested(&self) -> bool {
+        self.requested.load(Ordering::Acquire)
+    }
+
+    /// When the stop was first asked for.
+    pub fn requested_at(&self) -> Option<Instant> {
+        self.at.get().copied()
+    }
+
+    /// Returns once a stop is asked for.
+    pub async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_requested() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn waiters_wake_at_once_and_the_first_time_is_kept() {
+        let stop = Stop::new();
+        let s = stop.clone();
+        let waiter = tokio::spawn(async move {
+            s.wait().await;
+            Instant::now()
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let asked = Instant::now();
+        stop.request();
+        let first = stop.requested_at().unwrap();
+        stop.request();
+        assert_eq!(stop.requested_at(), Some(first));
+        let woke = waiter.await.unwrap();
+        assert!(woke.duration_since(asked) < Duration::from_millis(20));
+        // Asked before anyone waits: waiting returns at once.
+        tokio::time::timeout(Duration::from_millis(10), stop.wait())
+            .await
+            .unwrap();
+    }
+}
