@@ -353,7 +353,8 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
                         }
                     }
                 }
-                let sent = Instant::now();
+                // Flat out, the operation was taken just now: that is its send.
+                let sent = if schedule.is_open() { Instant::now() } else { intended };
                 shared.sent.fetch_add(1, Ordering::Relaxed);
                 let outcome = workload.execute(&mut state, i).await;
                 recorder.record(
