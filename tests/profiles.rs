@@ -112,6 +112,8 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
             "-q",
             "--out",
             out.to_str().unwrap(),
+            // Each loader's directory is reused by the runs below.
+            "--force",
         ];
         args.extend_from_slice(what);
         ok(lab.caplab(&args));
@@ -199,7 +201,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     );
     assert!(whole_rows >= wholes && whole_rows <= 20 * wholes && whole_rows > slice_rows);
     std::fs::write(&shapes, shapes_yaml.replace(", range: 5", "")).unwrap();
-    let err = fails(lab.caplab(&[&args[..], &["--out", out.to_str().unwrap()]].concat()));
+    let err = fails(lab.caplab(&[&args[..], &["--out", out.to_str().unwrap(), "--force"]].concat()));
     assert!(
         err.contains("binds clustering column `c` twice") && err.contains("range: N"),
         "{err}"

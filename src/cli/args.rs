@@ -15,9 +15,13 @@ use crate::sla::{Sla, parse_share};
 /// Everything a command that drives load needs besides its own length and rate settings.
 #[derive(Debug, Args)]
 pub struct DriveArgs {
-    /// Results directory. Default: caplab-results/<time>-<workload> (capacity: <time>-capacity-<workload>).
+    /// Results directory. Default: caplab-results/<time>-<workload>[-loader-i-of-n]-<pid>
+    /// (capacity: <time>-capacity-<workload>…). One that already holds results is refused.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replace the results already in --out (caplab's files only).
+    #[arg(long, requires = "out")]
+    pub force: bool,
     /// No per-second progress lines.
     #[arg(long, short)]
     pub quiet: bool,
@@ -34,6 +38,17 @@ pub struct DriveArgs {
 }
 
 impl DriveArgs {
+    /// The results directory: --out (checked), or a new one named after `name`.
+    pub fn out_dir(&self, name: &str) -> Result<PathBuf> {
+        match &self.out {
+            Some(dir) => {
+                crate::measure::out::claim(dir, self.force)?;
+                Ok(dir.clone())
+            }
+            None => Ok(crate::measure::out::default_out(name, self.workload.loader)),
+        }
+    }
+
     /// How the client generates load.
     pub fn load(&self) -> Load {
         Load {
@@ -102,8 +117,12 @@ pub struct ConnectArgs {
     #[arg(long, requires = "tls")]
     pub tls_insecure: bool,
     /// Client request timeout.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "12s")]
+    #[arg(long, value_parser = parse_duration, default_value = "12s")]
     pub timeout: Duration,
+    /// Retry a failed request on another node up to this many times (counted in the results).
+    /// Default 0: every failure is reported as the server gave it.
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
 }
 
 impl ConnectArgs {
@@ -123,6 +142,7 @@ impl ConnectArgs {
             tls: self.tls,
             tls_ca: self.tls_ca.clone(),
             tls_insecure: self.tls_insecure,
+            retries: self.retries,
         })
     }
 }
@@ -137,7 +157,7 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
     /// End the run when nothing has succeeded (and something failed) for this long.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub give_up_after: Duration,
 }
 
@@ -182,6 +202,12 @@ impl SlaArgs {
     }
 }
 
+/// A length of time: `30s`, `5m`, `1h30m`, `250ms`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|_| format!("'{s}' is not a length of time: write a number and a unit, like 30s, 5m, 1h30m or 250ms"))
+}
+
 pub fn parse_warmup(s: &str) -> Result<Warmup, String> {
     if let Ok(n) = s.trim().parse::<u64>() {
         return Ok(if n == 0 { Warmup::None } else { Warmup::Ops(n) });
@@ -210,5 +236,7 @@ mod tests {
         assert_eq!(parse_warmup("10000").unwrap(), Warmup::Ops(10_000));
         assert_eq!(parse_warmup("0s").unwrap(), Warmup::None);
         assert!(parse_warmup("a while").is_err());
+        assert!(parse_duration("-5s").unwrap_err().contains("like 30s, 5m"));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
     }
 }

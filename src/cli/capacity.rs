@@ -6,11 +6,10 @@ use anyhow::{Result, bail};
 use clap::Args;
 use std::time::Duration;
 
-use super::args::{DriveArgs, parse_rate};
+use super::args::{DriveArgs, parse_duration, parse_rate};
 use super::node::StartArgs;
 use crate::cluster::Home;
-use crate::measure::signal::stop_on_ctrl_c;
-use crate::measure::step::default_out;
+use crate::measure::signal::stop_on_signals;
 use crate::measure::target::{jmx_targets, targets};
 use crate::measure::{Capacity, Choice, Pricing, RunStatus, Target};
 use crate::sla::{Plan, parse_rates, parse_share};
@@ -27,10 +26,10 @@ pub struct CapacityArgs {
     #[arg(long, value_parser = parse_share, default_value = "5%")]
     pub precision: f64,
     /// Warm-up before each step's measured window.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub warmup: Duration,
     /// Measured window of each step.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
     pub measure: Duration,
     /// Runs per rate; a rate passes only if every repeat passes (later repeats are skipped
     /// once one fails).
@@ -108,12 +107,9 @@ pub fn run(home: &Home, args: CapacityArgs) -> Result<u8> {
         no_populate: common.workload.no_populate,
         loader: common.workload.loader,
         quiet: common.quiet,
-        out: common
-            .out
-            .clone()
-            .unwrap_or_else(|| default_out(&format!("capacity-{}", choice.name()))),
+        out: common.out_dir(&format!("capacity-{}", choice.name()))?,
         jmx: Vec::new(),
-        command: std::env::args().collect(),
+        command: crate::measure::out::command_line(),
         pricing: args.cost.map(|price| Pricing {
             price,
             nodes,
@@ -123,10 +119,12 @@ pub fn run(home: &Home, args: CapacityArgs) -> Result<u8> {
 
     let rt = common.load.runtime()?;
     rt.block_on(async {
+        let stop = stop_on_signals();
         let target = Target::connect(copts, local_nodes).await?;
         search.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
-        let report = search.run(plan, home, target, &choice, stop_on_ctrl_c()).await?;
+        let report = search.run(plan, home, target, &choice, stop).await?;
         let file = search.out.join(crate::measure::capacity::CAPACITY_FILE);
+        println!("{}", report.render());
         if report.status != RunStatus::Completed {
             if let Some(m) = &report.end_reason {
                 eprintln!("error: {m}");
@@ -138,7 +136,6 @@ pub fn run(home: &Home, args: CapacityArgs) -> Result<u8> {
             );
             return Ok(report.exit_code());
         }
-        println!("{}", report.render());
         if args.cost.is_some() && nodes == 0 {
             println!("Cost: give --nodes (the cluster's node count) to price the capacity");
         }

@@ -121,7 +121,22 @@ impl StartArgs {
             java::check_supported(&self.cassandra_version, &jdk)?;
         }
         let heap = match &self.heap {
-            Some(h) => jvm::parse_heap(h)?,
+            Some(h) => {
+                let heap = jvm::parse_heap(h)?;
+                let ram = procfs::total_ram();
+                // Heaps beyond the memory the machine has cannot all be resident: the node swaps
+                // (or is killed) and measures the pager, not Cassandra.
+                if heap.saturating_mul(u64::from(self.nodes)) > ram / 10 * 9 {
+                    bail!(
+                        "--heap {h} for {} node(s) is more than this machine's {} GiB of memory can hold with room for \
+                         the rest of the JVM: choose a smaller --heap (the default, {}, is a quarter of it)",
+                        self.nodes,
+                        ram >> 30,
+                        jvm::heap_flag_value(jvm::default_heap(ram, self.nodes))
+                    );
+                }
+                heap
+            }
             None => jvm::default_heap(procfs::total_ram(), self.nodes),
         };
         jvm::Gc::flags(self.gc, jdk.major)?;

@@ -5,19 +5,18 @@ use anyhow::Result;
 use clap::Args;
 use std::time::Duration;
 
-use super::args::{DriveArgs, parse_rate, parse_warmup};
+use super::args::{DriveArgs, parse_duration, parse_rate, parse_warmup};
 use super::node::StartArgs;
 use crate::cluster::Home;
 use crate::engine::Warmup;
-use crate::measure::signal::stop_on_ctrl_c;
-use crate::measure::step::default_out;
+use crate::measure::signal::stop_on_signals;
 use crate::measure::target::{jmx_targets, targets};
 use crate::measure::{Choice, Prepared, RunStatus, Show, Step, Target};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Length of the measured window (after warm-up), e.g. 60s, 5m. Default 60s unless -n.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Number of measured operations instead of a duration.
     #[arg(short = 'n', long = "count", conflicts_with = "duration")]
@@ -48,7 +47,7 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
     let mut step = Step {
         engine: common.load().engine(args.rate, duration, args.ops, args.warmup),
         threads: common.load.threads,
-        out: common.out.clone().unwrap_or_else(|| default_out(&choice.name())),
+        out: common.out_dir(&choice.name())?,
         loader: common.workload.loader,
         show: Show {
             progress: !common.quiet,
@@ -57,18 +56,21 @@ pub fn run(home: &Home, args: RunArgs) -> Result<u8> {
         sla,
         capacity_step: None,
         jmx: Vec::new(),
-        command: std::env::args().collect(),
+        command: crate::measure::out::command_line(),
     };
 
     let rt = common.load.runtime()?;
     rt.block_on(async move {
+        let stop = stop_on_signals();
         let target = Target::connect(copts, local_nodes).await?;
         step.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
         let prepared = Prepared::new(&target, &choice).await?;
         if !common.workload.no_populate {
-            prepared.populate(&step.engine, step.loader, common.quiet).await?;
+            prepared
+                .populate(&step.engine, step.loader, common.quiet, &stop)
+                .await?;
         }
-        let result = prepared.run(&step, &target.site, stop_on_ctrl_c()).await?;
+        let result = prepared.run(&step, &target.site, stop).await?;
         println!("{}", result.render());
         println!("Results: {}", step.out.display());
         if let (RunStatus::Failed, Some(m)) = (result.status, &result.end_reason) {

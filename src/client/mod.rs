@@ -10,9 +10,12 @@ use scylla::client::session_builder::SessionBuilder;
 use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use scylla::frame::Compression;
 use scylla::policies::load_balancing::DefaultPolicy;
+use scylla::policies::retry::{RequestInfo, RetryDecision, RetryPolicy, RetrySession};
 use scylla::statement::Consistency;
 use serde::{Deserialize, Serialize};
 use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::metrics::ErrorKind;
@@ -38,6 +41,81 @@ pub struct ClientOptions {
     pub tls_ca: Option<std::path::PathBuf>,
     /// Accept any server certificate (encrypts, but does not authenticate the server).
     pub tls_insecure: bool,
+    /// How many times a failed request is retried on another node (0: never: a load tester
+    /// reports failures rather than hiding them).
+    #[serde(default)]
+    pub retries: u32,
+}
+
+/// Retries requests up to a limit, on the next node of the plan, and counts the retries. With
+/// a limit of 0 every failure is reported as the server (or the connection) gave it, so an
+/// Unavailable from a live coordinator is not turned into a connection error by a retry on a
+/// node that is down.
+#[derive(Debug)]
+pub struct CountedRetries {
+    max: u32,
+    count: Arc<AtomicU64>,
+}
+
+impl CountedRetries {
+    pub fn new(max: u32) -> CountedRetries {
+        CountedRetries {
+            max,
+            count: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Retries made so far, over the session's life.
+    pub fn counter(&self) -> Arc<AtomicU64> {
+        self.count.clone()
+    }
+}
+
+struct CountedSession {
+    left: u32,
+    max: u32,
+    count: Arc<AtomicU64>,
+}
+
+impl RetryPolicy for CountedRetries {
+    fn new_session(&self) -> Box<dyn RetrySession> {
+        Box::new(CountedSession {
+            left: self.max,
+            max: self.max,
+            count: self.count.clone(),
+        })
+    }
+}
+
+impl RetrySession for CountedSession {
+    fn decide_should_retry(&mut self, info: RequestInfo) -> RetryDecision {
+        if self.left == 0 {
+            return RetryDecision::DontRetry;
+        }
+        // Errors after which the request surely was not applied may be retried whatever it
+        // is; others only when it is idempotent.
+        let not_applied = matches!(
+            info.error,
+            RequestAttemptError::DbError(DbError::Unavailable { .. } | DbError::Overloaded, _)
+                | RequestAttemptError::UnableToAllocStreamId
+        );
+        let retriable = matches!(
+            info.error,
+            RequestAttemptError::DbError(DbError::ReadTimeout { .. } | DbError::WriteTimeout { .. }, _)
+                | RequestAttemptError::BrokenConnectionError(_)
+        );
+        if not_applied || (retriable && info.is_idempotent) {
+            self.left -= 1;
+            self.count.fetch_add(1, Ordering::Relaxed);
+            RetryDecision::RetryNextTarget(None)
+        } else {
+            RetryDecision::DontRetry
+        }
+    }
+
+    fn reset(&mut self) {
+        self.left = self.max;
+    }
 }
 
 /// Every level a client may ask for, with the name results record it by.
@@ -85,8 +163,11 @@ pub fn parse_consistency(s: &str) -> Result<Consistency> {
     })
 }
 
-/// Connects, failing within the connect timeout with a message that names the fix.
-pub async fn connect(o: &ClientOptions) -> Result<Session> {
+/// Connects, failing within the connect timeout with a message that names the fix; returns
+/// the session and the count of retries it makes.
+pub async fn connect(o: &ClientOptions) -> Result<(Session, Arc<AtomicU64>)> {
+    let retries = CountedRetries::new(o.retries);
+    let counter = retries.counter();
     let mut policy = DefaultPolicy::builder().token_aware(true);
     if let Some(dc) = &o.dc {
         policy = policy.prefer_datacenter(dc.clone()).permit_dc_failover(false);
@@ -94,6 +175,7 @@ pub async fn connect(o: &ClientOptions) -> Result<Session> {
     let profile = ExecutionProfile::builder()
         .consistency(o.consistency)
         .request_timeout(Some(o.request_timeout))
+        .retry_policy(Arc::new(retries))
         .load_balancing_policy(policy.build())
         .build();
     let hosts: Vec<String> = o
@@ -124,7 +206,7 @@ pub async fn connect(o: &ClientOptions) -> Result<Session> {
         b = b.tls_context(Some(tls_context(o)?));
     }
     match tokio::time::timeout(o.connect_timeout + Duration::from_secs(2), b.build()).await {
-        Ok(Ok(s)) => Ok(s),
+        Ok(Ok(s)) => Ok((s, counter)),
         Ok(Err(e)) if e.to_string().contains("certificate verify failed") => bail!(
             "cannot connect to {}: the server's TLS certificate is not trusted ({e}). Pass --tls-ca with the PEM \
              certificate of its authority, or --tls-insecure to encrypt without checking it",
@@ -216,6 +298,7 @@ mod tests {
             tls: false,
             tls_ca: None,
             tls_insecure: false,
+            retries: 0,
         };
         let json = serde_json::to_string(&o).unwrap();
         assert!(json.contains("\"LocalQuorum\"") && !json.contains("secret"), "{json}");

@@ -61,18 +61,18 @@ pub fn run_on(t: &JmxTarget, args: &[&str], timeout: Duration) -> Result<String>
     if let Some(u) = &t.user {
         cmd.args(["-u", u]);
     }
+    // The password goes in a file (so it does not show in the process list), alone in a
+    // private directory with an unpredictable name, removed when nodetool is done.
+    let mut secret_dir = None;
     if let (Some(u), Some(p)) = (&t.user, &t.password) {
-        // A password file, so the password does not show in the process list.
-        use std::os::unix::fs::OpenOptionsExt;
-        let pwf = t.workdir.join("jmx.password");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&pwf)?;
-        std::io::Write::write_all(&mut f, format!("{u} {p}\n").as_bytes())?;
+        let dir = tempfile::Builder::new()
+            .prefix("caplab-jmx-")
+            .tempdir()
+            .context("cannot create a private directory for the JMX password file")?;
+        let pwf = dir.path().join("jmx.password");
+        write_private(&pwf, format!("{u} {p}\n").as_bytes())?;
         cmd.arg("-pwf").arg(&pwf);
+        secret_dir = Some(dir);
     }
     let mut child = cmd
         .args(args)
@@ -93,10 +93,24 @@ pub fn run_on(t: &JmxTarget, args: &[&str], timeout: Duration) -> Result<String>
         }
         std::thread::sleep(Duration::from_millis(100));
     };
+    drop(secret_dir);
     let text = std::fs::read_to_string(&out_path).unwrap_or_default();
     if !status.success() {
         let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
         bail!("nodetool {} failed: {last}", args.join(" "));
     }
     Ok(text)
+}
+
+/// Writes a new file only its owner can read (refusing to follow a link or reuse a file).
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    std::io::Write::write_all(&mut f, bytes)?;
+    Ok(())
 }

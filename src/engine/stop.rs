@@ -12,12 +12,25 @@ use tokio::sync::Notify;
 pub struct Stop {
     requested: AtomicBool,
     at: OnceLock<Instant>,
+    /// Who asked first, when it came from outside (`SIGTERM`…).
+    cause: OnceLock<String>,
     notify: Notify,
 }
 
 impl Stop {
     pub fn new() -> std::sync::Arc<Stop> {
         std::sync::Arc::new(Stop::default())
+    }
+
+    /// Asks the run to stop because of `cause` (a signal's name); the first cause is kept.
+    pub fn request_because(&self, cause: &str) {
+        let _ = self.cause.set(cause.to_string());
+        self.request();
+    }
+
+    /// What asked the run to stop from outside, if anything did.
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.get().map(String::as_str)
     }
 
     /// Asks the run to stop (the first request's time is kept).

@@ -107,6 +107,9 @@ pub struct CapacityReport {
     /// Why a search that failed failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_reason: Option<String>,
+    /// The signal that interrupted the search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
     pub workload: String,
     pub sla: Sla,
     pub mode: String,
@@ -134,6 +137,7 @@ impl CapacityReport {
         match self.status {
             RunStatus::Completed if self.capacity.is_some() => 0,
             RunStatus::Completed => 1,
+            RunStatus::Interrupted => super::signal::exit_code(self.interrupted_by.as_deref()),
             s => s.exit_code(),
         }
     }
@@ -169,12 +173,21 @@ impl CapacityReport {
             }
             s.push_str(if st.pass { "  pass\n" } else { "  FAIL\n" });
         }
-        match self.capacity {
-            Some(c) => s.push_str(&format!(
+        match (self.status, self.capacity) {
+            (RunStatus::Running | RunStatus::Interrupted | RunStatus::Failed, _) => s.push_str(&format!(
+                "Capacity: not decided: the search {} after {} step(s)\n",
+                match (self.status, &self.interrupted_by) {
+                    (RunStatus::Failed, _) => "failed".to_string(),
+                    (_, Some(sig)) => format!("was interrupted ({sig})"),
+                    _ => "did not finish".to_string(),
+                },
+                self.steps.len() + usize::from(self.probe.is_some())
+            )),
+            (_, Some(c)) => s.push_str(&format!(
                 "Capacity: {} op/s (the highest rate that passed every repeat)\n",
                 group(c)
             )),
-            None => s.push_str("Capacity: none found: no rate tried met the SLA\n"),
+            (_, None) => s.push_str("Capacity: none found: no rate tried met the SLA\n"),
         }
         if let Some(why) = &self.stopped_early {
             s.push_str(&format!("Note: {why}\n"));
@@ -255,9 +268,11 @@ impl Capacity {
     ) -> Result<CapacityReport> {
         let began = Instant::now();
         let cfg = self;
+        let prepared = Prepared::new(&target, choice).await?;
+        // Created once the workload is accepted: a search refused before it starts leaves no
+        // empty directory behind.
         std::fs::create_dir_all(&cfg.out)
             .with_context(|| format!("cannot create the results directory {}", cfg.out.display()))?;
-        let prepared = Prepared::new(&target, choice).await?;
         let mut bench = Bench {
             home,
             cfg,
@@ -269,13 +284,17 @@ impl Capacity {
         };
         if !cfg.fresh_node && !cfg.populate_each && !cfg.no_populate {
             let ecfg = bench.engine(0.0);
-            bench.prepared.populate(&ecfg, cfg.loader, cfg.quiet).await?;
+            bench
+                .prepared
+                .populate(&ecfg, cfg.loader, cfg.quiet, &bench.stop)
+                .await?;
         }
         let mut report = CapacityReport {
             caplab_version: env!("CARGO_PKG_VERSION").to_string(),
             command: cfg.command.clone(),
             status: RunStatus::Running,
             end_reason: None,
+            interrupted_by: None,
             workload: choice.name(),
             sla: cfg.sla.clone(),
             mode: plan.mode().to_string(),
@@ -378,6 +397,7 @@ fn ended(step: &RunResult, report: &mut CapacityReport) -> bool {
     }
     report.status = step.status;
     report.end_reason = step.end_reason.clone();
+    report.interrupted_by = step.interrupted_by.clone();
     true
 }
 
@@ -408,7 +428,9 @@ impl Bench<'_> {
         if self.cfg.fresh_node {
             self.restart_fresh().await?;
         } else if self.cfg.populate_each && !self.cfg.no_populate {
-            self.prepared.populate(&engine, self.cfg.loader, true).await?;
+            self.prepared
+                .populate(&engine, self.cfg.loader, true, &self.stop)
+                .await?;
         }
         self.steps_run += 1;
         let dir = self
@@ -457,7 +479,7 @@ impl Bench<'_> {
         self.prepared = Prepared::new(&self.target, self.choice).await?;
         if !self.cfg.no_populate {
             let ecfg = self.engine(0.0);
-            self.prepared.populate(&ecfg, self.cfg.loader, true).await?;
+            self.prepared.populate(&ecfg, self.cfg.loader, true, &self.stop).await?;
         }
         Ok(())
     }

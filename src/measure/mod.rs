@@ -1,10 +1,12 @@
 //! Measurements: one measured step (`step`: warm-up, measured window, every interval fanned
 //! out to the `sinks`, a typed `result`), or a capacity search made of steps (`capacity`). The
 //! workload is chosen and prepared here (`workload`), on a target reached here (`target`);
-//! `signal` turns Ctrl-C into a clean stop. The command line only builds the settings and
+//! `signal` turns Ctrl-C, SIGTERM and SIGHUP into a clean stop; `out` names results directories
+//! and keeps secrets out of what is recorded. The command line only builds the settings and
 //! prints what comes back; an experiment runs the same pieces once per variant.
 
 pub mod capacity;
+pub mod out;
 pub mod result;
 pub mod signal;
 pub mod sinks;

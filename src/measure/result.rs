@@ -138,12 +138,22 @@ pub struct RunResult {
     pub command: Vec<String>,
     pub config: RunConfig,
     pub environment: Environment,
+    /// The schema as the server had it when the step started (`DESCRIBE KEYSPACE`).
     pub schema: Vec<String>,
+    /// The schema statements caplab ran to get there.
+    #[serde(default)]
+    pub schema_requested: Vec<String>,
     pub statements: Vec<String>,
     pub files: Files,
     /// Why a step that failed failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_reason: Option<String>,
+    /// Results files that could not be written whole (a full disk), and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<super::sinks::Incomplete>,
+    /// The signal that interrupted the step (`SIGINT`, `SIGTERM`, `SIGHUP`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -152,6 +162,9 @@ pub struct RunResult {
     pub sla: Option<SlaVerdict>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerReport>,
+    /// Requests the client retried on another node (`--retries`; warm-up included).
+    #[serde(default)]
+    pub retries: u64,
     /// Operations started, warm-up included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_ops: Option<u64>,
@@ -169,9 +182,10 @@ impl RunResult {
     /// The exit code of the command that ran this step: the status's, and 1 for a completed
     /// step that missed its service level.
     pub fn exit_code(&self) -> u8 {
-        match self.status.exit_code() {
-            0 if self.sla.as_ref().is_some_and(|v| !v.pass) => 1,
-            code => code,
+        match self.status {
+            RunStatus::Interrupted => super::signal::exit_code(self.interrupted_by.as_deref()),
+            RunStatus::Completed if self.sla.as_ref().is_some_and(|v| !v.pass) || !self.incomplete.is_empty() => 1,
+            s => s.exit_code(),
         }
     }
 
@@ -211,10 +225,15 @@ impl RunResult {
     }
 }
 
-/// Writes JSON through a temporary file, so a reader never sees half a document.
+/// Writes JSON through a temporary file, so a reader never sees half a document (and a
+/// failed write, on a full disk, leaves the previous one and no temporary file).
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(value)?)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+    let written = std::fs::write(&tmp, serde_json::to_vec_pretty(value)?)
+        .with_context(|| format!("cannot write {}", tmp.display()))
+        .and_then(|()| std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display())));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

@@ -1,22 +1,60 @@
-//! Stopping a measurement from outside: Ctrl-C asks the engine to stop (operations in flight
-//! finish, everything measured is written); a second Ctrl-C exits at once.
+//! Stopping a measurement from outside: Ctrl-C (SIGINT), SIGTERM (`timeout`, `kill`, CI
+//! cancellation, container stops) and SIGHUP (a closed terminal) all ask the engine to stop:
+//! operations in flight finish within the drain, everything measured is written, and the
+//! command exits with 128 + the signal's number. A second signal exits at once.
 
 use std::sync::Arc;
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::console::say;
 use crate::engine::Stop;
 
-/// A stop that Ctrl-C asks for (a second one exits at once); call inside the runtime.
-pub fn stop_on_ctrl_c() -> Arc<Stop> {
+/// The exit code of a command stopped by `cause` (a signal's name): 128 + its number.
+pub fn exit_code(cause: Option<&str>) -> u8 {
+    match cause {
+        Some("SIGTERM") => 143,
+        Some("SIGHUP") => 129,
+        _ => 130,
+    }
+}
+
+/// A stop that SIGINT, SIGTERM or SIGHUP asks for; call inside the runtime.
+pub fn stop_on_signals() -> Arc<Stop> {
     let stop = Stop::new();
     let on_signal = stop.clone();
+    let listen = |kind: SignalKind| signal(kind).ok();
+    let (mut int, mut term, mut hup) = (
+        listen(SignalKind::interrupt()),
+        listen(SignalKind::terminate()),
+        listen(SignalKind::hangup()),
+    );
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            say("Stopping (Ctrl-C): finishing operations in flight, then writing results");
-            on_signal.request();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                say("Second Ctrl-C: exiting now; intervals so far are in the results directory");
-                std::process::exit(130);
+        async fn next(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        let mut first = true;
+        loop {
+            let name = tokio::select! {
+                _ = next(&mut int) => "SIGINT",
+                _ = next(&mut term) => "SIGTERM",
+                _ = next(&mut hup) => "SIGHUP",
+            };
+            if first {
+                say(&format!(
+                    "Stopping ({name}): finishing operations in flight, then writing results"
+                ));
+                on_signal.request_because(name);
+                first = false;
+            } else {
+                say(&format!(
+                    "Second signal ({name}): exiting now; intervals so far are in the results directory"
+                ));
+                std::process::exit(i32::from(exit_code(on_signal.cause())));
             }
         }
     });

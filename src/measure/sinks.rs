@@ -1,7 +1,8 @@
 //! Where each interval goes as it closes, in this order: the server's telemetry is sampled for
 //! the same second; the interval is appended to the interval log and the CSV (with that
 //! second's GC pause and server CPU); a progress line is printed; and the service-level judge
-//! takes it, printing each window's verdict as it closes.
+//! takes it, printing each window's verdict as it closes. A file that cannot be written (a
+//! full disk) is closed where it was, whole, and noted as incomplete; measuring goes on.
 
 use anyhow::Result;
 use hdrhistogram::Histogram;
@@ -24,9 +25,18 @@ pub struct Show {
     pub windows: bool,
 }
 
+/// A results file that stopped being written, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Incomplete {
+    pub file: String,
+    pub reason: String,
+}
+
 pub struct Outputs {
-    pub hlog: HdrLog,
-    pub csv: CsvLog,
+    /// None once it could not be written.
+    pub hlog: Option<HdrLog>,
+    pub csv: Option<CsvLog>,
+    pub incomplete: Vec<Incomplete>,
     pub names: Vec<String>,
     /// (operation type, table) per operation type, for the CSV.
     pub csv_ops: Vec<(String, String)>,
@@ -50,8 +60,19 @@ impl IntervalSink for Outputs {
             (s.gc_pause_ms, s.server_cpu_cores)
         });
         if iv.is_reported() {
-            self.hlog.write_interval(&self.names, iv, &mut self.all)?;
-            self.csv.write(self.started, iv, &self.csv_ops, server)?;
+            let at = humantime::format_rfc3339_seconds(self.started + iv.start);
+            if let Some(h) = &mut self.hlog
+                && let Err(e) = h.write_interval(&self.names, iv, &mut self.all)
+            {
+                self.give_up("latency.hlog", &e, &at);
+                self.hlog = None;
+            }
+            if let Some(c) = &mut self.csv
+                && let Err(e) = c.write(self.started, iv, &self.csv_ops, server)
+            {
+                self.give_up("latency.csv", &e, &at);
+                self.csv = None;
+            }
         }
         if self.show.progress && iv.length >= Duration::from_millis(200) {
             let mut line = self.progress(iv);
@@ -73,6 +94,15 @@ impl IntervalSink for Outputs {
 }
 
 impl Outputs {
+    fn give_up(&mut self, file: &str, e: &anyhow::Error, at: &impl std::fmt::Display) {
+        let reason = format!("{e:#}; it holds every whole second before {at}");
+        eprintln!("error: {file} cannot be written any more ({reason}); measuring goes on");
+        self.incomplete.push(Incomplete {
+            file: file.to_string(),
+            reason,
+        });
+    }
+
     fn progress(&self, iv: &Interval) -> String {
         let secs = iv.length.as_secs_f64();
         let end = iv.start + iv.length;
@@ -112,10 +142,17 @@ impl Outputs {
             all.error_count()
         );
         if all.late > 0 {
+            // Operations start late only when every slot is taken (or the client is saturated):
+            // slow answers mean the server is the cause, and more slots would only queue on it.
+            let (lag, service) = (all.max_lag_ns as f64 / 1e6, all.service.max() as f64 / 1e6);
+            let why = if service >= lag {
+                format!("the server answered slowly (service time up to {service:.0} ms), every slot was in flight")
+            } else {
+                "raise --concurrency or lower --rate (or the client is saturated: --threads)".to_string()
+            };
             line.push_str(&format!(
-                "  BEHIND SCHEDULE: {} ops started >10 ms late (up to {:.0} ms): raise --concurrency or lower --rate",
-                all.late,
-                all.max_lag_ns as f64 / 1e6
+                "  BEHIND SCHEDULE: {} ops started >10 ms late (up to {lag:.0} ms): {why}",
+                all.late
             ));
         }
         line

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::result::{CapacityStep, EngineRecord, Files, RunConfig, RunResult, RunStatus};
-use super::sinks::{Outputs, Show};
+use super::result::{CapacityStep, EngineRecord, Files, RESULT_FILE, RunConfig, RunResult, RunStatus};
+use super::sinks::{Incomplete, Outputs, Show};
 use super::target::Site;
 use super::workload::About;
 use crate::cluster::nodetool::JmxTarget;
@@ -129,12 +129,16 @@ impl Step {
             },
             environment: site.environment(),
             schema: about.schema.clone(),
+            schema_requested: about.schema_requested.clone(),
             statements: about.statements.clone(),
             files: Files {
                 hdr_log: HDR_LOG.into(),
                 csv: CSV.into(),
             },
             end_reason: None,
+            interrupted_by: None,
+            incomplete: Vec::new(),
+            retries: 0,
             finished_at: None,
             summary: None,
             sla: None,
@@ -166,8 +170,9 @@ impl Step {
         let anchor = Anchor::next_second(Duration::from_millis(100));
         let started = anchor.wall;
         let sink = Outputs {
-            hlog: HdrLog::create(&out.join(HDR_LOG), started)?,
-            csv,
+            hlog: Some(HdrLog::create(&out.join(HDR_LOG), started)?),
+            csv: Some(csv),
+            incomplete: Vec::new(),
             csv_ops: names.iter().cloned().zip(about.tables).collect(),
             names: names.clone(),
             started,
@@ -179,7 +184,8 @@ impl Step {
             judge: self.sla.as_ref().map(|s| Judge::new(s, target_rate)),
             watch: Watch::new(&site.local_nodes),
         };
-        let (end, mut sink) = engine::run(workload, ecfg, anchor, stop, sink).await;
+        let retries_before = site.retries.load(std::sync::atomic::Ordering::Relaxed);
+        let (end, mut sink) = engine::run(workload, ecfg, anchor, stop.clone(), sink).await;
         result.started_at = humantime::format_rfc3339_millis(started).to_string();
         let verdict = sink.judge.take().map(Judge::finish);
         let mut server = match (sink.watch.take(), end.window) {
@@ -201,6 +207,7 @@ impl Step {
                 eprintln!("  {}", w.line());
             }
         }
+        result.incomplete = std::mem::take(&mut sink.incomplete);
         drop(sink);
         if !self.jmx.is_empty() {
             let targets = self.jmx.clone();
@@ -208,6 +215,9 @@ impl Step {
         }
 
         result.status = RunStatus::of(&end.reason);
+        if result.status == RunStatus::Interrupted {
+            result.interrupted_by = Some(stop.cause().unwrap_or("SIGINT").to_string());
+        }
         result.end_reason = match &end.reason {
             EndReason::Completed | EndReason::Interrupted => None,
             EndReason::ClusterLost { last_errors } => Some(format!(
@@ -223,6 +233,7 @@ impl Step {
         result.sla = verdict;
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
+        result.retries = site.retries.load(std::sync::atomic::Ordering::Relaxed) - retries_before;
         for (n, t) in names.iter().zip(end.totals) {
             result.histograms.insert(format!("{n}.response"), Encoded(t.response));
             result.histograms.insert(format!("{n}.ok"), Encoded(t.response_ok));
@@ -231,17 +242,47 @@ impl Step {
                 .histograms
                 .insert(format!("{n}.error"), Encoded(t.error_response));
         }
-        result.save(out)?;
+        if let Err(e) = result.save(out) {
+            // A full disk: the result is still printed; a smaller result.json (without
+            // histograms and the per-second server timeline) may still fit.
+            result.incomplete.push(Incomplete {
+                file: RESULT_FILE.into(),
+                reason: format!("{e:#}"),
+            });
+            let mut compact = result.clone();
+            compact.histograms.clear();
+            if let Some(s) = &mut compact.server {
+                s.timeline.clear();
+            }
+            if let Some(last) = compact.incomplete.last_mut() {
+                last.reason
+                    .push_str("; written without histograms and the server timeline");
+            }
+            if compact.save(out).is_err() {
+                result.incomplete.last_mut().expect("just pushed").reason.push_str(
+                    "; the result.json on disk is the one written at the start (status running): the summary printed \
+                     is this run's result",
+                );
+            }
+        }
         Ok(result)
     }
 }
 
 impl RunResult {
-    /// The end-of-step text: the summary, the server's lines, the service level's verdict.
+    /// The end-of-step text: the summary, the server's lines, the service level's verdict,
+    /// and the files that could not be written.
     pub fn render(&self) -> String {
         let mut parts = Vec::new();
         if let Some(s) = &self.summary {
-            parts.push(s.render());
+            let mut text = s.render();
+            if self.retries > 0 {
+                text.push_str(&format!(
+                    "Retries (--retries)           : {:>12}\n",
+                    crate::console::group(self.retries as f64)
+                ));
+            }
+            parts.push(text);
         }
         if let Some(s) = &self.server {
             parts.push(s.render());
@@ -249,15 +290,11 @@ impl RunResult {
         if let Some(v) = &self.sla {
             parts.push(v.render());
         }
+        for f in &self.incomplete {
+            parts.push(format!("INCOMPLETE: {}: {}", f.file, f.reason));
+        }
         parts.join("\n")
     }
-}
-
-/// `caplab-results/<time>-<name>`.
-pub fn default_out(name: &str) -> PathBuf {
-    let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let stamp: String = stamp.chars().filter(|c| c.is_ascii_digit() || *c == 'T').collect();
-    PathBuf::from("caplab-results").join(format!("{}-{name}", stamp.replace('T', "-")))
 }
 
 fn describe_load(c: &EngineConfig) -> String {
@@ -304,9 +341,11 @@ mod tests {
                 tls: false,
                 tls_ca: None,
                 tls_insecure: false,
+                retries: 0,
             },
             local_nodes: Vec::new(),
             release: None,
+            retries: Default::default(),
         }
     }
 
@@ -325,6 +364,7 @@ mod tests {
                 compaction: false,
             }),
             schema: vec!["CREATE TABLE t (k int PRIMARY KEY)".into()],
+            schema_requested: vec!["CREATE TABLE t (k int PRIMARY KEY)".into()],
             statements: vec!["INSERT INTO t (k) VALUES (?)".into()],
             tables: vec!["t".into()],
         }

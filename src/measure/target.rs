@@ -6,6 +6,7 @@ use anyhow::{Context, Result, bail};
 use scylla::client::session::Session;
 use std::sync::Arc;
 
+use super::out::redact_setting;
 use super::result::Environment;
 use crate::client::{self, ClientOptions};
 use crate::cluster::local::{self, StartOptions};
@@ -24,6 +25,8 @@ pub struct Site {
     pub local_nodes: Vec<NodeState>,
     /// The cluster's Cassandra version, as `system.local` says.
     pub release: Option<String>,
+    /// Retries the session has made (with `--retries`).
+    pub retries: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Site {
@@ -42,7 +45,17 @@ impl Site {
             ram_bytes: procfs::total_ram(),
             kernel: procfs::kernel(),
             cassandra_release_version: self.release.clone(),
-            local_nodes: self.local_nodes.clone(),
+            local_nodes: self
+                .local_nodes
+                .iter()
+                .map(|n| {
+                    let mut n = n.clone();
+                    n.spec.overrides = n.spec.overrides.iter().map(|o| redact_setting(o)).collect();
+                    n.spec.jvm_opts = n.spec.jvm_opts.iter().map(|o| redact_setting(o)).collect();
+                    n.command = n.command.iter().map(|o| redact_setting(o)).collect();
+                    n
+                })
+                .collect(),
         }
     }
 }
@@ -55,13 +68,15 @@ pub struct Target {
 
 impl Target {
     pub async fn connect(client: ClientOptions, local_nodes: Vec<NodeState>) -> Result<Target> {
-        let session = Arc::new(client::connect(&client).await?);
+        let (session, retries) = client::connect(&client).await?;
+        let session = Arc::new(session);
         let release = release_version(&session).await;
         Ok(Target {
             site: Site {
                 client,
                 local_nodes,
                 release,
+                retries,
             },
             session,
         })

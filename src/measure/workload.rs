@@ -18,6 +18,7 @@ use crate::workload::builtin;
 use crate::workload::dynamic::{Dynamic, Populate};
 use crate::workload::e1::{E1, E1Options, Kind};
 use crate::workload::profile::Profile;
+use crate::workload::schema;
 use crate::workload::stress;
 
 /// Which workload, and its settings.
@@ -71,23 +72,32 @@ pub struct WorkloadOptions {
     /// Keep compaction on (E1 turns it off).
     #[arg(long)]
     pub compaction: bool,
+    /// When the workload's keyspace (or E1's table) exists with other settings than asked
+    /// (replication, durable writes, compaction, columns), drop it and create it as asked
+    /// (its data is lost) instead of refusing to run.
+    #[arg(long)]
+    pub recreate: bool,
 }
 
 /// The workload a step drives, settled before anything touches the cluster.
 pub enum Choice {
-    E1(E1Options),
+    E1(E1Options, Recreate),
     Profile {
         profile: Box<Profile>,
         origin: String,
         /// What a cassandra-stress profile could not carry over exactly.
         notes: Vec<String>,
+        recreate: Recreate,
     },
 }
+
+/// Whether a keyspace (or table) left with other settings is dropped and created again.
+pub type Recreate = bool;
 
 impl Choice {
     pub fn name(&self) -> String {
         match self {
-            Choice::E1(o) => o.kind.name().to_string(),
+            Choice::E1(o, _) => o.kind.name().to_string(),
             Choice::Profile { profile, origin, .. } => profile.name.clone().unwrap_or_else(|| origin.clone()),
         }
     }
@@ -123,7 +133,12 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
             profile.seed = seed;
         }
         profile.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
-        Ok(Choice::Profile { profile, origin, notes })
+        Ok(Choice::Profile {
+            profile,
+            origin,
+            notes,
+            recreate: args.recreate,
+        })
     };
     if let Some(path) = &args.profile {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read profile {}", path.display()))?;
@@ -183,7 +198,7 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
         compaction: args.compaction,
     };
     opts.validate()?;
-    Ok(Choice::E1(opts))
+    Ok(Choice::E1(opts, args.recreate))
 }
 
 /// What results say about the workload.
@@ -191,7 +206,10 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
 pub struct About {
     pub name: String,
     pub record: WorkloadRecord,
+    /// The schema as the server has it after setup (as asked, where it cannot say).
     pub schema: Vec<String>,
+    /// The schema statements caplab ran.
+    pub schema_requested: Vec<String>,
     pub statements: Vec<String>,
     /// Table of each operation type, for the CSV.
     pub tables: Vec<String>,
@@ -208,19 +226,27 @@ impl Prepared {
     pub async fn new(target: &Target, choice: &Choice) -> Result<Prepared> {
         let session = target.session.clone();
         Ok(match choice {
-            Choice::E1(opts) => {
-                let workload = Arc::new(E1::setup(session, opts.clone()).await?);
+            Choice::E1(opts, recreate) => {
+                let workload = Arc::new(E1::setup(session.clone(), opts.clone(), *recreate).await?);
                 let about = About {
                     name: opts.kind.name().into(),
                     record: WorkloadRecord::E1(opts.clone()),
-                    schema: opts.ddl(),
+                    schema: schema::describe(&session, &opts.keyspace)
+                        .await
+                        .unwrap_or_else(|| opts.ddl()),
+                    schema_requested: opts.ddl(),
                     statements: vec![opts.insert_cql()],
                     tables: vec![opts.table()],
                 };
                 Prepared::E1(workload, about)
             }
-            Choice::Profile { profile, origin, notes } => {
-                let workload = Arc::new(Dynamic::setup(session, profile).await?);
+            Choice::Profile {
+                profile,
+                origin,
+                notes,
+                recreate,
+            } => {
+                let workload = Arc::new(Dynamic::setup(session.clone(), profile, *recreate).await?);
                 let about = About {
                     name: profile.name.clone().unwrap_or_else(|| origin.clone()),
                     record: WorkloadRecord::Profile {
@@ -228,7 +254,10 @@ impl Prepared {
                         definition: profile.clone(),
                         not_mapped: notes.clone(),
                     },
-                    schema: profile.schema.clone(),
+                    schema: schema::describe(&session, &profile.keyspace)
+                        .await
+                        .unwrap_or_else(|| profile.schema.clone()),
+                    schema_requested: profile.schema.clone(),
                     statements: profile.operations.values().map(|o| o.cql.clone()).collect(),
                     tables: workload.op_tables(),
                 };
@@ -237,10 +266,16 @@ impl Prepared {
         })
     }
 
-    /// Runs the profile's populate phase, if it has one.
-    pub async fn populate(&self, base: &EngineConfig, loader: LoaderSlice, quiet: bool) -> Result<()> {
+    /// Runs the profile's populate phase, if it has one; `stop` interrupts it.
+    pub async fn populate(
+        &self,
+        base: &EngineConfig,
+        loader: LoaderSlice,
+        quiet: bool,
+        stop: &Arc<Stop>,
+    ) -> Result<()> {
         if let Prepared::Profile(workload, _, Some(op)) = self {
-            populate(workload, op, base, loader, quiet).await?;
+            populate(workload, op, base, loader, quiet, stop.clone()).await?;
         }
         Ok(())
     }
@@ -262,6 +297,7 @@ async fn populate(
     base: &EngineConfig,
     loader: LoaderSlice,
     quiet: bool,
+    stop: Arc<Stop>,
 ) -> Result<()> {
     let op = workload.op_index(op_name).expect("validated populate operation");
     let all = workload.populate_ops(op);
@@ -318,10 +354,13 @@ async fn populate(
         }),
         &cfg,
         Anchor::now(),
-        Stop::new(),
+        stop.clone(),
         progress,
     )
     .await;
+    if let Some(why) = stop.cause() {
+        bail!("populating was interrupted ({why}); the measured run did not start");
+    }
     if end.reason != EndReason::Completed || progress.errors > 0 {
         bail!(
             "populating failed: {} of {} operations succeeded, {} failed ({:?}); the measured run did not start",

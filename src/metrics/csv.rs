@@ -1,5 +1,6 @@
 //! The per-second CSV (columns of the E5 talk's client metrics): one row per interval and
-//! operation type, written unbuffered so each second is on disk when it ends.
+//! operation type, each second's rows written together and whole, unbuffered, so each second
+//! is on disk when it ends.
 
 use anyhow::Result;
 use std::fmt::Write as _;
@@ -41,8 +42,8 @@ impl CsvLog {
         server: Option<(f64, f64)>,
     ) -> Result<()> {
         let when = humantime::format_rfc3339_millis(started + interval.start + interval.length);
+        self.line.clear();
         for ((op, table), s) in ops.iter().zip(&interval.ops) {
-            self.line.clear();
             let h = &s.response;
             let ms = |v: u64| v as f64 / 1e6;
             write!(self.line, "{when},{},{table},{op},{}", self.host, h.len())?;
@@ -63,8 +64,9 @@ impl CsvLog {
                 Some((gc_ms, cpu)) => writeln!(self.line, ",{gc_ms:.3},{cpu:.3}")?,
                 None => self.line.push_str(",,\n"),
             }
-            self.file.write_all(self.line.as_bytes())?;
         }
+        // The second's rows all, or none of them.
+        super::write_whole(&mut self.file, self.line.as_bytes())?;
         Ok(())
     }
 }

@@ -76,9 +76,7 @@ impl HdrLog {
             .map_err(|e| anyhow::anyhow!("cannot encode a histogram: {e:?}"))?;
         base64::engine::general_purpose::STANDARD.encode_string(&self.encoded, &mut self.line);
         self.line.push('\n');
-        self.file
-            .write_all(self.line.as_bytes())
-            .context("cannot write the interval log")
+        super::write_whole(&mut self.file, self.line.as_bytes()).context("cannot write the interval log")
     }
 
     /// Appends one interval: the untagged all-operations histogram (`all` is scratch space for

@@ -8,3 +8,17 @@ pub mod recorder;
 pub mod summary;
 
 pub use recorder::{ErrorKind, Interval, OpStats, Recorder};
+
+use std::io::{Seek, Write};
+
+/// Appends `bytes` to `file` entirely or not at all: after a failed write (a full disk) the
+/// file is cut back to where it was, so a reader never meets half a line.
+pub fn write_whole(file: &mut std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
+    let at = file.stream_position()?;
+    if let Err(e) = file.write_all(bytes) {
+        let _ = file.set_len(at);
+        let _ = file.seek(std::io::SeekFrom::Start(at));
+        return Err(e);
+    }
+    Ok(())
+}

@@ -41,6 +41,8 @@ struct NodeWatch {
     flush_threads: NamedThreads,
     last_flush_ticks: u64,
     rss_max: u64,
+    /// Whether its process has been seen gone.
+    exited: bool,
     /// CPU ticks of the process (user, system), and of its flush writers, in measured intervals.
     measured_ticks: u64,
     measured_user_ticks: u64,
@@ -64,9 +66,20 @@ pub struct Second {
     pub measured: bool,
 }
 
+/// Something that happened to a node while a run went on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeEvent {
+    pub node: String,
+    /// Epoch milliseconds of the interval end when it was seen.
+    pub at_ms: u64,
+    /// `exited`: its process was gone.
+    pub event: String,
+}
+
 /// Watches the local nodes (and this process) while a run goes on.
 pub struct Watch {
     nodes: Vec<NodeWatch>,
+    events: Vec<NodeEvent>,
     client_last: ProcSample,
     tck: f64,
     timeline: Vec<Second>,
@@ -111,6 +124,9 @@ pub struct ServerReport {
     pub server_cpu_cores: f64,
     pub client_cpu_cores: f64,
     pub timeline: Vec<Second>,
+    /// Nodes that exited while the run went on.
+    #[serde(default)]
+    pub events: Vec<NodeEvent>,
     /// GCInspector readings over JMX (`--jmx`), covering the whole run.
     pub jmx: Vec<jmx::JmxGc>,
 }
@@ -137,6 +153,7 @@ impl Watch {
                     flush_threads,
                     last_flush_ticks,
                     rss_max: last.rss_bytes,
+                    exited: false,
                     measured_ticks: 0,
                     measured_user_ticks: 0,
                     measured_system_ticks: 0,
@@ -152,6 +169,7 @@ impl Watch {
             client_last: procfs::sample(std::process::id()).unwrap_or_default(),
             tck: procfs::ticks_per_second(),
             timeline: Vec::new(),
+            events: Vec::new(),
         })
     }
 
@@ -165,6 +183,20 @@ impl Watch {
             ..Default::default()
         };
         for n in &mut self.nodes {
+            if !n.exited && matches!(procfs::state(n.pid), None | Some('Z' | 'X')) {
+                n.exited = true;
+                crate::console::say(&format!(
+                    "server: {} (pid {}) has exited; see {}",
+                    n.name,
+                    n.pid,
+                    n.system_log.display()
+                ));
+                self.events.push(NodeEvent {
+                    node: n.name.clone(),
+                    at_ms: s.at_ms,
+                    event: "exited".into(),
+                });
+            }
             if let Some(p) = procfs::sample(n.pid) {
                 let ticks = p.cpu_ticks().saturating_sub(n.last.cpu_ticks());
                 s.server_cpu_cores += ticks as f64 / self.tck / secs;
@@ -268,6 +300,7 @@ impl Watch {
             client_cpu_cores: if window_s > 0.0 { client_cpu / window_s } else { 0.0 },
             nodes,
             timeline: self.timeline,
+            events: self.events,
             jmx: Vec::new(),
         }
     }
@@ -326,6 +359,7 @@ impl ServerReport {
             server_cpu_cores: 0.0,
             client_cpu_cores: 0.0,
             timeline: Vec::new(),
+            events: Vec::new(),
             jmx: Vec::new(),
         }
     }
@@ -363,14 +397,18 @@ impl ServerReport {
         let mut out = format!(
             "Total GC count                : {:>12}\n\
              Total GC memory               : {:>12}\n\
-             Total GC time                 : {:>12.3} seconds\n\
+             Total GC time                 : {:>12}\n\
              Avg GC time                   : {:>12.3} ms\n\
              StdDev GC time                : {:>12.3} ms\n\
              Max GC pause                  : {:>12.3} ms\n\
              Allocation stalls             : {:>12}",
             self.gc_count,
             format!("{:.3} GiB", self.gc_reclaimed_mb / 1024.0),
-            self.gc_total_ms / 1e3,
+            if self.gc_total_ms >= 1_000.0 {
+                format!("{:.3} s", self.gc_total_ms / 1e3)
+            } else {
+                format!("{:.3} ms", self.gc_total_ms)
+            },
             self.gc_mean_ms,
             self.gc_stddev_ms,
             self.gc_max_ms,
@@ -399,6 +437,14 @@ impl ServerReport {
                 mb,
                 mb / self.window_s.max(1e-9),
                 if ops > 0 { cpu * 1e6 / ops as f64 } else { 0.0 }
+            ));
+        }
+        for e in &self.events {
+            out.push_str(&format!(
+                "\nNode event                    : {} {} at {}",
+                e.node,
+                e.event,
+                humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(e.at_ms))
             ));
         }
         for line in jmx {

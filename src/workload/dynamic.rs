@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use super::generate::{Generator, Role, Value, shape_of};
 use super::profile::{BatchKind, ColumnSpec, Distribution, Profile, RowCount};
+use super::schema;
 use super::values::{draw, mix};
 use crate::client::{classify, parse_consistency};
 use crate::engine::{Outcome, Workload};
@@ -56,9 +57,18 @@ pub type Buffers = Vec<Vec<Vec<Value>>>;
 impl Dynamic {
     /// Creates the keyspace and schema, prepares the operations and matches their binds;
     /// on any error, drops what it created.
-    pub async fn setup(session: Arc<Session>, profile: &Profile) -> Result<Dynamic> {
+    pub async fn setup(session: Arc<Session>, profile: &Profile, recreate: bool) -> Result<Dynamic> {
         let ks = &profile.keyspace;
-        let before = existing_tables(&session, ks).await?;
+        // What was there before (with --recreate, a differing keyspace is not kept).
+        let before = match schema::keyspace(&session, ks).await? {
+            Some(have)
+                if recreate && have != schema::KeyspaceState::asked(&profile.replication, profile.durable_writes) =>
+            {
+                None
+            }
+            _ => existing_tables(&session, ks).await?,
+        };
+        schema::ensure_keyspace(&session, ks, &profile.replication, profile.durable_writes, recreate).await?;
         let outcome = Self::build(session.clone(), profile).await;
         if outcome.is_err() {
             cleanup(&session, ks, before.as_ref()).await;
@@ -68,14 +78,6 @@ impl Dynamic {
 
     async fn build(session: Arc<Session>, profile: &Profile) -> Result<Dynamic> {
         let ks = &profile.keyspace;
-        let create = format!(
-            "CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {} AND durable_writes = {}",
-            profile.replication, profile.durable_writes
-        );
-        session
-            .query_unpaged(create.as_str(), ())
-            .await
-            .with_context(|| format!("the server rejected: {create}"))?;
         session.use_keyspace(ks, false).await?;
         for stmt in &profile.schema {
             session

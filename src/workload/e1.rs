@@ -17,8 +17,10 @@ use scylla::serialize::writers::RowWriter;
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::schema;
 use super::values::{fill_key, fill_text};
 use crate::client::classify;
 use crate::engine::{Outcome, Workload};
@@ -180,10 +182,51 @@ pub struct E1 {
 }
 
 impl E1 {
-    /// Creates the schema if needed and prepares the statements.
-    pub async fn setup(session: Arc<Session>, opts: E1Options) -> Result<E1> {
+    /// Creates the schema if needed and prepares the statements. A keyspace or table that
+    /// exists with other settings is refused, or dropped and created again with `recreate`.
+    pub async fn setup(session: Arc<Session>, opts: E1Options, recreate: bool) -> Result<E1> {
         opts.validate()?;
-        for stmt in opts.ddl() {
+        let ks = &opts.keyspace;
+        schema::ensure_keyspace(
+            &session,
+            ks,
+            &format!(
+                "{{'class': 'SimpleStrategy', 'replication_factor': {}}}",
+                opts.replication_factor
+            ),
+            opts.durable_writes,
+            recreate,
+        )
+        .await?;
+        let table = opts.table();
+        if let Some(have) = schema::table(&session, ks, &table).await? {
+            let wanted: BTreeMap<String, String> = ["pk".to_string(), "ck".to_string()]
+                .into_iter()
+                .chain((1..=opts.value_columns).map(|i| format!("v{i}")))
+                .map(|c| (c, "text".to_string()))
+                .collect();
+            let mut differs = schema::column_differences(&have.columns, &wanted);
+            if schema::compaction_enabled(&have.compaction) != opts.compaction {
+                differs.push(format!(
+                    "compaction is {}, not {}",
+                    if opts.compaction { "off" } else { "on" },
+                    if opts.compaction { "on" } else { "off" }
+                ));
+            }
+            if !differs.is_empty() {
+                if !recreate {
+                    bail!(
+                        "table {ks}.{table} exists with other settings ({}): pass --recreate to drop it and create it                          as asked (its rows are lost), or choose another --keyspace",
+                        differs.join("; ")
+                    );
+                }
+                session
+                    .query_unpaged(format!("DROP TABLE IF EXISTS {ks}.{table}"), ())
+                    .await
+                    .with_context(|| format!("cannot drop {ks}.{table}"))?;
+            }
+        }
+        for stmt in opts.ddl().iter().skip(1) {
             session
                 .query_unpaged(stmt.as_str(), ())
                 .await

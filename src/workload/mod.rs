@@ -7,5 +7,6 @@ pub mod dynamic;
 pub mod e1;
 pub mod generate;
 pub mod profile;
+pub mod schema;
 pub mod stress;
 pub mod values;

@@ -1,0 +1,354 @@
+//! Results that can be trusted under faults, against real nodes: the schema recorded is the
+//! server's (a keyspace left with other settings is refused or recreated), SIGTERM keeps the
+//! run, runs started in the same second never share a directory, secrets are never written, a
+//! full disk leaves whole files and a printed summary, and Unavailable is reported as such.
+
+mod common;
+
+use common::{Lab, fails, jvm_lock, ok, result_json, stderr, stdout};
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn spawn_in(lab: &Lab, cwd: &Path, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_caplab"))
+        .args(args)
+        .current_dir(cwd)
+        .env("CAPLAB_HOME", &lab.home)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for_seconds(dir: &Path, seconds: usize) {
+    let begin = Instant::now();
+    while std::fs::read_to_string(dir.join("latency.csv"))
+        .map(|t| t.lines().count().saturating_sub(1))
+        .unwrap_or(0)
+        < seconds
+    {
+        assert!(
+            begin.elapsed() < Duration::from_secs(90),
+            "the run did not get to {seconds}s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Histograms in an interval log, every line read by the `hdrhistogram` crate's reader.
+fn hlog_histograms(path: &Path) -> usize {
+    let bytes = std::fs::read(path).unwrap();
+    IntervalLogIterator::new(&bytes)
+        .map(|e| e.unwrap_or_else(|e| panic!("{} has a line the reader rejects: {e:?}", path.display())))
+        .filter(|e| matches!(e, LogEntry::Interval(_)))
+        .count()
+}
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A tmpfs of `kib` KiB at `dir`, unmounted when dropped.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: PathBuf, kib: u32) -> SmallDisk {
+        std::fs::create_dir_all(&dir).unwrap();
+        let o = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(&dir)
+            .output()
+            .expect("mount");
+        assert!(
+            o.status.success(),
+            "this test fills a small tmpfs and needs to mount one (run as root): {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        SmallDisk(dir)
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).output();
+    }
+}
+
+#[test]
+fn results_survive_faults_and_record_what_ran() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("faults", "127.0.40.1", 7690);
+    ok(lab.start(&[]));
+    let hosts = lab.cql();
+    let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
+    let run = |extra: &[&str], out: &str| {
+        let mut args = vec!["run", "--hosts", &hosts, "--keyspace", "faults", "-q", "--out", out];
+        args.extend_from_slice(extra);
+        lab.caplab(&args)
+    };
+
+    // 1. A keyspace left with RF 1 is not silently run on when RF 3 is asked for.
+    ok(run(&["-n", "100"], &dir("rf1")));
+    let err = fails(run(&["-n", "100", "--replication-factor", "3"], &dir("rf3-refused")));
+    assert!(
+        err.contains("keyspace faults exists with replication")
+            && err.contains("'replication_factor': '1'")
+            && err.contains("--recreate"),
+        "{err}"
+    );
+    assert!(
+        !lab.home.join("rf3-refused").exists(),
+        "a refused run leaves no directory"
+    );
+    let err = fails(run(&["-n", "100", "--compaction"], &dir("compaction-refused")));
+    assert!(
+        err.contains("compaction is off, not on") && err.contains("--recreate"),
+        "{err}"
+    );
+    ok(run(
+        &["-n", "100", "--replication-factor", "3", "--recreate"],
+        &dir("rf3"),
+    ));
+    let doc = result_json(&lab.home.join("rf3"));
+    let schema = doc["schema"].as_array().unwrap()[0].as_str().unwrap().to_string();
+    assert!(
+        schema.contains("CREATE KEYSPACE faults") && schema.contains("'replication_factor': '3'"),
+        "result.json records the server's schema: {schema}"
+    );
+
+    // 2. SIGTERM is a Ctrl-C: in-flight operations finish, everything is written, exit 143.
+    let term = lab.home.join("sigterm");
+    let child = spawn_in(
+        &lab,
+        &lab.home,
+        &[
+            "run",
+            "--hosts",
+            &hosts,
+            "--rate",
+            "1000",
+            "--duration",
+            "60s",
+            "-q",
+            "--out",
+            term.to_str().unwrap(),
+        ],
+    );
+    wait_for_seconds(&term, 3);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(143), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Op rate"),
+        "the summary is printed"
+    );
+    let doc = result_json(&term);
+    assert_eq!(
+        (doc["status"].as_str(), doc["interrupted_by"].as_str()),
+        (Some("interrupted"), Some("SIGTERM"))
+    );
+    let ops = doc["summary"]["total"]["ops"].as_u64().unwrap();
+    assert!(ops >= 3_000, "{ops}");
+    assert!(doc["histograms"]["insert.response"].is_string());
+    assert!(
+        hlog_histograms(&term.join("latency.hlog")) >= 3 * 5,
+        "the last seconds are in the log"
+    );
+
+    // 3. Two loaders started in the same second each get their own directory; an --out that
+    // holds results is refused unless --force.
+    let loaders: Vec<Child> = ["1/2", "2/2"]
+        .iter()
+        .map(|slice| {
+            spawn_in(
+                &lab,
+                &lab.home,
+                &[
+                    "run",
+                    "--hosts",
+                    &hosts,
+                    "--rate",
+                    "200",
+                    "--duration",
+                    "2s",
+                    "--loader",
+                    slice,
+                    "-q",
+                ],
+            )
+        })
+        .collect();
+    for child in loaders {
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let dirs: Vec<PathBuf> = std::fs::read_dir(lab.home.join("caplab-results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    let mut slices: Vec<String> = dirs
+        .iter()
+        .map(|d| {
+            assert!(hlog_histograms(&d.join("latency.hlog")) >= 2);
+            result_json(d)["config"]["engine"]["loader"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    slices.sort();
+    assert_eq!(slices, ["1/2", "2/2"]);
+    let err = fails(run(&["-n", "10"], &dir("rf3")));
+    assert!(
+        err.contains("already holds results") && err.contains("--force"),
+        "{err}"
+    );
+    ok(run(&["-n", "10", "--replication-factor", "3", "--force"], &dir("rf3")));
+
+    // 4. Passwords never reach a file: not in result.json's command, not in a JMX password file.
+    let secret_out = lab.home.join("secrets");
+    let jmx = format!("127.0.0.1:{}", lab.jmx_port);
+    let o = run(
+        &[
+            "-n",
+            "200",
+            "--replication-factor",
+            "3",
+            "--user",
+            "cassandra",
+            "--password",
+            "hunter2-client",
+            "--jmx",
+            &jmx,
+            "--jmx-user",
+            "monitor",
+            "--jmx-password=hunter2-jmx",
+        ],
+        secret_out.to_str().unwrap(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = result_json(&secret_out);
+    assert!(doc["command"].as_array().unwrap().iter().any(|a| a == "***"));
+    for f in files(&secret_out) {
+        let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).to_string();
+        assert!(!text.contains("hunter2"), "a secret in {}", f.display());
+    }
+    let leftovers: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("jmx.password").exists())
+        .collect();
+    assert!(leftovers.is_empty(), "JMX password files left behind: {leftovers:?}");
+
+    // 5. A disk that fills up during the run: measuring goes on, the summary is printed, the
+    // interval log and CSV keep every whole second written, no temporary file is left, and
+    // the run says what is incomplete and exits 1.
+    let disk = SmallDisk::mount(lab.home.join("small-disk"), 64);
+    let full = disk.0.join("r");
+    let o = lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--rate",
+        "1000",
+        "--duration",
+        "25s",
+        "-q",
+        "--out",
+        full.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("Op rate") && out.contains("INCOMPLETE: latency.hlog"),
+        "{out}"
+    );
+    assert!(
+        stderr(&o).contains("latency.hlog cannot be written any more"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        hlog_histograms(&full.join("latency.hlog")) > 0,
+        "the log holds whole lines only"
+    );
+    let csv = std::fs::read_to_string(full.join("latency.csv")).unwrap();
+    assert!(csv.lines().all(|l| l.split(',').count() == 12), "whole CSV rows only");
+    assert!(!full.join("result.json.tmp").exists(), "no temporary file is left");
+    drop(disk);
+}
+
+#[test]
+fn unavailable_is_reported_as_unavailable() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("faults-three", "127.0.41.1", 7700);
+    ok(lab.start(&["--nodes", "3"]));
+    let hosts = lab.cql();
+    let out = |n: &str| lab.home.join(n).to_str().unwrap().to_string();
+    ok(lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--replication-factor",
+        "3",
+        "--keyspace",
+        "rf3",
+        "-n",
+        "100",
+        "-q",
+        "--out",
+        &out("create"),
+    ]));
+    ok(lab.caplab(&["node", "stop", "node2", "node3", "--no-drain", "--timeout", "20"]));
+    // Until node1's failure detector marks them down, writes time out instead.
+    std::thread::sleep(Duration::from_secs(15));
+    let o = lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--keyspace",
+        "rf3",
+        "--replication-factor",
+        "3",
+        "--consistency",
+        "quorum",
+        "--rate",
+        "200",
+        "--duration",
+        "5s",
+        "--timeout",
+        "3s",
+        "-q",
+        "--out",
+        &out("quorum"),
+    ]);
+    let doc = result_json(&lab.home.join("quorum"));
+    let errors = &doc["summary"]["total"]["errors"];
+    assert_eq!(doc["retries"], 0, "no retries by default");
+    assert!(
+        errors["connection"].is_null(),
+        "not connection errors: {errors} ({})",
+        stderr(&o)
+    );
+    assert!(
+        errors["unavailable"].as_u64().unwrap_or(0) >= 900,
+        "the coordinator said Unavailable: {errors}"
+    );
+}
