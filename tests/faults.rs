@@ -5,39 +5,13 @@
 
 mod common;
 
-use common::{Lab, fails, jvm_lock, ok, result_json, stderr, stdout};
+use common::{Lab, fails, jvm_lock, ok, result_json, spawn, stderr, stdout, wait_for_seconds};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn spawn_in(lab: &Lab, cwd: &Path, args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_caplab"))
-        .args(args)
-        .current_dir(cwd)
-        .env("CAPLAB_HOME", &lab.home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn wait_for_seconds(dir: &Path, seconds: usize) {
-    let begin = Instant::now();
-    while std::fs::read_to_string(dir.join("latency.csv"))
-        .map(|t| t.lines().count().saturating_sub(1))
-        .unwrap_or(0)
-        < seconds
-    {
-        assert!(
-            begin.elapsed() < Duration::from_secs(90),
-            "the run did not get to {seconds}s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use std::process::{Child, Command};
+use std::time::Duration;
 
 /// Histograms in an interval log, every line read by the `hdrhistogram` crate's reader.
 fn hlog_histograms(path: &Path) -> usize {
@@ -132,9 +106,9 @@ fn results_survive_faults_and_record_what_ran() {
 
     // 2. SIGTERM is a Ctrl-C: in-flight operations finish, everything is written, exit 143.
     let term = lab.home.join("sigterm");
-    let child = spawn_in(
+    let child = spawn(
         &lab,
-        &lab.home,
+        None,
         &[
             "run",
             "--hosts",
@@ -174,9 +148,9 @@ fn results_survive_faults_and_record_what_ran() {
     let loaders: Vec<Child> = ["1/2", "2/2"]
         .iter()
         .map(|slice| {
-            spawn_in(
+            spawn(
                 &lab,
-                &lab.home,
+                None,
                 &[
                     "run",
                     "--hosts",

@@ -5,44 +5,14 @@
 
 mod common;
 
-use common::{Lab, jvm_lock, ok, result_json};
+use common::{Lab, jvm_lock, ok, result_json, spawn, wait_for_seconds};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn spawn(lab: &Lab, args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_caplab"))
-        .args(args)
-        .env("CAPLAB_HOME", &lab.home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits until the run writing into `dir` has closed `seconds` intervals (CSV rows).
-fn wait_for_seconds(dir: &Path, seconds: usize) {
-    let begin = Instant::now();
-    loop {
-        let rows = std::fs::read_to_string(dir.join("latency.csv"))
-            .map(|t| t.lines().count().saturating_sub(1))
-            .unwrap_or(0);
-        if rows >= seconds {
-            return;
-        }
-        assert!(
-            begin.elapsed() < Duration::from_secs(90),
-            "the run did not get to {seconds}s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use std::time::Duration;
 
 fn node_pid(lab: &Lab) -> Pid {
     let state: serde_json::Value =
@@ -136,6 +106,7 @@ fn every_due_operation_is_accounted_for() {
     let end_stall = dir("end-stall");
     let run = spawn(
         &lab,
+        None,
         &[
             "run",
             "--hosts",
@@ -190,6 +161,7 @@ fn every_due_operation_is_accounted_for() {
     let timeouts = dir("timeouts");
     let run = spawn(
         &lab,
+        None,
         &[
             "run",
             "--hosts",
@@ -241,6 +213,7 @@ fn every_due_operation_is_accounted_for() {
     let interrupted = dir("interrupted");
     let run = spawn(
         &lab,
+        None,
         &[
             "run",
             "--hosts",
@@ -278,6 +251,7 @@ fn every_due_operation_is_accounted_for() {
             let out = dir(&format!("loader-{}", &slice[..1]));
             let child = spawn(
                 &lab,
+                None,
                 &[
                     "run",
                     "--hosts",

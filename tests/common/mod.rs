@@ -146,3 +146,31 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .build()
         .unwrap()
 }
+
+/// Starts caplab in `cwd` (the lab's home when None) without waiting for it.
+pub fn spawn(lab: &Lab, cwd: Option<&std::path::Path>, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_caplab"))
+        .args(args)
+        .current_dir(cwd.unwrap_or(&lab.home))
+        .env("CAPLAB_HOME", &lab.home)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run caplab")
+}
+
+/// Waits until the run writing into `dir` has closed `seconds` intervals (CSV rows).
+pub fn wait_for_seconds(dir: &std::path::Path, seconds: usize) {
+    let begin = std::time::Instant::now();
+    while std::fs::read_to_string(dir.join("latency.csv"))
+        .map(|t| t.lines().count().saturating_sub(1))
+        .unwrap_or(0)
+        < seconds
+    {
+        assert!(
+            begin.elapsed() < std::time::Duration::from_secs(90),
+            "the run did not get to {seconds}s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
