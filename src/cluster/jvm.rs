@@ -169,6 +169,11 @@ impl ServerJvm<'_> {
             .map(String::from),
         );
         a.extend(JPMS_FLAGS.iter().map(|s| s.to_string()));
+        if self.jdk_major >= 18 {
+            // As Cassandra's own jvm21-server.options: JDK 18+ refuses System.setSecurityManager
+            // (which Cassandra's startup calls) unless allowed.
+            a.push("-Djava.security.manager=allow".to_string());
+        }
         a.push(format!(
             "-Dcassandra.config=file://{}",
             self.conf_dir.join("cassandra.yaml").display()
