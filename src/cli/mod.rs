@@ -1,6 +1,5 @@
 //! The command line: one file per subcommand. `main.rs` parses and dispatches here.
 
-pub mod args;
 pub mod capacity;
 pub mod node;
 pub mod run;
@@ -34,10 +33,10 @@ pub enum Command {
     Node(node::NodeCommand),
     /// Drive a workload against a cluster and record latency and throughput (default: E1 inserts
     /// for 60 s against the local node, starting one if none runs).
-    Run(Box<run::RunArgs>),
+    Run(Box<crate::measure::options::RunOptions>),
     /// Find the highest rate the cluster carries within a service level: an adaptive search
     /// (or a --rates sweep, as E3), with per-window verdicts and capacity.json.
-    Capacity(Box<capacity::CapacityArgs>),
+    Capacity(Box<crate::measure::options::CapacityOptions>),
     /// List the built-in workloads, or print one's profile.
     Workloads {
         #[command(subcommand)]

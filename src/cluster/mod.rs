@@ -9,6 +9,7 @@ pub mod local;
 pub mod maven;
 pub mod node;
 pub mod nodetool;
+pub mod options;
 pub mod ring;
 pub mod yaml;
 

@@ -6,6 +6,8 @@
 //! prints what comes back; an experiment runs the same pieces once per variant.
 
 pub mod capacity;
+pub mod commands;
+pub mod options;
 pub mod out;
 pub mod result;
 pub mod signal;

@@ -1,20 +1,22 @@
-//! Options shared by the commands that drive load (`run`, `capacity`): which workload, how to
-//! reach the cluster, how the client generates load, and the service level to judge.
+//! The options of a measurement, as `caplab run` and `caplab capacity` take them on the
+//! command line and experiment files take them as YAML keys: the run's length and rate (or the
+//! capacity search's plan), which workload, how to reach the cluster, how the client generates
+//! load, the service level to judge, and where results go.
 
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::{JmxOptions, Load, WorkloadOptions};
 use crate::client::{self, ClientOptions};
 use crate::engine::Warmup;
 pub use crate::engine::schedule::parse_rate;
-use crate::measure::{JmxOptions, Load, WorkloadOptions};
 use crate::sla::{Sla, parse_share};
 
 /// Everything a command that drives load needs besides its own length and rate settings.
 #[derive(Debug, Args)]
-pub struct DriveArgs {
+pub struct DriveOptions {
     /// Results directory. Default: caplab-results/<time>-<workload>[-loader-i-of-n]-<pid>
     /// (capacity: <time>-capacity-<workload>…). One that already holds results is refused.
     #[arg(long)]
@@ -28,16 +30,16 @@ pub struct DriveArgs {
     #[command(flatten)]
     pub workload: WorkloadOptions,
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub load: LoadOptions,
     #[command(flatten)]
-    pub sla: SlaArgs,
+    pub sla: SlaOptions,
     #[command(flatten)]
-    pub conn: ConnectArgs,
+    pub conn: ConnectOptions,
     #[command(flatten)]
-    pub telemetry: TelemetryArgs,
+    pub telemetry: TelemetryOptions,
 }
 
-impl DriveArgs {
+impl DriveOptions {
     /// The results directory: --out (checked), or a new one named after `name`.
     pub fn out_dir(&self, name: &str) -> Result<PathBuf> {
         match &self.out {
@@ -71,7 +73,7 @@ impl DriveArgs {
 
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Server telemetry")]
-pub struct TelemetryArgs {
+pub struct TelemetryOptions {
     /// JMX endpoints (host:port, comma-separated) to read Cassandra's GCInspector from, before
     /// and after the run (`nodetool gcstats`). Local caplab nodes are watched without it, from
     /// their GC logs and /proc.
@@ -85,7 +87,7 @@ pub struct TelemetryArgs {
 
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Connection")]
-pub struct ConnectArgs {
+pub struct ConnectOptions {
     /// Contact points (host or host:port), comma-separated. Default: the local caplab nodes,
     /// starting one if none runs.
     #[arg(long, value_delimiter = ',')]
@@ -125,7 +127,7 @@ pub struct ConnectArgs {
     pub retries: u32,
 }
 
-impl ConnectArgs {
+impl ConnectOptions {
     /// The driver's options; `threads` is the client runtime's, which sets the default
     /// connection count.
     pub fn options(&self, hosts: Vec<String>, threads: u32) -> Result<ClientOptions> {
@@ -149,7 +151,7 @@ impl ConnectArgs {
 
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Load")]
-pub struct LoadArgs {
+pub struct LoadOptions {
     /// Operations in flight at most.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub concurrency: u32,
@@ -163,7 +165,7 @@ pub struct LoadArgs {
 
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Service level")]
-pub struct SlaArgs {
+pub struct SlaOptions {
     /// Latency objectives every window must meet, e.g. 'p99.9<100ms/10s' or
     /// 'p99<20ms/10s,p50<5ms/10s' (percentile of response time < bound / window).
     #[arg(long, value_name = "OBJECTIVES")]
@@ -176,7 +178,7 @@ pub struct SlaArgs {
     pub sla_errors: f64,
 }
 
-impl LoadArgs {
+impl LoadOptions {
     /// The client's runtime: with one thread, a single-threaded scheduler (no cross-thread
     /// wake-ups or work stealing per operation); otherwise one worker per thread.
     pub fn runtime(&self) -> Result<tokio::runtime::Runtime> {
@@ -193,7 +195,7 @@ impl LoadArgs {
     }
 }
 
-impl SlaArgs {
+impl SlaOptions {
     pub fn build(&self) -> Result<Option<Sla>> {
         self.sla
             .as_deref()
@@ -217,6 +219,80 @@ pub fn parse_warmup(s: &str) -> Result<Warmup, String> {
         Ok(d) => Ok(Warmup::Time(d)),
         Err(_) => Err(format!(
             "'{s}' is not a warm-up: write a time (30s, 2m) or a number of operations (10000)"
+        )),
+    }
+}
+
+/// `caplab run`'s options.
+#[derive(Debug, Args)]
+pub struct RunOptions {
+    /// Length of the measured window (after warm-up), e.g. 60s, 5m. Default 60s unless -n.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Number of measured operations instead of a duration.
+    #[arg(short = 'n', long = "count", conflicts_with = "duration")]
+    pub ops: Option<u64>,
+    /// Excluded from results: a time (30s) or a number of operations (10000).
+    #[arg(long, value_parser = parse_warmup, default_value = "0s")]
+    pub warmup: Warmup,
+    /// Operations per second on an open-model schedule (2000, 50k); 0 runs flat out.
+    #[arg(long, value_parser = parse_rate, default_value = "0")]
+    pub rate: f64,
+    #[command(flatten)]
+    pub common: DriveOptions,
+}
+
+/// `caplab capacity`'s options.
+#[derive(Debug, Args)]
+pub struct CapacityOptions {
+    /// Sweep these rates instead of searching: from:to:step (20k:120k:10k) or a list (5k,10k,20k).
+    #[arg(long, value_name = "RATES")]
+    pub rates: Option<String>,
+    /// First rate the adaptive search tries (default: half the flat-out throughput).
+    #[arg(long, value_parser = parse_rate)]
+    pub start: Option<f64>,
+    /// The search stops when the failing rate is within this share above the passing one.
+    #[arg(long, value_parser = parse_share, default_value = "5%")]
+    pub precision: f64,
+    /// Warm-up before each step's measured window.
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    pub warmup: Duration,
+    /// Measured window of each step.
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub measure: Duration,
+    /// Runs per rate; a rate passes only if every repeat passes (later repeats are skipped
+    /// once one fails).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeats: u32,
+    /// Do not measure the flat-out throughput first (the search then grows from --start).
+    #[arg(long)]
+    pub no_probe: bool,
+    /// Wipe and restart the local node(s) before each step, as E3 did (profiles are populated
+    /// again unless --no-populate).
+    #[arg(long)]
+    pub fresh_node: bool,
+    /// Run the profile's populate phase before each step (default: once, before the first).
+    #[arg(long)]
+    pub populate: bool,
+    /// Price of one node per hour (e.g. 0.576/h): prints the cost per 1k op/s of capacity.
+    #[arg(long, value_parser = parse_cost)]
+    pub cost: Option<f64>,
+    /// Nodes in the cluster, for --cost and --target (default: the local nodes caplab runs).
+    #[arg(long)]
+    pub nodes: Option<u32>,
+    /// A load to size for: prints how many nodes it needs at the capacity found.
+    #[arg(long, value_parser = parse_rate)]
+    pub target: Option<f64>,
+    #[command(flatten)]
+    pub common: DriveOptions,
+}
+
+fn parse_cost(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches("/h").trim_end_matches("/hour");
+    match t.trim().trim_start_matches('$').parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a price: write the price of one node per hour, e.g. 0.576/h"
         )),
     }
 }

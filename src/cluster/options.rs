@@ -1,0 +1,116 @@
+//! The options of a local cluster, as `caplab node start` and experiment variants take them:
+//! version, JDK, GC, heap, JVM options, cassandra.yaml overrides, nodes, addresses; and how
+//! they become a `ClusterSpec`.
+
+use anyhow::{Result, bail};
+use clap::Args;
+use std::net::Ipv4Addr;
+
+use super::{ClusterSpec, Gc, java, jvm, yaml};
+use crate::procfs;
+
+#[derive(Debug, Args)]
+pub struct NodeOptions {
+    /// Cassandra version: any org.apache.cassandra:cassandra-all version on Maven Central.
+    #[arg(long = "version", value_name = "VERSION", default_value = "5.0.9")]
+    pub cassandra_version: String,
+    /// JDK to run on: a major version found on the machine (17, 21…) or a path to a JDK.
+    /// Default: JAVA_HOME or `java` on PATH, if this Cassandra version supports it.
+    #[arg(long, value_name = "MAJOR|PATH")]
+    pub java: Option<String>,
+    /// Run on a JDK this Cassandra version is not known to support.
+    #[arg(long)]
+    pub unsupported_java: bool,
+    /// Garbage collector.
+    #[arg(long, value_enum, default_value_t = Gc::G1)]
+    pub gc: Gc,
+    /// Heap per node (e.g. 8G, 512M). Default: min(RAM/4, 8G) divided by the number of nodes.
+    #[arg(long)]
+    pub heap: Option<String>,
+    /// Extra JVM option, after caplab's own so it wins (repeatable).
+    #[arg(long = "jvm-opt", value_name = "OPT", allow_hyphen_values = true)]
+    pub jvm_opts: Vec<String>,
+    /// cassandra.yaml override KEY=VALUE; KEY is a dotted path (lists by index), VALUE is YAML (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Number of nodes, on consecutive loopback addresses, forming one cluster.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub nodes: u32,
+    /// Address of node1; node i uses the address i-1 after it.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub address: Ipv4Addr,
+    /// Local JMX port of node1; node i uses the port i-1 after it.
+    #[arg(long, default_value_t = 7199)]
+    pub jmx_port: u16,
+    #[arg(long, default_value = "caplab")]
+    pub cluster_name: String,
+    /// Stop nodes running with a different configuration and start them with this one.
+    #[arg(long)]
+    pub restart: bool,
+    /// Remove the nodes' data before starting (implies --restart for running nodes).
+    #[arg(long)]
+    pub wipe: bool,
+    /// Seconds one node may take to accept CQL.
+    #[arg(long, default_value_t = 240)]
+    pub timeout: u64,
+}
+
+impl NodeOptions {
+    /// The cluster `caplab node start` starts with no flags.
+    pub fn default_spec() -> Result<ClusterSpec> {
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            start: NodeOptions,
+        }
+        <Defaults as clap::Parser>::parse_from(["caplab"]).start.spec()
+    }
+
+    /// Validates the flags and turns them into a cluster specification.
+    pub fn spec(&self) -> Result<ClusterSpec> {
+        for o in &self.overrides {
+            yaml::Override::parse(o)?;
+        }
+        let jdk = java::find(self.java.as_deref(), &self.cassandra_version)?;
+        if !self.unsupported_java {
+            java::check_supported(&self.cassandra_version, &jdk)?;
+        }
+        let heap = match &self.heap {
+            Some(h) => {
+                let heap = jvm::parse_heap(h)?;
+                let ram = procfs::total_ram();
+                // Heaps beyond the memory the machine has cannot all be resident: the node swaps
+                // (or is killed) and measures the pager, not Cassandra.
+                if heap.saturating_mul(u64::from(self.nodes)) > ram / 10 * 9 {
+                    bail!(
+                        "--heap {h} for {} node(s) is more than this machine's {} GiB of memory can hold with room for \
+                         the rest of the JVM: choose a smaller --heap (the default, {}, is a quarter of it)",
+                        self.nodes,
+                        ram >> 30,
+                        jvm::heap_flag_value(jvm::default_heap(ram, self.nodes))
+                    );
+                }
+                heap
+            }
+            None => jvm::default_heap(procfs::total_ram(), self.nodes),
+        };
+        jvm::Gc::flags(self.gc, jdk.major)?;
+        if u32::from(self.address).checked_add(self.nodes - 1).is_none()
+            || u32::from(self.jmx_port) + self.nodes > 65535
+        {
+            bail!("--address/--jmx-port leave no room for {} nodes", self.nodes);
+        }
+        Ok(ClusterSpec {
+            version: self.cassandra_version.clone(),
+            jdk,
+            gc: self.gc,
+            heap,
+            jvm_opts: self.jvm_opts.clone(),
+            overrides: self.overrides.clone(),
+            nodes: self.nodes,
+            address: self.address,
+            jmx_port: self.jmx_port,
+            cluster_name: self.cluster_name.clone(),
+        })
+    }
+}

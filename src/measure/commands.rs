@@ -1,0 +1,117 @@
+//! A whole measurement from its options, as `caplab run` and `caplab capacity` (and each step
+//! of an experiment) take them: the targets (a local node started if there is none), the
+//! connection, the workload prepared and populated, then the step, or the capacity search.
+//! Blocking: each builds the client runtime its options ask for; `stop` (signals) ends it.
+
+use anyhow::{Result, bail};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::options::{CapacityOptions, RunOptions};
+use super::target::{jmx_targets, targets};
+use super::{Capacity, CapacityReport, Choice, Prepared, Pricing, RunResult, Show, Step, Target};
+use crate::cluster::Home;
+use crate::cluster::options::NodeOptions;
+use crate::engine::Stop;
+use crate::sla::{Plan, parse_rates};
+
+/// Runs one measured step as `caplab run` does; returns its result and results directory.
+pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResult, PathBuf)> {
+    let common = &args.common;
+    let sla = common.sla.build()?;
+    common.conn.options(Vec::new(), common.load.threads)?; // checks --consistency before anything starts
+    let choice = Choice::of(&common.workload)?;
+    let duration = match (args.duration, args.ops) {
+        (None, None) => Some(Duration::from_secs(60)),
+        (d, _) => d,
+    };
+    let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
+    let copts = common.conn.options(hosts, common.load.threads)?;
+    let mut step = Step {
+        engine: common.load().engine(args.rate, duration, args.ops, args.warmup),
+        threads: common.load.threads,
+        out: common.out_dir(&choice.name())?,
+        loader: common.workload.loader,
+        show: Show {
+            progress: !common.quiet,
+            windows: !common.quiet,
+        },
+        sla,
+        capacity_step: None,
+        jmx: Vec::new(),
+        command: crate::measure::out::command_line(),
+    };
+
+    let out = step.out.clone();
+    let rt = common.load.runtime()?;
+    let result = rt.block_on(async move {
+        let target = Target::connect(copts, local_nodes).await?;
+        step.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
+        let prepared = Prepared::new(&target, &choice).await?;
+        if !common.workload.no_populate {
+            prepared.populate(&step.engine, step.loader, common.quiet, stop).await?;
+        }
+        prepared.run(&step, &target.site, stop.clone()).await
+    })?;
+    Ok((result, out))
+}
+
+/// Runs a capacity search as `caplab capacity` does; returns its report, its results
+/// directory, and whether a price was asked for with no node count to apply it to.
+pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result<(CapacityReport, PathBuf, bool)> {
+    let common = &args.common;
+    let Some(sla) = common.sla.build()? else {
+        bail!("capacity needs a service level to meet: add --sla, e.g. --sla 'p99.9<100ms/10s'");
+    };
+    let longest = sla.windows().last().copied().unwrap_or_default();
+    if args.measure < longest {
+        bail!(
+            "--measure {} is shorter than the SLA's {}s window: no window could be judged; measure at least one window",
+            humantime::format_duration(args.measure),
+            longest.as_secs()
+        );
+    }
+    let plan = match args.rates.as_deref() {
+        Some(rates) => Plan::sweep(parse_rates(rates).map_err(|e| anyhow::anyhow!(e))?, args.repeats),
+        None => Plan::adaptive(args.start, args.precision, !args.no_probe, args.repeats),
+    };
+    common.conn.options(Vec::new(), common.load.threads)?;
+    let choice = Choice::of(&common.workload)?;
+    let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
+    if args.fresh_node && local_nodes.is_empty() {
+        bail!(
+            "--fresh-node wipes and restarts local nodes caplab runs; it cannot restart --hosts. Drop --hosts or --fresh-node"
+        );
+    }
+    let copts = common.conn.options(hosts, common.load.threads)?;
+    let nodes = args.nodes.map(|n| n as usize).unwrap_or(local_nodes.len());
+    let mut search = Capacity {
+        sla,
+        load: common.load(),
+        warmup: args.warmup,
+        measure: args.measure,
+        fresh_node: args.fresh_node,
+        populate_each: args.populate,
+        no_populate: common.workload.no_populate,
+        loader: common.workload.loader,
+        quiet: common.quiet,
+        out: common.out_dir(&format!("capacity-{}", choice.name()))?,
+        jmx: Vec::new(),
+        command: crate::measure::out::command_line(),
+        pricing: args.cost.map(|price| Pricing {
+            price,
+            nodes,
+            target: args.target,
+        }),
+    };
+
+    let out = search.out.clone();
+    let rt = common.load.runtime()?;
+    let report = rt.block_on(async {
+        let target = Target::connect(copts, local_nodes).await?;
+        search.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
+        search.run(plan, home, target, &choice, stop.clone()).await
+    })?;
+    Ok((report, out, args.cost.is_some() && nodes == 0))
+}
