@@ -32,7 +32,16 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
     let hosts = lab.cql();
     let out = lab.home.join("r");
     let run = |extra: &[&str]| {
-        let base = ["run", "--hosts", &hosts, "-q", "--out", out.to_str().unwrap()];
+        // One results directory, replaced by each run (--force), read after each.
+        let base = [
+            "run",
+            "--hosts",
+            &hosts,
+            "-q",
+            "--force",
+            "--out",
+            out.to_str().unwrap(),
+        ];
         lab.caplab(&[&base[..], extra].concat())
     };
     ok(run(&["-n", "100"])); // the schema exists before the measured run
@@ -137,6 +146,7 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
             "-n",
             "2000",
             "-q",
+            "--force",
         ];
         ok(lab.caplab(&[&base[..], &["--out", out.to_str().unwrap()], extra].concat()))
     };
