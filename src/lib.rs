@@ -5,7 +5,8 @@
 //! one measured step (or a capacity search made of steps) with all of that attached and
 //! leaves a typed result on disk. `sla` judges results against service levels and plans
 //! capacity searches; `telemetry` reads what the server did meanwhile; `cluster` provisions
-//! the nodes being measured. The command line (`cli`) only parses options into settings,
+//! the nodes being measured. `experiment` runs measurements per configuration on fresh nodes and
+//! compares them with `stats`. The command line (`cli`) only parses options into settings,
 //! calls, and prints. `console` (printing and number formats) and `procfs` (/proc) are small
 //! helpers any folder may use.
 
@@ -14,9 +15,11 @@ pub mod client;
 pub mod cluster;
 pub mod console;
 pub mod engine;
+pub mod experiment;
 pub mod measure;
 pub mod metrics;
 pub mod procfs;
 pub mod sla;
+pub mod stats;
 pub mod telemetry;
 pub mod workload;

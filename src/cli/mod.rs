@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand. `main.rs` parses and dispatches here.
 
 pub mod capacity;
+pub mod experiment;
 pub mod node;
 pub mod run;
 pub mod workloads;
@@ -37,6 +38,12 @@ pub enum Command {
     /// Find the highest rate the cluster carries within a service level: an adaptive search
     /// (or a --rates sweep, as E3), with per-window verdicts and capacity.json.
     Capacity(Box<crate::measure::options::CapacityOptions>),
+    /// Compare configurations side by side on fresh nodes: variants x measurements x repeats,
+    /// with confidence intervals, ratios to the baseline and significance (experiment.json).
+    Experiment(Box<experiment::ExperimentArgs>),
+    /// Compare results that already exist: an experiment directory, or run / capacity
+    /// directories (the first is the baseline).
+    Compare(experiment::CompareArgs),
     /// List the built-in workloads, or print one's profile.
     Workloads {
         #[command(subcommand)]
@@ -59,6 +66,8 @@ impl Cli {
             Command::Node(cmd) => node::run(&home, cmd).map(|()| 0),
             Command::Run(args) => run::run(&home, *args),
             Command::Capacity(args) => capacity::run(&home, *args),
+            Command::Experiment(args) => experiment::run(&home, *args),
+            Command::Compare(args) => experiment::compare(args),
             Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }
     }

@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 use super::{ClusterSpec, Gc, java, jvm, yaml};
 use crate::procfs;
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct NodeOptions {
     /// Cassandra version: any org.apache.cassandra:cassandra-all version on Maven Central.
     #[arg(long = "version", value_name = "VERSION", default_value = "5.0.9")]

@@ -15,7 +15,7 @@ pub use crate::engine::schedule::parse_rate;
 use crate::sla::{Sla, parse_share};
 
 /// Everything a command that drives load needs besides its own length and rate settings.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct DriveOptions {
     /// Results directory. Default: caplab-results/<time>-<workload>[-loader-i-of-n]-<pid>
     /// (capacity: <time>-capacity-<workload>…). One that already holds results is refused.
@@ -71,7 +71,7 @@ impl DriveOptions {
     }
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Server telemetry")]
 pub struct TelemetryOptions {
     /// JMX endpoints (host:port, comma-separated) to read Cassandra's GCInspector from, before
@@ -85,7 +85,7 @@ pub struct TelemetryOptions {
     pub jmx_password: Option<String>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Connection")]
 pub struct ConnectOptions {
     /// Contact points (host or host:port), comma-separated. Default: the local caplab nodes,
@@ -149,7 +149,7 @@ impl ConnectOptions {
     }
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Load")]
 pub struct LoadOptions {
     /// Operations in flight at most.
@@ -163,7 +163,7 @@ pub struct LoadOptions {
     pub give_up_after: Duration,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Service level")]
 pub struct SlaOptions {
     /// Latency objectives every window must meet, e.g. 'p99.9<100ms/10s' or
@@ -224,7 +224,7 @@ pub fn parse_warmup(s: &str) -> Result<Warmup, String> {
 }
 
 /// `caplab run`'s options.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RunOptions {
     /// Length of the measured window (after warm-up), e.g. 60s, 5m. Default 60s unless -n.
     #[arg(long, value_parser = parse_duration)]
@@ -243,7 +243,7 @@ pub struct RunOptions {
 }
 
 /// `caplab capacity`'s options.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct CapacityOptions {
     /// Sweep these rates instead of searching: from:to:step (20k:120k:10k) or a list (5k,10k,20k).
     #[arg(long, value_name = "RATES")]

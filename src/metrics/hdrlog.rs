@@ -113,6 +113,45 @@ impl HdrLog {
     }
 }
 
+/// One histogram read back from an interval log.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    /// None for the all-operations histogram.
+    pub tag: Option<String>,
+    /// After the log's base time.
+    pub start: Duration,
+    pub length: Duration,
+    pub histogram: Histogram<u64>,
+}
+
+/// Every histogram of an interval log, in order (with the `hdrhistogram` crate's reader).
+pub fn read(path: &Path) -> Result<Vec<Logged>> {
+    Ok(read_log(path)?.1)
+}
+
+/// The log's base time (since the Unix epoch: its `BaseTime`, else its `StartTime`) and every
+/// histogram in it, in order; an interval starts at base + `start`.
+pub fn read_log(path: &Path) -> Result<(Option<Duration>, Vec<Logged>)> {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let (mut base, mut start_time) = (None, None);
+    let mut out = Vec::new();
+    for entry in IntervalLogIterator::new(&bytes) {
+        let entry = entry.map_err(|e| anyhow::anyhow!("{}: not an interval log line: {e:?}", path.display()))?;
+        match entry {
+            LogEntry::Interval(h) => out.push(Logged {
+                tag: h.tag().map(|t| t.as_str().to_string()),
+                start: h.start_timestamp(),
+                length: h.duration(),
+                histogram: decode(h.encoded_histogram())?,
+            }),
+            LogEntry::BaseTime(t) => base = Some(t),
+            LogEntry::StartTime(t) => start_time = Some(t),
+        }
+    }
+    Ok((base.or(start_time), out))
+}
+
 /// A histogram as base64 of its compressed V2 encoding (what interval logs carry).
 pub fn encode(h: &Histogram<u64>) -> String {
     use base64::Engine;

@@ -1,0 +1,114 @@
+//! `caplab experiment FILE | --resume DIR` and `caplab compare DIR...`.
+
+use anyhow::{Result, bail};
+use clap::Args;
+use std::path::PathBuf;
+
+use crate::cluster::Home;
+use crate::console::say;
+use crate::experiment::record::ExperimentRecord;
+use crate::experiment::spec::Experiment;
+use crate::experiment::{self, compare_dirs};
+use crate::measure::out::{claim, default_out};
+use crate::measure::signal::stop_on_signals;
+use crate::sla::parse_share;
+
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// The experiment file (YAML; see README and experiments/).
+    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    pub file: Option<PathBuf>,
+    /// Results directory (default caplab-results/<time>-<experiment>-<pid>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Replace the results already in --out.
+    #[arg(long, requires = "out")]
+    pub force: bool,
+    /// Continue an interrupted experiment in DIR, without redoing its finished steps.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// An experiment directory, or results directories to compare (the first is the baseline;
+    /// join repeats of one configuration with commas: a1,a2,a3 b1,b2,b3).
+    #[arg(required = true, num_args = 1..)]
+    pub dirs: Vec<String>,
+    /// Differences below this share are negligible, whatever their p-value.
+    #[arg(long, value_parser = parse_share, default_value = "2%")]
+    pub floor: f64,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Exit codes: 0 every step completed, 1 a step failed, 130 (143, 129) interrupted.
+pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
+    let (exp, out, resume) = match (&args.file, &args.resume) {
+        (_, Some(dir)) => {
+            let record = ExperimentRecord::load(dir)?;
+            let exp = Experiment::parse(&record.text, &record.origin)?;
+            (exp, dir.clone(), Some(record))
+        }
+        (Some(file), None) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("cannot read experiment {}: {e}", file.display()))?;
+            let exp = Experiment::parse(&text, &file.display().to_string())?;
+            let out = match &args.out {
+                Some(dir) => {
+                    claim(dir, args.force)?;
+                    if args.force {
+                        let _ = std::fs::remove_file(dir.join(experiment::record::EXPERIMENT_FILE));
+                    } else if dir.join(experiment::record::EXPERIMENT_FILE).exists() {
+                        bail!(
+                            "{} holds an experiment: continue it with --resume {0}, choose another --out, or pass --force",
+                            dir.display()
+                        );
+                    }
+                    dir.clone()
+                }
+                None => default_out(&exp.name(), Default::default()),
+            };
+            (exp, out, None)
+        }
+        (None, None) => bail!("give an experiment file, or --resume DIR"),
+    };
+    let stop = stop_on_signals();
+    let record = experiment::run(&exp, &out, &home.cache, resume, &stop)?;
+    for c in &record.comparison {
+        println!("{}", c.render());
+    }
+    let done = record
+        .steps
+        .iter()
+        .filter(|s| s.status == Some(crate::measure::RunStatus::Completed))
+        .count();
+    println!(
+        "Experiment {}: {} ({done} of {} steps completed, {})",
+        record.name,
+        record.status.name(),
+        record.steps.len(),
+        humantime::format_duration(std::time::Duration::from_secs(record.elapsed_s as u64))
+    );
+    if record.status == crate::measure::RunStatus::Interrupted {
+        say(&format!(
+            "Continue it with: caplab experiment --resume {}",
+            out.display()
+        ));
+    }
+    println!("Results: {}", out.display());
+    Ok(record.exit_code())
+}
+
+pub fn compare(args: CompareArgs) -> Result<u8> {
+    let comparisons = compare_dirs(&args.dirs, args.floor)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&comparisons)?);
+    } else {
+        for c in &comparisons {
+            println!("{}", c.render());
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,622 @@
+//! Comparing variants, metric by metric, with statistics that say how sure the difference is.
+//!
+//! The repeat (a fresh JVM on fresh nodes) is the unit of replication: each metric is taken
+//! once per repeat (a percentile is each repeat's own, never an average of percentiles across
+//! runs; the pooled percentile of the merged histograms is shown beside it), and variants are
+//! compared on those values: the mean with its 95 % t interval, the ratio to the baseline with a
+//! bootstrap 95 % interval, Welch's t-test, and Benjamini–Hochberg's correction over every metric
+//! and variant of the measurement (the false discovery rate: Holm's family-wise control leaves
+//! almost no power at three repeats and ~15 metrics). A difference is *negligible* when it is below the floor (default 2 %)
+//! however small its p-value. With one repeat per variant, the per-second values of the measured
+//! window stand in, with an effective sample size by batch means (they are not independent):
+//! weaker evidence, and said so; metrics without a per-second series cannot be tested then.
+
+use anyhow::Result;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+use crate::console::group;
+use crate::measure::{CapacityReport, RunResult};
+use crate::metrics::hdrlog;
+use crate::metrics::recorder::new_histogram;
+use crate::stats::{self, Estimate};
+
+const LEVEL: f64 = 0.95;
+const ALPHA: f64 = 0.05;
+
+/// A run's per-second values over its measured window.
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    pub throughput: Vec<f64>,
+    pub p50: Vec<f64>,
+    pub p99: Vec<f64>,
+    pub server_cpu: Vec<f64>,
+    pub gc_pause_ms: Vec<f64>,
+}
+
+/// What one repeat of a variant measured.
+#[derive(Debug, Clone)]
+pub enum Observation {
+    Run {
+        result: Box<RunResult>,
+        series: Series,
+        /// Every operation type's response times, merged.
+        response: Box<Histogram<u64>>,
+    },
+    Capacity(Box<CapacityReport>),
+}
+
+impl Observation {
+    /// Reads a step's results directory (a run's or a capacity search's).
+    pub fn load(dir: &Path) -> Result<Observation> {
+        if dir.join(crate::measure::capacity::CAPACITY_FILE).exists() {
+            return Ok(Observation::Capacity(Box::new(CapacityReport::load(dir)?)));
+        }
+        let result = RunResult::load(dir)?;
+        let mut response = new_histogram();
+        for (tag, h) in &result.histograms {
+            if tag.ends_with(".response") {
+                response.add(&h.0).expect("same bounds");
+            }
+        }
+        let series = series(dir, &result).unwrap_or_default();
+        Ok(Observation::Run {
+            result: Box::new(result),
+            series,
+            response: Box::new(response),
+        })
+    }
+}
+
+fn series(dir: &Path, r: &RunResult) -> Result<Series> {
+    let mut s = Series::default();
+    let logged = hdrlog::read(&dir.join(&r.files.hdr_log))?;
+    // Per interval: the untagged histogram, then its tags; an interval is known by its start.
+    let mut ok_at: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
+    for l in &logged {
+        let key = l.start.as_millis() as u64;
+        let secs = l.length.as_secs_f64();
+        if secs < 0.5 {
+            continue;
+        }
+        match l.tag.as_deref() {
+            None => {
+                s.p50.push(l.histogram.value_at_quantile(0.5) as f64 / 1e6);
+                s.p99.push(l.histogram.value_at_quantile(0.99) as f64 / 1e6);
+            }
+            Some(t) if t.ends_with(".ok") => {
+                ok_at.entry(key).or_insert((0.0, secs)).0 += l.histogram.len() as f64;
+            }
+            _ => {}
+        }
+    }
+    s.throughput = ok_at.values().map(|(n, secs)| n / secs).collect();
+    if let Some(server) = &r.server {
+        for sec in server.timeline.iter().filter(|s| s.measured && s.length_s >= 0.5) {
+            s.server_cpu.push(sec.server_cpu_cores);
+            s.gc_pause_ms.push(sec.gc_pause_ms);
+        }
+    }
+    Ok(s)
+}
+
+struct Metric {
+    key: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    higher_is_better: bool,
+    of: fn(&Observation) -> Option<f64>,
+    series: Option<fn(&Series) -> &Vec<f64>>,
+    /// The pooled value over several repeats (a percentile of the merged histograms).
+    pooled: Option<f64>,
+}
+
+fn run(o: &Observation) -> Option<&RunResult> {
+    match o {
+        Observation::Run { result, .. } => Some(result),
+        Observation::Capacity(_) => None,
+    }
+}
+
+fn total(o: &Observation) -> Option<&crate::metrics::summary::OpSummary> {
+    run(o).and_then(|r| r.summary.as_ref()).map(|s| &s.total)
+}
+
+fn server(o: &Observation) -> Option<&crate::telemetry::ServerReport> {
+    run(o)
+        .and_then(|r| r.server.as_ref())
+        .filter(|s| s.not_collected.is_none())
+}
+
+fn per_op_us(seconds: f64, o: &Observation) -> Option<f64> {
+    let ops = total(o)?.ops;
+    (ops > 0).then(|| seconds * 1e6 / ops as f64)
+}
+
+fn metrics() -> Vec<Metric> {
+    let m = |key, label, unit, higher_is_better, of, series| Metric {
+        key,
+        label,
+        unit,
+        higher_is_better,
+        of,
+        series,
+        pooled: None,
+    };
+    vec![
+        m(
+            "capacity",
+            "capacity",
+            "op/s",
+            true,
+            |o| match o {
+                Observation::Capacity(c) => c.capacity,
+                _ => None,
+            },
+            None,
+        ),
+        m(
+            "highest_rate",
+            "highest throughput",
+            "op/s",
+            true,
+            |o| match o {
+                Observation::Capacity(c) => Some(c.highest_achieved_rate),
+                _ => None,
+            },
+            None,
+        ),
+        m(
+            "throughput",
+            "throughput",
+            "op/s",
+            true,
+            |o| total(o).map(|t| t.op_rate),
+            Some(|s| &s.throughput),
+        ),
+        m(
+            "row_rate",
+            "rows",
+            "row/s",
+            true,
+            |o| total(o).map(|t| t.row_rate),
+            None,
+        ),
+        m(
+            "p50",
+            "response p50",
+            "ms",
+            false,
+            |o| total(o).map(|t| t.response.median_ms),
+            Some(|s| &s.p50),
+        ),
+        m(
+            "p99",
+            "response p99",
+            "ms",
+            false,
+            |o| total(o).map(|t| t.response.p99_ms),
+            Some(|s| &s.p99),
+        ),
+        m(
+            "p999",
+            "response p99.9",
+            "ms",
+            false,
+            |o| total(o).map(|t| t.response.p999_ms),
+            None,
+        ),
+        m(
+            "max",
+            "response max",
+            "ms",
+            false,
+            |o| total(o).map(|t| t.response.max_ms),
+            None,
+        ),
+        m(
+            "service_p99",
+            "service p99",
+            "ms",
+            false,
+            |o| total(o).map(|t| t.service.p99_ms),
+            None,
+        ),
+        m(
+            "errors",
+            "errors",
+            "",
+            false,
+            |o| total(o).map(|t| t.error_total as f64),
+            None,
+        ),
+        m(
+            "server_cpu_us_per_op",
+            "server CPU per op",
+            "µs",
+            false,
+            |o| {
+                let s = server(o)?;
+                per_op_us(s.nodes.iter().map(|n| n.cpu_seconds).sum(), o)
+            },
+            None,
+        ),
+        m(
+            "server_cpu",
+            "server CPU",
+            "cores",
+            false,
+            |o| server(o).map(|s| s.server_cpu_cores),
+            Some(|s| &s.server_cpu),
+        ),
+        m(
+            "client_cpu",
+            "client CPU",
+            "cores",
+            false,
+            |o| server(o).map(|s| s.client_cpu_cores),
+            None,
+        ),
+        m(
+            "gc_count",
+            "GC pauses",
+            "",
+            false,
+            |o| server(o).map(|s| s.gc_count as f64),
+            None,
+        ),
+        m(
+            "gc_total_ms",
+            "GC pause total",
+            "ms",
+            false,
+            |o| server(o).map(|s| s.gc_total_ms),
+            Some(|s| &s.gc_pause_ms),
+        ),
+        m(
+            "gc_max_ms",
+            "GC max pause",
+            "ms",
+            false,
+            |o| server(o).map(|s| s.gc_max_ms),
+            None,
+        ),
+        m(
+            "allocation_stalls",
+            "allocation stalls",
+            "",
+            false,
+            |o| server(o).map(|s| s.allocation_stalls as f64),
+            None,
+        ),
+        m(
+            "flush_cpu_us_per_op",
+            "flush CPU per op",
+            "µs",
+            false,
+            |o| {
+                let s = server(o)?;
+                let cpu: f64 = s.nodes.iter().map(|n| n.flush_cpu_seconds).sum();
+                (s.nodes.iter().any(|n| n.flushes.count > 0)).then_some(())?;
+                per_op_us(cpu, o)
+            },
+            None,
+        ),
+    ]
+}
+
+/// One variant's figure for one metric.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cell {
+    pub variant: String,
+    /// Values behind it: repeats, or the effective number of per-second values.
+    pub n: f64,
+    pub mean: Option<f64>,
+    /// 95 % interval of the mean.
+    pub ci: Option<(f64, f64)>,
+    /// The percentile of every repeat's histograms merged (percentile metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooled: Option<f64>,
+    /// mean / the baseline's mean, and its 95 % interval.
+    pub ratio: Option<f64>,
+    pub ratio_ci: Option<(f64, f64)>,
+    /// Welch's test against the baseline, and the p-value after Benjamini–Hochberg's correction.
+    pub p: Option<f64>,
+    pub p_adjusted: Option<f64>,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    pub metric: String,
+    pub label: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    pub measurement: String,
+    pub baseline: String,
+    pub floor: f64,
+    /// `repeats` or `per-second series (one repeat: weaker evidence)`.
+    pub evidence: String,
+    pub repeats: Vec<usize>,
+    pub rows: Vec<Row>,
+}
+
+/// Compares `variants` (each a name and its repeats' observations) with variant `baseline`.
+pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], baseline: usize, floor: f64) -> Comparison {
+    let repeats: Vec<usize> = variants.iter().map(|(_, o)| o.len()).collect();
+    let by_repeats = repeats.iter().all(|&n| n >= 2);
+    let mut rows = Vec::new();
+    for mut metric in metrics() {
+        let values: Vec<Vec<f64>> = variants
+            .iter()
+            .map(|(_, obs)| obs.iter().filter_map(|o| (metric.of)(o)).collect())
+            .collect();
+        if values.iter().all(|v| v.is_empty()) {
+            continue;
+        }
+        let estimates: Vec<Option<Estimate>> = variants
+            .iter()
+            .zip(&values)
+            .map(|((_, obs), v)| match (by_repeats, metric.series, obs.as_slice()) {
+                (false, Some(series), [Observation::Run { series: s, .. }]) if series(s).len() >= 4 => {
+                    let x = series(s);
+                    Some(Estimate::from_moments(
+                        stats::mean(x),
+                        stats::variance(x),
+                        stats::effective_n(x),
+                        LEVEL,
+                    ))
+                }
+                _ if v.is_empty() => None,
+                _ => Some(Estimate::of(v, LEVEL)),
+            })
+            .collect();
+        let base = &estimates[baseline];
+        let mut cells = Vec::new();
+        for (i, ((name, obs), est)) in variants.iter().zip(&estimates).enumerate() {
+            metric.pooled = pooled(metric.key, obs);
+            let mut cell = Cell {
+                variant: name.clone(),
+                n: est.map_or(0.0, |e| e.n),
+                mean: est.map(|e| e.mean),
+                ci: est
+                    .filter(|e| e.half_width.is_finite())
+                    // Every metric compared is a count, rate, time or share: none is negative.
+                    .map(|e| ((e.mean - e.half_width).max(0.0), e.mean + e.half_width)),
+                pooled: metric.pooled.filter(|_| obs.len() > 1),
+                ratio: None,
+                ratio_ci: None,
+                p: None,
+                p_adjusted: None,
+                verdict: String::new(),
+            };
+            if i == baseline {
+                cell.verdict = "baseline".into();
+            } else if let (Some(b), Some(e)) = (base, est) {
+                cell.ratio = (b.mean != 0.0).then(|| e.mean / b.mean);
+                let testable = b.n >= 2.0 && e.n >= 2.0;
+                // Both sides the same constant (no errors, no stalls on either): nothing to
+                // test, and no test to spend the correction on.
+                let same_constant = b.variance == 0.0 && e.variance == 0.0 && b.mean == e.mean;
+                if same_constant {
+                    cell.verdict = "no difference (every value the same)".into();
+                } else if testable {
+                    cell.p = Some(stats::welch_moments((b.mean, b.variance, b.n), (e.mean, e.variance, e.n)).p);
+                    cell.ratio_ci = if by_repeats {
+                        stats::bootstrap_ratio(&values[baseline], &values[i], LEVEL, 10_000, 0x5eed ^ i as u64)
+                    } else {
+                        stats::delta_ratio(b, e, LEVEL)
+                    };
+                }
+            }
+            cells.push(cell);
+        }
+        rows.push(Row {
+            metric: metric.key.into(),
+            label: metric.label.into(),
+            unit: metric.unit.into(),
+            higher_is_better: metric.higher_is_better,
+            cells,
+        });
+    }
+    // Benjamini–Hochberg over every test of this measurement.
+    let tested: Vec<(usize, usize, f64)> = rows
+        .iter()
+        .enumerate()
+        .flat_map(|(r, row)| {
+            row.cells
+                .iter()
+                .enumerate()
+                .filter_map(move |(c, cell)| cell.p.map(|p| (r, c, p)))
+        })
+        .collect();
+    let adjusted = stats::benjamini_hochberg(&tested.iter().map(|t| t.2).collect::<Vec<_>>());
+    for ((r, c, _), p) in tested.iter().zip(adjusted) {
+        rows[*r].cells[*c].p_adjusted = Some(p);
+    }
+    for row in &mut rows {
+        let better_up = row.higher_is_better;
+        for cell in row.cells.iter_mut().filter(|c| c.verdict.is_empty()) {
+            cell.verdict = verdict(cell, floor, better_up);
+        }
+    }
+    Comparison {
+        measurement: measurement.to_string(),
+        baseline: variants[baseline].0.clone(),
+        floor,
+        evidence: if by_repeats {
+            "repeats".into()
+        } else {
+            "per-second series of single runs (weaker evidence: one JVM each)".into()
+        },
+        repeats,
+        rows,
+    }
+}
+
+fn pooled(metric: &str, obs: &[Observation]) -> Option<f64> {
+    let q = match metric {
+        "p50" => 0.5,
+        "p99" => 0.99,
+        "p999" => 0.999,
+        _ => return None,
+    };
+    let mut all = new_histogram();
+    for o in obs {
+        if let Observation::Run { response, .. } = o {
+            all.add(&**response).ok()?;
+        }
+    }
+    (!all.is_empty()).then(|| all.value_at_quantile(q) as f64 / 1e6)
+}
+
+fn verdict(cell: &Cell, floor: f64, higher_is_better: bool) -> String {
+    let Some(p) = cell.p_adjusted else {
+        return "too few repeats to test".into();
+    };
+    let within_floor = |r: f64| (r - 1.0).abs() < floor;
+    if let Some((lo, hi)) = cell.ratio_ci
+        && within_floor(lo)
+        && within_floor(hi)
+    {
+        return format!("negligible (within ±{:.0}%)", floor * 100.0);
+    }
+    if p >= ALPHA {
+        return "not significant".into();
+    }
+    match cell.ratio {
+        Some(r) if within_floor(r) => format!("negligible (< {:.0}%)", floor * 100.0),
+        Some(r) => {
+            let better = (r > 1.0) == higher_is_better;
+            format!("significant, {}", if better { "better" } else { "worse" })
+        }
+        None => "significant".into(),
+    }
+}
+
+fn number(v: f64) -> String {
+    if v.abs() >= 1_000.0 {
+        group(v)
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+impl Comparison {
+    /// The table for the terminal.
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "{}: baseline {}, {} per variant ({}), floor {:.0}%\n",
+            self.measurement,
+            self.baseline,
+            self.repeats.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("/"),
+            self.evidence,
+            self.floor * 100.0
+        );
+        s.push_str(&format!(
+            "{:<22} {:<14} {:>24} {:>22}  {}\n",
+            "metric", "variant", "mean [95% CI]", "ratio [95% CI]", "verdict (adjusted p)"
+        ));
+        for row in &self.rows {
+            let label = if row.unit.is_empty() {
+                row.label.clone()
+            } else {
+                format!("{} ({})", row.label, row.unit)
+            };
+            for (i, c) in row.cells.iter().enumerate() {
+                let mean = match (c.mean, c.ci) {
+                    (Some(m), Some((lo, hi))) => format!("{} [{}–{}]", number(m), number(lo), number(hi)),
+                    (Some(m), None) => number(m),
+                    _ => "-".into(),
+                };
+                let ratio = match (c.ratio, c.ratio_ci) {
+                    (Some(r), Some((lo, hi))) => format!("×{r:.3} [{lo:.3}–{hi:.3}]"),
+                    (Some(r), None) => format!("×{r:.3}"),
+                    _ => String::new(),
+                };
+                let p = c.p_adjusted.map(|p| format!(" (p {p:.3})")).unwrap_or_default();
+                let pooled = c.pooled.map(|v| format!("; pooled {}", number(v))).unwrap_or_default();
+                s.push_str(&format!(
+                    "{:<22} {:<14} {:>24} {:>22}  {}{p}{pooled}\n",
+                    if i == 0 { label.as_str() } else { "" },
+                    c.variant,
+                    mean,
+                    ratio,
+                    c.verdict
+                ));
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::capacity::CapacityReport;
+
+    fn capacity(cap: f64) -> Observation {
+        let json = serde_json::json!({
+            "caplab_version": "x", "command": [], "status": "completed", "workload": "w",
+            "sla": {"objectives": [], "min_rate_share": 0.97, "error_budget": 0.001},
+            "mode": "sweep", "precision": null, "warmup_s": 1.0, "measure_s": 1.0, "repeats": 1,
+            "fresh_node": false, "probe": null, "steps": [], "rates": [], "capacity": cap,
+            "highest_achieved_rate": cap * 1.1, "bracket": null, "stopped_early": null, "cost": null,
+            "started_at": "", "elapsed_s": 0.0
+        });
+        Observation::Capacity(Box::new(serde_json::from_value::<CapacityReport>(json).unwrap()))
+    }
+
+    #[test]
+    fn a_certain_difference_is_significant_and_a_small_one_negligible() {
+        let a = vec![capacity(1000.0), capacity(1010.0), capacity(990.0)];
+        let b = vec![capacity(2000.0), capacity(2030.0), capacity(1985.0)];
+        let c = vec![capacity(1005.0), capacity(1000.0), capacity(1008.0)];
+        let cmp = compare(
+            "cap",
+            &[("a".into(), a.clone()), ("b".into(), b), ("c".into(), c)],
+            0,
+            0.02,
+        );
+        let row = cmp.rows.iter().find(|r| r.metric == "capacity").unwrap();
+        let b = &row.cells[1];
+        let (lo, hi) = b.ratio_ci.unwrap();
+        assert!(lo < 2.0 && hi > 2.0 && (b.ratio.unwrap() - 2.0).abs() < 0.02, "{b:?}");
+        assert_eq!(b.verdict, "significant, better");
+        assert!(
+            row.cells[2].verdict.starts_with("negligible") || row.cells[2].verdict == "not significant",
+            "{:?}",
+            row.cells[2]
+        );
+        assert_eq!(row.cells[0].verdict, "baseline");
+        // Identical variants are never different.
+        let aa = compare("cap", &[("a".into(), a.clone()), ("a2".into(), a)], 0, 0.02);
+        assert!(aa.rows.iter().all(|r| !r.cells[1].verdict.starts_with("significant")));
+        assert!(cmp.render().contains("×2.0"), "{}", cmp.render());
+    }
+
+    #[test]
+    fn one_repeat_without_a_series_cannot_be_tested() {
+        let cmp = compare(
+            "cap",
+            &[
+                ("a".into(), vec![capacity(1000.0)]),
+                ("b".into(), vec![capacity(2000.0)]),
+            ],
+            0,
+            0.02,
+        );
+        let row = &cmp.rows[0];
+        assert_eq!(row.cells[1].verdict, "too few repeats to test");
+        assert_eq!(row.cells[1].ratio, Some(2.0));
+        assert!(cmp.evidence.contains("weaker"));
+    }
+}

@@ -1,0 +1,310 @@
+//! Experiments: configurations compared side by side, on fresh nodes, with honest statistics.
+//! An experiment file (`spec`) names variants and measurements; the steps run in an order
+//! that favours no variant (`plan`), each on the variant's own freshly started nodes and with
+//! the same code as `caplab run` / `capacity`; experiment.json (`record`) is rewritten after
+//! every step so an interrupted experiment keeps what it did and resumes where it stopped; and
+//! each measurement's variants are compared metric by metric (`compare`).
+
+pub mod compare;
+pub mod plan;
+pub mod record;
+pub mod spec;
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::cluster::Home;
+use crate::cluster::local::{self, StartOptions, StopOptions};
+use crate::cluster::node::Liveness;
+use crate::console::say;
+use crate::engine::Stop;
+use crate::measure::{RunStatus, commands};
+use compare::{Comparison, Observation, compare};
+use record::{ExperimentRecord, StepRecord};
+use spec::{Experiment, What};
+
+/// Runs (or, given the record of an interrupted run, resumes) `exp` into `out`. Nodes live
+/// under `out/home` (jars come from `cache`), apart from any the user runs.
+pub fn run(
+    exp: &Experiment,
+    out: &Path,
+    cache: &Path,
+    resume: Option<ExperimentRecord>,
+    stop: &Arc<Stop>,
+) -> Result<ExperimentRecord> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let home = Home {
+        data: out.join("home"),
+        cache: cache.to_path_buf(),
+    };
+    let began = Instant::now();
+    let plan = plan::steps(
+        exp.cells.len(),
+        exp.file.measure.len(),
+        exp.file.repeats,
+        exp.file.order,
+    );
+    let mut record = match resume {
+        Some(mut r) => {
+            r.status = RunStatus::Running;
+            r.interrupted_by = None;
+            r
+        }
+        None => ExperimentRecord {
+            format: record::FORMAT,
+            caplab_version: env!("CARGO_PKG_VERSION").into(),
+            name: exp.name(),
+            origin: exp.origin.clone(),
+            text: exp.text.clone(),
+            status: RunStatus::Running,
+            interrupted_by: None,
+            command: crate::measure::out::command_line(),
+            started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            elapsed_s: 0.0,
+            steps: plan
+                .iter()
+                .enumerate()
+                .map(|(i, at)| {
+                    let variant = exp.file.variants[at.variant].name.clone();
+                    let measurement = exp.file.measure[at.measurement].name.clone();
+                    StepRecord {
+                        index: i + 1,
+                        at: *at,
+                        dir: format!("steps/{:03}-{variant}-r{}-{measurement}", i + 1, at.repeat),
+                        variant_name: variant,
+                        measurement_name: measurement,
+                        status: None,
+                        elapsed_s: None,
+                        error: None,
+                    }
+                })
+                .collect(),
+            comparison: Vec::new(),
+        },
+    };
+    if record.steps.len() != plan.len() {
+        bail!(
+            "{} does not match its experiment file's steps: it cannot be resumed",
+            out.display()
+        );
+    }
+    let total = record.steps.len();
+    let already = record
+        .steps
+        .iter()
+        .filter(|s| s.status == Some(RunStatus::Completed))
+        .count();
+    say(&format!(
+        "Experiment {}: {} variant(s) x {} measurement(s) x {} repeat(s) = {total} steps{}; results in {}",
+        record.name,
+        exp.cells.len(),
+        exp.file.measure.len(),
+        exp.file.repeats,
+        if already > 0 {
+            format!(", {already} done before")
+        } else {
+            String::new()
+        },
+        out.display()
+    ));
+    let prior_elapsed = record.elapsed_s;
+    let mut timed: Vec<f64> = Vec::new();
+    for i in 0..total {
+        if record.steps[i].status == Some(RunStatus::Completed) {
+            continue;
+        }
+        if stop.is_requested() {
+            break;
+        }
+        let step = record.steps[i].clone();
+        let left = record.steps[i..]
+            .iter()
+            .filter(|s| s.status != Some(RunStatus::Completed))
+            .count();
+        let eta = if timed.is_empty() {
+            String::new()
+        } else {
+            let per = timed.iter().sum::<f64>() / timed.len() as f64;
+            format!(
+                ", about {} left",
+                humantime::format_duration(Duration::from_secs((per * left as f64) as u64))
+            )
+        };
+        say(&format!(
+            "Step {} of {total}: variant {}, repeat {}/{}, {}{eta}",
+            step.index, step.variant_name, step.at.repeat, exp.file.repeats, step.measurement_name
+        ));
+        let begin = Instant::now();
+        let cell = &exp.cells[step.at.variant][step.at.measurement];
+        let outcome = run_step(&home, exp.file.fresh, cell, &out.join(&step.dir), stop);
+        let elapsed = begin.elapsed().as_secs_f64();
+        let s = &mut record.steps[i];
+        s.elapsed_s = Some(elapsed);
+        match outcome {
+            Ok((status, line)) => {
+                s.status = Some(status);
+                s.error = None;
+                say(&format!("  {line}"));
+                if status == RunStatus::Completed {
+                    timed.push(elapsed);
+                }
+            }
+            Err(e) => {
+                say(&format!("  step {} failed: {e:#}", step.index));
+                s.status = Some(RunStatus::Failed);
+                s.error = Some(format!("{e:#}"));
+            }
+        }
+        record.elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();
+        record.save(out)?;
+    }
+    stop_nodes(&home);
+    record.status = if let Some(cause) = stop.cause() {
+        record.interrupted_by = Some(cause.to_string());
+        RunStatus::Interrupted
+    } else if record.steps.iter().all(|s| s.status == Some(RunStatus::Completed)) {
+        RunStatus::Completed
+    } else {
+        RunStatus::Failed
+    };
+    record.comparison = comparisons(exp, &record, out);
+    record.elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();
+    record.save(out)?;
+    Ok(record)
+}
+
+/// Starts the variant's nodes (fresh: wiped first), runs the measurement into `dir`; returns
+/// its status and a line saying what it measured.
+fn run_step(home: &Home, fresh: bool, cell: &spec::Cell, dir: &Path, stop: &Arc<Stop>) -> Result<(RunStatus, String)> {
+    let spec = cell.node.spec()?;
+    let mut tell = |m: &str| say(&format!("  {m}"));
+    if fresh {
+        let nodes = local::nodes(home)?;
+        local::wipe(&nodes, true, &mut tell)?;
+    }
+    local::start(
+        home,
+        &spec,
+        StartOptions {
+            restart: true,
+            timeout: None,
+        },
+        &mut tell,
+    )?;
+    match &cell.what {
+        What::Run(o) => {
+            let mut o = (**o).clone();
+            o.common.out = Some(dir.to_path_buf());
+            o.common.force = true;
+            o.common.quiet = true;
+            let (r, _) = commands::run(home, &o, stop)?;
+            let t = r.summary.as_ref().map(|s| s.total.clone());
+            Ok((
+                r.status,
+                match t {
+                    Some(t) => format!(
+                        "{}: {} op/s, p99 {:.2} ms, p99.9 {:.2} ms, {} errors",
+                        r.status.name(),
+                        crate::console::group(t.op_rate),
+                        t.response.p99_ms,
+                        t.response.p999_ms,
+                        t.error_total
+                    ),
+                    None => r.status.name().to_string(),
+                },
+            ))
+        }
+        What::Capacity(o) => {
+            let mut o = (**o).clone();
+            o.common.out = Some(dir.to_path_buf());
+            o.common.force = true;
+            o.common.quiet = true;
+            let (r, _, _) = commands::capacity(home, &o, stop)?;
+            Ok((
+                r.status,
+                format!(
+                    "{}: capacity {}",
+                    r.status.name(),
+                    r.capacity
+                        .map_or("none".into(), |c| format!("{} op/s", crate::console::group(c)))
+                ),
+            ))
+        }
+    }
+}
+
+fn stop_nodes(home: &Home) {
+    if let Ok(nodes) = local::nodes(home) {
+        let running: Vec<_> = nodes
+            .into_iter()
+            .filter(|n| n.liveness() == Liveness::Running)
+            .collect();
+        let _ = local::stop(
+            &running,
+            StopOptions {
+                drain: false,
+                timeout: Duration::from_secs(30),
+            },
+            &mut |m| say(&format!("  {m}")),
+        );
+    }
+}
+
+/// Each measurement's comparison, from the completed steps' results on disk.
+pub fn comparisons(exp: &Experiment, record: &ExperimentRecord, out: &Path) -> Vec<Comparison> {
+    (0..exp.file.measure.len())
+        .map(|m| {
+            let variants: Vec<(String, Vec<Observation>)> = exp
+                .file
+                .variants
+                .iter()
+                .enumerate()
+                .map(|(v, variant)| {
+                    let obs = record
+                        .steps
+                        .iter()
+                        .filter(|s| s.at.variant == v && s.at.measurement == m)
+                        .filter(|s| s.status == Some(RunStatus::Completed))
+                        .filter_map(|s| Observation::load(&out.join(&s.dir)).ok())
+                        .collect();
+                    (variant.name.clone(), obs)
+                })
+                .collect();
+            compare(&exp.file.measure[m].name, &variants, exp.baseline, exp.file.floor)
+        })
+        .collect()
+}
+
+/// `caplab compare`: one experiment directory (its comparison, from its steps on disk), or
+/// variants given as results directories, repeats of one variant joined by commas
+/// (`a1,a2,a3 b1,b2,b3`); the first is the baseline.
+pub fn compare_dirs(args: &[String], floor: f64) -> Result<Vec<Comparison>> {
+    if let [one] = args
+        && Path::new(one).join(record::EXPERIMENT_FILE).exists()
+    {
+        let dir = Path::new(one);
+        let record = ExperimentRecord::load(dir)?;
+        let exp = Experiment::parse(&record.text, &record.origin)?;
+        return Ok(comparisons(&exp, &record, dir));
+    }
+    if args.len() < 2 {
+        bail!(
+            "compare needs an experiment directory, or two or more results directories (the first is the baseline; \
+             join repeats of one configuration with commas: a1,a2,a3 b1,b2,b3)"
+        );
+    }
+    let mut variants = Vec::new();
+    for arg in args {
+        let dirs: Vec<PathBuf> = arg.split(',').filter(|s| !s.is_empty()).map(PathBuf::from).collect();
+        let obs = dirs.iter().map(|d| Observation::load(d)).collect::<Result<Vec<_>>>()?;
+        let name = dirs
+            .first()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| arg.clone());
+        variants.push((name, obs));
+    }
+    Ok(vec![compare("compare", &variants, 0, floor)])
+}

@@ -1,0 +1,81 @@
+//! experiment.json: the experiment as run (its file's text, so `--resume` runs what was
+//! started), every step with its results directory and status, and the comparison. Rewritten
+//! after every step.
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+use super::compare::Comparison;
+use super::plan::StepAt;
+use crate::measure::RunStatus;
+use crate::measure::result::write_json;
+
+pub const EXPERIMENT_FILE: &str = "experiment.json";
+pub const FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub index: usize,
+    #[serde(flatten)]
+    pub at: StepAt,
+    pub variant_name: String,
+    pub measurement_name: String,
+    /// Relative to the experiment's directory.
+    pub dir: String,
+    /// None: not run yet.
+    pub status: Option<RunStatus>,
+    pub elapsed_s: Option<f64>,
+    /// Why it failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExperimentRecord {
+    pub format: u32,
+    pub caplab_version: String,
+    pub name: String,
+    /// Where the file was read from, and its text.
+    pub origin: String,
+    pub text: String,
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
+    pub command: Vec<String>,
+    pub started_at: String,
+    pub elapsed_s: f64,
+    pub steps: Vec<StepRecord>,
+    pub comparison: Vec<Comparison>,
+}
+
+impl ExperimentRecord {
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        write_json(&dir.join(EXPERIMENT_FILE), self)
+    }
+
+    pub fn load(dir: &Path) -> Result<ExperimentRecord> {
+        let file = dir.join(EXPERIMENT_FILE);
+        let text = std::fs::read_to_string(&file).with_context(|| {
+            format!(
+                "cannot read {}: give the directory 'caplab experiment' wrote",
+                file.display()
+            )
+        })?;
+        let r: ExperimentRecord = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not an experiment caplab can read", file.display()))?;
+        if r.format > FORMAT {
+            bail!("{} was written by a newer caplab: use that caplab", file.display());
+        }
+        Ok(r)
+    }
+
+    /// 0 every step completed, 130 (143, 129) interrupted, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self.status {
+            RunStatus::Completed if self.steps.iter().all(|s| s.status == Some(RunStatus::Completed)) => 0,
+            RunStatus::Interrupted => crate::measure::signal::exit_code(self.interrupted_by.as_deref()),
+            _ => 1,
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! The experiment file: variants (a node configuration and run options that differ), the
+//! measurements (runs or capacity searches), repeats, order and freshness. Option keys are the
+//! long flags of `caplab node start`, `caplab run` and `caplab capacity` without their dashes
+//! (`heap: 4G`, `set: [...]`, `rate: 2000`, `batch_size: 10`), so everything the commands take
+//! an experiment takes, checked the same way, before anything runs.
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+use serde_norway::Value;
+use std::collections::BTreeMap;
+
+use crate::cluster::options::NodeOptions;
+use crate::measure::options::{CapacityOptions, RunOptions};
+use crate::workload::profile::from_yaml;
+
+/// Option keys as in a file: `key: value` for `--key value`, `key: true` for a flag, a list
+/// for a flag given several times.
+pub type Options = BTreeMap<String, Value>;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Every repeat runs all variants, starting one later each repeat, so a drift of the
+    /// machine over time favours no variant.
+    #[default]
+    Rotate,
+    /// Every repeat runs the variants as written.
+    AsWritten,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: String,
+    /// `caplab node start` options for this variant (over the file's `node`).
+    #[serde(default)]
+    pub node: Options,
+    /// `caplab run` / `capacity` options for this variant (over each measurement's; a key a
+    /// measurement's command does not take is left out for it).
+    #[serde(default)]
+    pub run: Options,
+}
+
+/// (Its other keys are run options; unknown ones are refused when the options are parsed.)
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Measurement {
+    pub name: String,
+    /// A capacity search (options of `caplab capacity`) instead of one run.
+    #[serde(default)]
+    pub capacity: bool,
+    /// The run's (or search's) options, over the file's `run`.
+    #[serde(flatten)]
+    pub options: Options,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentFile {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Runs of every variant (a fresh JVM on fresh nodes each, with `fresh`).
+    #[serde(default = "three")]
+    pub repeats: u32,
+    #[serde(default)]
+    pub order: Order,
+    /// Wipe and start the variant's nodes before every step.
+    #[serde(default = "yes")]
+    pub fresh: bool,
+    /// The variant the others are compared with (default: the first).
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// Differences smaller than this share are reported as negligible, however small their
+    /// p-value (`2%` or 0.02).
+    #[serde(default = "two_percent", deserialize_with = "share")]
+    pub floor: f64,
+    /// `caplab node start` options every variant starts from.
+    #[serde(default)]
+    pub node: Options,
+    /// `caplab run` (or `capacity`) options every measurement starts from; a key a
+    /// measurement's command does not take is left out for it.
+    #[serde(default)]
+    pub run: Options,
+    pub variants: Vec<Variant>,
+    pub measure: Vec<Measurement>,
+}
+
+fn three() -> u32 {
+    3
+}
+fn yes() -> bool {
+    true
+}
+fn two_percent() -> f64 {
+    0.02
+}
+
+fn share<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = Value::deserialize(d)?;
+    let text = match v {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s,
+        other => return Err(serde::de::Error::custom(format!("floor: {other:?} is not a share"))),
+    };
+    crate::sla::parse_share(&text).map_err(serde::de::Error::custom)
+}
+
+/// One (variant, measurement) as it will run: the node's options and the run's or search's.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub node: NodeOptions,
+    pub what: What,
+}
+
+#[derive(Debug, Clone)]
+pub enum What {
+    Run(Box<RunOptions>),
+    Capacity(Box<CapacityOptions>),
+}
+
+/// An experiment read and checked.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub file: ExperimentFile,
+    /// The file as written (kept with the results, so `--resume` runs what was started).
+    pub text: String,
+    pub origin: String,
+    /// `[variant][measurement]`.
+    pub cells: Vec<Vec<Cell>>,
+    pub baseline: usize,
+}
+
+/// Keys the experiment sets itself.
+const RESERVED: &[&str] = &["out", "force", "hosts", "quiet"];
+
+impl Experiment {
+    /// Parses and checks an experiment: every variant's node options and every (variant,
+    /// measurement)'s run options, as the commands would parse them.
+    pub fn parse(text: &str, origin: &str) -> Result<Experiment> {
+        let file: ExperimentFile = from_yaml(text, origin)?;
+        let fail = |what: String, e: anyhow::Error| anyhow::anyhow!("{origin}: {what}: {e:#}");
+        if file.variants.is_empty() {
+            bail!("{origin}: variants is empty: name at least one, e.g. variants: [{{name: a}}]");
+        }
+        if file.measure.is_empty() {
+            bail!("{origin}: measure is empty: name at least one, e.g. measure: [{{name: insert, duration: 30s}}]");
+        }
+        if file.repeats == 0 {
+            bail!("{origin}: repeats must be at least 1");
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for v in &file.variants {
+            check_name(&v.name).map_err(|e| anyhow::anyhow!("{origin}: variant '{}': {e}", v.name))?;
+            if !names.insert(v.name.as_str()) {
+                bail!("{origin}: two variants are named '{}'", v.name);
+            }
+        }
+        let mut measures = std::collections::BTreeSet::new();
+        for m in &file.measure {
+            check_name(&m.name).map_err(|e| anyhow::anyhow!("{origin}: measurement '{}': {e}", m.name))?;
+            if !measures.insert(m.name.as_str()) {
+                bail!("{origin}: two measurements are named '{}'", m.name);
+            }
+        }
+        let baseline = match &file.baseline {
+            None => 0,
+            Some(b) => file.variants.iter().position(|v| &v.name == b).with_context(|| {
+                format!(
+                    "{origin}: baseline '{b}' is not a variant (variants: {})",
+                    file.variants
+                        .iter()
+                        .map(|v| v.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?,
+        };
+        let mut cells = Vec::new();
+        for v in &file.variants {
+            let node_opts = merged(&[&file.node, &v.node]);
+            let node = parse_node(&node_opts).map_err(|e| fail(format!("variant '{}' node", v.name), e))?;
+            let mut row = Vec::new();
+            for m in &file.measure {
+                // Shared options a command does not take (a duration for a capacity search)
+                // are for the other measurements; the measurement's own keys must all apply.
+                let takes = |o: &Options| known(m.capacity, o);
+                let opts = merged(&[&takes(&file.run), &m.options, &takes(&v.run)]);
+                let what = parse_what(m.capacity, &opts)
+                    .map_err(|e| fail(format!("measurement '{}' of variant '{}'", m.name, v.name), e))?;
+                row.push(Cell {
+                    node: node.clone(),
+                    what,
+                });
+            }
+            cells.push(row);
+        }
+        Ok(Experiment {
+            file,
+            text: text.to_string(),
+            origin: origin.to_string(),
+            cells,
+            baseline,
+        })
+    }
+
+    pub fn name(&self) -> String {
+        self.file.name.clone().unwrap_or_else(|| {
+            std::path::Path::new(&self.origin)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "experiment".into())
+        })
+    }
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        bail!("names may use letters, digits, '-', '_' and '.' (they name results directories)");
+    }
+    Ok(())
+}
+
+/// Later maps override earlier ones key by key.
+fn merged(maps: &[&Options]) -> Options {
+    let mut out = Options::new();
+    for m in maps {
+        for (k, v) in m.iter() {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+/// `--key value` arguments for option keys.
+pub fn to_args(opts: &Options) -> Result<Vec<String>> {
+    let mut args = Vec::new();
+    for (k, v) in opts {
+        if RESERVED.contains(&k.as_str()) {
+            bail!("'{k}' is set by the experiment itself; leave it out");
+        }
+        let flag = format!("--{}", k.replace('_', "-"));
+        let mut one = |v: &Value| -> Result<()> {
+            match v {
+                Value::Bool(true) => args.push(flag.clone()),
+                Value::Bool(false) | Value::Null => {}
+                Value::Number(n) => args.extend([flag.clone(), n.to_string()]),
+                Value::String(s) => args.extend([flag.clone(), s.clone()]),
+                other => bail!("{k}: {other:?} is not a value: write a number, a string or true/false"),
+            }
+            Ok(())
+        };
+        match v {
+            Value::Sequence(items) => items.iter().try_for_each(&mut one)?,
+            v => one(v)?,
+        }
+    }
+    Ok(args)
+}
+
+#[derive(Parser)]
+#[command(name = "node", no_binary_name = true)]
+struct NodeArgs {
+    #[command(flatten)]
+    o: NodeOptions,
+}
+
+#[derive(Parser)]
+#[command(name = "run", no_binary_name = true)]
+struct RunArgs {
+    #[command(flatten)]
+    o: RunOptions,
+}
+
+#[derive(Parser)]
+#[command(name = "capacity", no_binary_name = true)]
+struct CapacityArgs {
+    #[command(flatten)]
+    o: CapacityOptions,
+}
+
+/// The keys of `opts` that `caplab run` (or `capacity`) takes.
+fn known(capacity: bool, opts: &Options) -> Options {
+    use clap::CommandFactory;
+    let cmd = if capacity {
+        CapacityArgs::command()
+    } else {
+        RunArgs::command()
+    };
+    let flags: Vec<String> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .map(String::from)
+        .collect();
+    opts.iter()
+        .filter(|(k, _)| flags.contains(&k.replace('_', "-")))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn clap_error(e: clap::Error) -> anyhow::Error {
+    // clap's text names the flag (`--heap`); keys are written without dashes.
+    let text = e.to_string();
+    let first = text
+        .lines()
+        .next()
+        .unwrap_or(&text)
+        .trim_start_matches("error: ")
+        .to_string();
+    anyhow::anyhow!("{first}")
+}
+
+fn parse_node(opts: &Options) -> Result<NodeOptions> {
+    let o = NodeArgs::try_parse_from(to_args(opts)?).map_err(clap_error)?.o;
+    o.spec()?;
+    Ok(o)
+}
+
+fn parse_what(capacity: bool, opts: &Options) -> Result<What> {
+    let args = to_args(opts)?;
+    Ok(if capacity {
+        let o = CapacityArgs::try_parse_from(args).map_err(clap_error)?.o;
+        if o.common.sla.sla.is_none() {
+            bail!("a capacity search needs a service level: add sla: 'p99.9<100ms/10s'");
+        }
+        What::Capacity(Box::new(o))
+    } else {
+        What::Run(Box::new(RunArgs::try_parse_from(args).map_err(clap_error)?.o))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const E1: &str = r#"
+name: versions
+repeats: 2
+node: {heap: 1G}
+run: {warmup: 5s, duration: 10s}
+variants:
+  - {name: "5.0.9", node: {version: 5.0.9}}
+  - name: fast
+    node: {version: 5.0.9, set: [memtable_flush_writers=8, "concurrent_writes=64"]}
+    run: {concurrency: 512}
+measure:
+  - {name: insert, workload: insert}
+  - {name: batch, workload: batch, batch_size: 10, rate: 2000}
+  - {name: cap, capacity: true, sla: "p99<10ms/5s", rates: "1k,2k", measure: 10s}
+"#;
+
+    #[test]
+    fn options_are_the_commands_flags() {
+        let e = Experiment::parse(E1, "e1.yaml").unwrap();
+        assert_eq!(e.name(), "versions");
+        assert_eq!((e.cells.len(), e.cells[0].len(), e.baseline), (2, 3, 0));
+        let fast = &e.cells[1];
+        assert_eq!(
+            fast[0].node.overrides,
+            ["memtable_flush_writers=8", "concurrent_writes=64"]
+        );
+        assert_eq!(fast[0].node.heap.as_deref(), Some("1G"));
+        let What::Run(batch) = &fast[1].what else { panic!() };
+        assert_eq!((batch.rate, batch.common.workload.batch_size), (2000.0, 10));
+        assert_eq!(batch.common.load.concurrency, 512, "the variant's run options win");
+        assert_eq!(batch.duration, Some(std::time::Duration::from_secs(10)));
+        let What::Capacity(cap) = &e.cells[0][2].what else {
+            panic!()
+        };
+        assert_eq!(cap.rates.as_deref(), Some("1k,2k"));
+        assert!(matches!(e.file.order, Order::Rotate) && e.file.fresh);
+        assert_eq!(e.file.floor, 0.02);
+    }
+
+    #[test]
+    fn mistakes_are_named_before_anything_runs() {
+        let err = |text: &str| format!("{:#}", Experiment::parse(text, "x.yaml").unwrap_err());
+        let e = err(&E1.replace("heap: 1G", "heap: lots"));
+        assert!(
+            e.contains("x.yaml: variant '5.0.9' node") && e.contains("not a heap size"),
+            "{e}"
+        );
+        let e = err(&E1.replace("batch_size: 10", "batch_sise: 10"));
+        assert!(
+            e.contains("measurement 'batch' of variant '5.0.9'") && e.contains("--batch-sise"),
+            "{e}"
+        );
+        let e = err(&E1.replace("repeats: 2", "repeats: 2\nrepeat: 3"));
+        assert!(e.starts_with("x.yaml:") && e.contains("unknown field `repeat`"), "{e}");
+        let e = err(&E1.replace("name: versions", "name: versions\nbaseline: slow"));
+        assert!(
+            e.contains("baseline 'slow' is not a variant (variants: 5.0.9, fast)"),
+            "{e}"
+        );
+        let e = err(&E1.replace(
+            "{name: insert, workload: insert}",
+            "{name: insert, workload: insert, hosts: x}",
+        ));
+        assert!(e.contains("'hosts' is set by the experiment"), "{e}");
+        let e = err(&E1.replace(", sla: \"p99<10ms/5s\"", ""));
+        assert!(e.contains("needs a service level"), "{e}");
+    }
+}

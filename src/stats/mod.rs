@@ -1,0 +1,296 @@
+//! Statistics for comparing configurations: means with t confidence intervals, Welch's t-test
+//! (Welch–Satterthwaite degrees of freedom), a bootstrap confidence interval for a ratio of
+//! means, Holm's and Benjamini–Hochberg's corrections for testing many metrics and variants at
+//! once, and the effective
+//! sample size of an autocorrelated series by batch means (for a single run's per-second
+//! values, which are not independent: one GC pause spans seconds).
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use crate::workload::values::mix;
+
+pub fn mean(x: &[f64]) -> f64 {
+    if x.is_empty() {
+        return f64::NAN;
+    }
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+/// Sample variance (n − 1).
+pub fn variance(x: &[f64]) -> f64 {
+    if x.len() < 2 {
+        return f64::NAN;
+    }
+    let m = mean(x);
+    x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64
+}
+
+/// The `p` quantile of Student's t with `df` degrees of freedom.
+pub fn t_quantile(p: f64, df: f64) -> f64 {
+    StudentsT::new(0.0, 1.0, df.max(1e-9))
+        .map(|t| t.inverse_cdf(p))
+        .unwrap_or(f64::NAN)
+}
+
+/// A mean and the half-width of its two-sided `level` confidence interval, from a mean, a
+/// variance of single values and an (effective) number of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub mean: f64,
+    pub half_width: f64,
+    /// Effective number of independent values behind it.
+    pub n: f64,
+    pub variance: f64,
+}
+
+impl Estimate {
+    pub fn of(x: &[f64], level: f64) -> Estimate {
+        Estimate::from_moments(mean(x), variance(x), x.len() as f64, level)
+    }
+
+    pub fn from_moments(mean: f64, variance: f64, n: f64, level: f64) -> Estimate {
+        let half_width = if n >= 2.0 && variance.is_finite() {
+            t_quantile(0.5 + level / 2.0, n - 1.0) * (variance / n).sqrt()
+        } else {
+            f64::NAN
+        };
+        Estimate {
+            mean,
+            half_width,
+            n,
+            variance,
+        }
+    }
+}
+
+/// Welch's two-sample t-test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Welch {
+    pub t: f64,
+    pub df: f64,
+    /// Two-sided.
+    pub p: f64,
+}
+
+/// Welch's test of `b` against `a`; None when either side has fewer than two values.
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    Some(welch_moments(
+        (mean(a), variance(a), a.len() as f64),
+        (mean(b), variance(b), b.len() as f64),
+    ))
+}
+
+/// Welch's test from (mean, variance, n) of each side (n may be an effective size).
+pub fn welch_moments(a: (f64, f64, f64), b: (f64, f64, f64)) -> Welch {
+    let (ma, va, na) = a;
+    let (mb, vb, nb) = b;
+    let (sa, sb) = (va / na, vb / nb);
+    let se2 = sa + sb;
+    if se2 <= 0.0 || !se2.is_finite() {
+        // No spread on either side: the values are equal or they are not.
+        let differ = ma != mb;
+        return Welch {
+            t: if differ { f64::INFINITY.copysign(mb - ma) } else { 0.0 },
+            df: (na + nb - 2.0).max(1.0),
+            p: if differ { 0.0 } else { 1.0 },
+        };
+    }
+    let t = (mb - ma) / se2.sqrt();
+    let df = se2.powi(2) / (sa.powi(2) / (na - 1.0).max(1e-9) + sb.powi(2) / (nb - 1.0).max(1e-9));
+    let p = StudentsT::new(0.0, 1.0, df)
+        .map(|d| 2.0 * (1.0 - d.cdf(t.abs())))
+        .unwrap_or(f64::NAN);
+    Welch { t, df, p }
+}
+
+/// The `level` confidence interval of mean(b) / mean(a) by the percentile bootstrap: both
+/// samples resampled with replacement `resamples` times (deterministically, from `seed`).
+pub fn bootstrap_ratio(a: &[f64], b: &[f64], level: f64, resamples: usize, seed: u64) -> Option<(f64, f64)> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let mut rng = seed;
+    let mut next = |n: usize| {
+        rng = mix(rng);
+        (rng % n as u64) as usize
+    };
+    let mut ratios = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        let ma = (0..a.len()).map(|_| a[next(a.len())]).sum::<f64>() / a.len() as f64;
+        let mb = (0..b.len()).map(|_| b[next(b.len())]).sum::<f64>() / b.len() as f64;
+        if ma != 0.0 {
+            ratios.push(mb / ma);
+        }
+    }
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
+    Some((at((1.0 - level) / 2.0), at((1.0 + level) / 2.0)))
+}
+
+/// The `level` confidence interval of mb / ma from two estimates, by the delta method (for
+/// series whose values are not independent, where resampling them would be wrong).
+pub fn delta_ratio(a: &Estimate, b: &Estimate, level: f64) -> Option<(f64, f64)> {
+    if a.mean == 0.0 || !(a.n >= 2.0 && b.n >= 2.0) {
+        return None;
+    }
+    let r = b.mean / a.mean;
+    let rel = (a.variance / a.n) / a.mean.powi(2) + (b.variance / b.n) / b.mean.powi(2);
+    let df = (a.n + b.n - 2.0).max(1.0);
+    let hw = t_quantile(0.5 + level / 2.0, df) * r.abs() * rel.sqrt();
+    Some((r - hw, r + hw))
+}
+
+/// Holm's step-down adjustment of p-values (family-wise error over all of them).
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let mut adjusted = vec![0.0; m];
+    let mut running: f64 = 0.0;
+    for (rank, &i) in order.iter().enumerate() {
+        running = running.max(((m - rank) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+/// Benjamini and Hochberg's step-up adjustment of p-values (false discovery rate over all of
+/// them): with many metrics compared at once it keeps its power where Holm's family-wise
+/// control, at three repeats, finds almost nothing.
+pub fn benjamini_hochberg(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let mut adjusted = vec![0.0; m];
+    let mut running: f64 = 1.0;
+    for (rank, &i) in order.iter().enumerate().rev() {
+        running = running.min((p[i] * m as f64 / (rank + 1) as f64).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+/// How many independent values an autocorrelated series is worth, by batch means: for batch
+/// lengths 1, 2, 4, … (while at least 8 batches remain), τ = length · Var(batch means) /
+/// Var(values); the largest τ is taken, and n / τ returned (never more than n, at least 1).
+pub fn effective_n(x: &[f64]) -> f64 {
+    let n = x.len();
+    let v = variance(x);
+    if n < 4 || v.is_nan() || v <= 0.0 {
+        return n as f64;
+    }
+    let mut tau: f64 = 1.0;
+    let mut len = 2;
+    while n / len >= 8 {
+        let means: Vec<f64> = x.chunks_exact(len).map(mean).collect();
+        tau = tau.max(len as f64 * variance(&means) / v);
+        len *= 2;
+    }
+    (n as f64 / tau).clamp(1.0, n as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * b.abs().max(1e-12)
+    }
+
+    // Reference values from SciPy 1.16 / statsmodels 0.14:
+    //   python3 -c "from scipy import stats; a=[10.1,9.8,10.4,10.0]; b=[11.2,11.0,11.6];
+    //               print(stats.ttest_ind(b,a,equal_var=False))"
+    //   -> statistic 5.512244913115654, pvalue 0.005845831417216564 (df 3.863691811613365)
+    //   stats.t.ppf(0.975, 2) = 4.302652729749462; stats.t.ppf(0.975, 9.5) = 2.2441374614922958
+    //   95 % CI of mean(a): (9.677194211839536, 10.472805788160462)
+    //   multipletests([0.01, 0.04, 0.03, 0.20], method='holm') -> [0.04, 0.09, 0.09, 0.2]
+    //   multipletests([0.01, 0.04, 0.03, 0.20], method='fdr_bh') -> [0.04, 0.0533.., 0.0533.., 0.2]
+    //   multipletests([0.001, 0.008, 0.039, 0.041, 0.042, 0.06, 0.074, 0.205], method='fdr_bh')
+    //   -> [0.008, 0.032, 0.0672, 0.0672, 0.0672, 0.08, 0.08457142857142856, 0.205]
+    #[test]
+    fn matches_scipy() {
+        let a = [10.1, 9.8, 10.4, 10.0];
+        let b = [11.2, 11.0, 11.6];
+        let w = welch(&a, &b).unwrap();
+        assert!(close(w.t, 5.512244913115654, 1e-9), "{w:?}");
+        assert!(close(w.df, 3.863691811613365, 1e-9), "{w:?}");
+        assert!(close(w.p, 0.005845831417216564, 1e-6), "{w:?}");
+        assert!(close(t_quantile(0.975, 2.0), 4.302652729749462, 1e-6));
+        assert!(close(t_quantile(0.975, 9.5), 2.2441374614922958, 1e-6));
+        let e = Estimate::of(&a, 0.95);
+        assert!(close(e.mean - e.half_width, 9.677194211839536, 1e-9));
+        assert!(close(e.mean + e.half_width, 10.472805788160462, 1e-9));
+        let h = holm(&[0.01, 0.04, 0.03, 0.20]);
+        for (x, y) in h.iter().zip([0.04, 0.09, 0.09, 0.2]) {
+            assert!(close(*x, y, 1e-12), "{h:?}");
+        }
+        let bh = benjamini_hochberg(&[0.01, 0.04, 0.03, 0.20]);
+        for (x, y) in bh.iter().zip([0.04, 0.05333333333333334, 0.05333333333333334, 0.2]) {
+            assert!(close(*x, y, 1e-12), "{bh:?}");
+        }
+        let bh = benjamini_hochberg(&[0.001, 0.008, 0.039, 0.041, 0.042, 0.06, 0.074, 0.205]);
+        let want = [0.008, 0.032, 0.0672, 0.0672, 0.0672, 0.08, 0.08457142857142856, 0.205];
+        for (x, y) in bh.iter().zip(want) {
+            assert!(close(*x, y, 1e-12), "{bh:?}");
+        }
+    }
+
+    #[test]
+    fn equal_samples_differ_by_nothing_and_constant_ones_by_everything() {
+        let a = [5.0, 5.0, 5.0];
+        assert_eq!(welch(&a, &a).unwrap().p, 1.0);
+        assert_eq!(welch(&a, &[6.0, 6.0]).unwrap().p, 0.0);
+        assert!(welch(&a, &[6.0]).is_none(), "one value has no spread to test");
+    }
+
+    #[test]
+    fn the_bootstrap_ratio_covers_the_truth() {
+        let a = [100.0, 104.0, 98.0, 101.0, 97.0];
+        let doubled: Vec<f64> = a.iter().map(|v| v * 2.0).collect();
+        let (lo, hi) = bootstrap_ratio(&a, &doubled, 0.95, 4000, 7).unwrap();
+        assert!(lo <= 2.0 && hi >= 2.0 && hi - lo < 0.15, "({lo}, {hi})");
+        let (lo, hi) = bootstrap_ratio(&a, &a, 0.95, 4000, 7).unwrap();
+        assert!(lo < 1.0 && hi > 1.0, "({lo}, {hi})");
+        assert_eq!(
+            bootstrap_ratio(&a, &doubled, 0.95, 100, 3),
+            bootstrap_ratio(&a, &doubled, 0.95, 100, 3),
+            "deterministic"
+        );
+    }
+
+    #[test]
+    fn batch_means_see_autocorrelation() {
+        let mut h = 1u64;
+        let mut noise = || {
+            h = mix(h);
+            (h >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let iid: Vec<f64> = (0..512).map(|_| noise()).collect();
+        let n = effective_n(&iid);
+        assert!(n > 256.0, "independent values keep most of their count: {n}");
+        // AR(1) with phi 0.9: tau = (1 + phi) / (1 - phi) = 19.
+        let mut x = 0.0;
+        let ar: Vec<f64> = (0..4096)
+            .map(|_| {
+                x = 0.9 * x + noise();
+                x
+            })
+            .collect();
+        let n = effective_n(&ar);
+        assert!((100.0..=450.0).contains(&n), "4,096 values worth ~216: {n}");
+        let e = Estimate::from_moments(mean(&ar), variance(&ar), n, 0.95);
+        let d = delta_ratio(
+            &Estimate::from_moments(10.0, 1.0, 20.0, 0.95),
+            &Estimate::from_moments(20.0, 4.0, 20.0, 0.95),
+            0.95,
+        )
+        .unwrap();
+        assert!(d.0 < 2.0 && d.1 > 2.0 && e.half_width > 0.0);
+    }
+}

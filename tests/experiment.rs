@@ -1,0 +1,195 @@
+//! `caplab experiment` against real nodes: identical variants come out not significant, a
+//! certain difference comes out significant with the right ratio, a smaller heap shows more GC
+//! pauses, an interrupted experiment resumes without redoing its finished steps, and Cassandra
+//! 6.0-alpha2 runs on JDK 21.
+
+mod common;
+
+use common::{Lab, jvm_lock, ok, spawn, stdout};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn experiment_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("experiment.json")).unwrap()).unwrap()
+}
+
+/// The cell of `variant` in the row of `metric` of the first measurement's comparison.
+fn cell<'a>(doc: &'a serde_json::Value, metric: &str, variant: &str) -> &'a serde_json::Value {
+    let row = doc["comparison"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == metric)
+        .unwrap_or_else(|| panic!("no row {metric}"));
+    row["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["variant"] == variant)
+        .unwrap()
+}
+
+#[test]
+fn identical_variants_do_not_differ() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("experiment-aa", "127.0.42.1", 7710);
+    std::fs::create_dir_all(&lab.home).unwrap();
+    let file = lab.home.join("aa.yaml");
+    // The same node for both (fresh: false): an A/A test of the method, 3 repeats each.
+    std::fs::write(
+        &file,
+        "name: aa\nrepeats: 3\nfresh: false\nnode: {heap: 1G, address: 127.0.42.1, jmx_port: 7710}\n\
+         run: {rate: 1000, warmup: 5s, duration: 5s}\n\
+         variants:\n  - {name: a}\n  - {name: a-again}\nmeasure:\n  - {name: insert, workload: insert}\n",
+    )
+    .unwrap();
+    let out = lab.home.join("aa-out");
+    let o = ok(lab.caplab(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]));
+    let text = stdout(&o);
+    assert!(text.contains("insert: baseline a, 3/3 per variant (repeats)"), "{text}");
+    let doc = experiment_json(&out);
+    assert_eq!(doc["status"], "completed");
+    // Rotated: each variant goes first in turn.
+    let firsts: Vec<&str> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .chunks(2)
+        .map(|c| c[0]["variant_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(firsts, ["a", "a-again", "a"]);
+    for row in doc["comparison"][0]["rows"].as_array().unwrap() {
+        let c = row["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["variant"] == "a-again")
+            .unwrap();
+        assert!(
+            !c["verdict"].as_str().unwrap().starts_with("significant"),
+            "identical variants differ in {}: {c}\n{text}",
+            row["metric"]
+        );
+    }
+}
+
+#[test]
+fn a_small_heap_pauses_more_surely() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("experiment-heap", "127.0.45.1", 7740);
+    std::fs::create_dir_all(&lab.home).unwrap();
+    // 10-row batches of 5 kB rows at 500/s: measured, a 512M heap collects 42-43 times in 15 s
+    // and a 4G heap 3 times (with 50-byte rows the counts were 2-13 against 0-3: too noisy).
+    let file = lab.home.join("heap.yaml");
+    std::fs::write(
+        &file,
+        "name: heap\nrepeats: 3\nnode: {address: 127.0.45.1, jmx_port: 7740}\n\
+         run: {rate: 500, value_size: 1000, warmup: 10s, duration: 10s}\n\
+         variants:\n  - {name: large, node: {heap: 4G}}\n  - {name: small, node: {heap: 512M}}\n\
+         measure:\n  - {name: batch, workload: batch}\n",
+    )
+    .unwrap();
+    let out = lab.home.join("heap-out");
+    let o = ok(lab.caplab(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]));
+    let doc = experiment_json(&out);
+    let small = cell(&doc, "gc_count", "small");
+    let base = cell(&doc, "gc_count", "large");
+    assert!(small["mean"].as_f64() > base["mean"].as_f64(), "{small} vs {base}");
+    assert_eq!(small["verdict"], "significant, worse", "{small}\n{}", stdout(&o));
+}
+
+#[test]
+fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("experiment-rates", "127.0.43.1", 7720);
+    std::fs::create_dir_all(&lab.home).unwrap();
+    let file = lab.home.join("rates.yaml");
+    std::fs::write(
+        &file,
+        "name: rates\nrepeats: 3\nfresh: false\nnode: {heap: 1G, address: 127.0.43.1, jmx_port: 7720}\n\
+         run: {warmup: 5s, duration: 4s}\n\
+         variants:\n  - {name: r500, run: {rate: 500}}\n  - {name: r1000, run: {rate: 1000}}\n\
+         measure:\n  - {name: insert, workload: insert}\n",
+    )
+    .unwrap();
+    let out = lab.home.join("rates-out");
+    // Interrupted as the second step starts.
+    let child = spawn(
+        &lab,
+        None,
+        &["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()],
+    );
+    let begin = Instant::now();
+    while !std::fs::read_to_string(out.join("experiment.json")).is_ok_and(|t| t.contains("\"completed\"")) {
+        assert!(begin.elapsed() < Duration::from_secs(180), "the first step did not end");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--resume"));
+    let doc = experiment_json(&out);
+    assert_eq!(doc["status"], "interrupted");
+    assert_eq!(doc["steps"][0]["status"], "completed");
+    let first = out.join(doc["steps"][0]["dir"].as_str().unwrap()).join("result.json");
+    let first_written = std::fs::metadata(&first).unwrap().modified().unwrap();
+
+    let o = ok(lab.caplab(&["experiment", "--resume", out.to_str().unwrap()]));
+    assert!(stdout(&o).contains("6 of 6 steps completed"), "{}", stdout(&o));
+    assert_eq!(
+        std::fs::metadata(&first).unwrap().modified().unwrap(),
+        first_written,
+        "the finished step was not run again"
+    );
+    let doc = experiment_json(&out);
+    let t = cell(&doc, "throughput", "r1000");
+    let (lo, hi) = (t["ratio_ci"][0].as_f64().unwrap(), t["ratio_ci"][1].as_f64().unwrap());
+    assert!(
+        lo <= 2.0 && hi >= 2.0 && (t["ratio"].as_f64().unwrap() - 2.0).abs() < 0.01,
+        "{t}"
+    );
+    assert_eq!(t["verdict"], "significant, better", "{t}");
+
+    // `caplab compare` on the same directory gives the same comparison.
+    let o = ok(lab.caplab(&["compare", out.to_str().unwrap(), "--json"]));
+    let again: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(again[0]["rows"][0], doc["comparison"][0]["rows"][0]);
+    // And on run directories: one repeat each, the per-second series as weaker evidence.
+    let dirs: Vec<String> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(2)
+        .map(|s| out.join(s["dir"].as_str().unwrap()).to_str().unwrap().to_string())
+        .collect();
+    let o = ok(lab.caplab(&["compare", &dirs[0], &dirs[1]]));
+    assert!(stdout(&o).contains("weaker evidence"), "{}", stdout(&o));
+}
+
+#[test]
+fn cassandra_6_0_runs_on_jdk_21() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("six-oh-21", "127.0.44.1", 7730);
+    ok(lab.start(&["--version", "6.0-alpha2", "--java", "21"]));
+    let out = lab.home.join("r");
+    ok(lab.caplab(&[
+        "run",
+        "--hosts",
+        &lab.cql(),
+        "-n",
+        "2000",
+        "--rate",
+        "1000",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let doc = common::result_json(&out);
+    assert_eq!(doc["summary"]["total"]["ops"], 2000);
+    assert!(
+        doc["environment"]["local_nodes"][0]["spec"]["jdk"]["major"] == 21,
+        "{}",
+        doc["environment"]["local_nodes"][0]["spec"]["jdk"]
+    );
+}
