@@ -20,6 +20,9 @@ pub struct Batch {
     pub start: Duration,
     pub length: Duration,
     pub warmup: bool,
+    /// It ends where warm-up ends (a timed warm-up of whole intervals): measured operations in
+    /// it are there only because the tick that closed it came a little late.
+    pub ends_warmup: bool,
 }
 
 /// What the thread hands back at the end.
@@ -61,10 +64,32 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
                     ops: (0..op_types).map(|_| OpStats::default()).collect(),
                 };
                 let mut totals: Vec<OpStats> = (0..op_types).map(|_| OpStats::default()).collect();
+                // Measured operations completed between the end of warm-up and the late tick
+                // that closed the last warm-up interval: moved to the first measured interval,
+                // so the window holds exactly its intervals.
+                let mut carried: Vec<OpStats> = (0..op_types).map(|_| OpStats::default()).collect();
+                let mut carrying = false;
                 let mut error = None;
                 for mut batch in rx {
                     merge(&mut batch.shards, &mut interval.ops);
                     let _ = spare_tx.send(batch.shards);
+                    if carrying && !batch.warmup {
+                        for (o, c) in interval.ops.iter_mut().zip(carried.iter_mut()) {
+                            o.add(c);
+                            c.reset();
+                        }
+                        carrying = false;
+                    }
+                    if batch.warmup && batch.ends_warmup && interval.has_measured() {
+                        for (o, c) in interval.ops.iter_mut().zip(carried.iter_mut()) {
+                            let warm = o.warmup_ops;
+                            c.add(o);
+                            c.warmup_ops = 0;
+                            o.reset();
+                            o.warmup_ops = warm;
+                        }
+                        carrying = true;
+                    }
                     interval.start = batch.start;
                     interval.length = batch.length;
                     interval.warmup = batch.warmup;
@@ -77,6 +102,12 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
                         let e = format!("{e:#}");
                         let _ = error_tx.send(e.clone());
                         error = Some(e);
+                    }
+                }
+                if carrying {
+                    // No measured interval followed: the operations still count in the totals.
+                    for (t, c) in totals.iter_mut().zip(&carried) {
+                        t.add(c);
                     }
                 }
                 let _ = done_tx.send(Finished { sink, totals, error });
@@ -117,5 +148,56 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
         self.finished
             .await
             .map_err(|_| anyhow::anyhow!("the interval thread ended without its results"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (warm-up?, measured successes, warm-up operations) of each interval the sink saw.
+    struct Seen(Vec<(bool, u64, u64)>);
+    impl IntervalSink for Seen {
+        fn interval(&mut self, i: &Interval) -> Result<()> {
+            self.0.push((i.warmup, i.ops[0].ok, i.ops[0].warmup_ops));
+            Ok(())
+        }
+    }
+
+    fn batch(second: u64, warmup: bool, ends_warmup: bool, ok: u64, warm: u64) -> Batch {
+        let mut shards = shard_sets(1, 1);
+        shards[0][0].ok = ok;
+        for _ in 0..ok {
+            shards[0][0].response.record(1_000_000).unwrap();
+        }
+        shards[0][0].warmup_ops = warm;
+        Batch {
+            shards,
+            start: Duration::from_secs(second),
+            length: Duration::from_secs(1),
+            warmup,
+            ends_warmup,
+        }
+    }
+
+    #[tokio::test]
+    async fn measured_operations_a_late_tick_left_in_warm_up_move_to_the_first_measured_interval() {
+        let thread = IntervalThread::spawn(Seen(Vec::new()), 1, 1);
+        thread.send(batch(0, true, false, 0, 1000));
+        // The tick closing warm-up came late: one measured operation is in the warm-up interval.
+        thread.send(batch(1, true, true, 1, 999));
+        thread.send(batch(2, false, false, 999, 0));
+        let done = thread.finish().await.unwrap();
+        assert_eq!(done.sink.0, [(true, 0, 1000), (true, 0, 999), (false, 1000, 0)]);
+        assert_eq!(done.totals[0].ok, 1000);
+        assert_eq!(done.totals[0].response.len(), 1000);
+        assert_eq!(done.totals[0].warmup_ops, 1999);
+
+        // A warm-up that does not end on an interval's end keeps its measured part where it is.
+        let thread = IntervalThread::spawn(Seen(Vec::new()), 1, 1);
+        thread.send(batch(0, true, false, 400, 600));
+        thread.send(batch(1, false, false, 1000, 0));
+        let done = thread.finish().await.unwrap();
+        assert_eq!(done.sink.0, [(true, 400, 600), (false, 1000, 0)]);
     }
 }

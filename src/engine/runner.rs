@@ -528,6 +528,9 @@ fn batch(shards: ShardSets, t0: Instant, from: Instant, to: Instant, warmup_end:
         start: from - t0,
         length: to.saturating_duration_since(from),
         warmup: warmup_end.is_none_or(|w| from < w),
+        ends_warmup: warmup_end.is_some_and(|w| {
+            to.saturating_duration_since(w).max(w.saturating_duration_since(to)) < Duration::from_millis(1)
+        }),
     }
 }
 
