@@ -6,7 +6,7 @@
 //! leaves a typed result on disk. `sla` judges results against service levels and plans
 //! capacity searches; `telemetry` reads what the server did meanwhile; `cluster` provisions
 //! the nodes being measured. `experiment` runs measurements per configuration on fresh nodes and
-//! compares them with `stats`. The command line (`cli`) only parses options into settings,
+//! compares them with `stats`; `report` turns any of those results on disk into an HTML page. The command line (`cli`) only parses options into settings,
 //! calls, and prints. `console` (printing and number formats) and `procfs` (/proc) are small
 //! helpers any folder may use.
 
@@ -19,6 +19,7 @@ pub mod experiment;
 pub mod measure;
 pub mod metrics;
 pub mod procfs;
+pub mod report;
 pub mod sla;
 pub mod stats;
 pub mod telemetry;

@@ -98,6 +98,7 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
         ));
     }
     println!("Results: {}", out.display());
+    super::report::page_of(&out);
     Ok(record.exit_code())
 }
 

@@ -3,6 +3,7 @@
 pub mod capacity;
 pub mod experiment;
 pub mod node;
+pub mod report;
 pub mod run;
 pub mod workloads;
 
@@ -44,6 +45,8 @@ pub enum Command {
     /// Compare results that already exist: an experiment directory, or run / capacity
     /// directories (the first is the baseline).
     Compare(experiment::CompareArgs),
+    /// Write the HTML page of results on disk (DIR/report.html), or overlay several runs.
+    Report(report::ReportArgs),
     /// List the built-in workloads, or print one's profile.
     Workloads {
         #[command(subcommand)]
@@ -68,6 +71,7 @@ impl Cli {
             Command::Capacity(args) => capacity::run(&home, *args),
             Command::Experiment(args) => experiment::run(&home, *args),
             Command::Compare(args) => experiment::compare(args),
+            Command::Report(args) => report::run(args),
             Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }
     }

@@ -174,3 +174,82 @@ pub fn wait_for_seconds(dir: &std::path::Path, seconds: usize) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// A page as a real browser shows it: the DOM after its scripts ran, and the page's own check
+/// (script errors, requests its policy blocked, points drawn per chart).
+pub struct Browsed {
+    pub dom: String,
+    pub check: serde_json::Value,
+}
+
+/// Opens `page` in headless Chromium (Debian's `chromium`; `.ci/run` installs it) with no
+/// network, and returns what it rendered.
+pub fn browse(page: &std::path::Path) -> Browsed {
+    let browser = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|b| std::path::Path::new(b).exists())
+        .expect("no Chromium: install it (apt-get install chromium) to test report pages");
+    let profile = tempfile::tempdir().unwrap();
+    let o = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=15000",
+            "--window-size=1280,2000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", page.canonicalize().unwrap().display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success() && dom.contains("</html>"),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let check = dom
+        .split("<pre id=\"selfcheck\" hidden=\"\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .map(|text| {
+            text.replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&amp;", "&")
+        })
+        .unwrap_or_else(|| panic!("the page wrote no self-check (its script did not finish):\n{dom}"));
+    let check: serde_json::Value =
+        serde_json::from_str(&check).unwrap_or_else(|e| panic!("self-check is not JSON ({e}): {check}"));
+    Browsed { dom, check }
+}
+
+impl Browsed {
+    /// Fails unless the page drew without a script error and asked for nothing on the network.
+    pub fn assert_clean(&self) {
+        assert_eq!(self.check["errors"], serde_json::json!([]), "script errors");
+        assert_eq!(self.check["blocked"], serde_json::json!([]), "network requests");
+    }
+
+    /// Points drawn in the chart `id` (None: no such chart).
+    pub fn points(&self, id: &str) -> Option<u64> {
+        self.check["charts"][id].as_u64()
+    }
+
+    /// The text of the table cell marked `data-key="key"`.
+    pub fn cell(&self, key: &str) -> String {
+        let marker = format!("data-key=\"{key}\">");
+        let rest = self
+            .dom
+            .split(&marker)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no cell {key}"));
+        rest.split('<').next().unwrap().trim().to_string()
+    }
+}

@@ -1,0 +1,211 @@
+// caplab report: draws the page's charts with uPlot from the JSON caplab embedded in #data.
+// Every number is computed by caplab; this script only draws. When it is done it writes what it
+// drew (points per chart) and any error into #selfcheck, which the tests read.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("data").textContent);
+  var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+  var sync = uPlot.sync("time");
+
+  function width(el) { return Math.max(320, Math.min(el.clientWidth || 1100, 1160)); }
+  function positive(a) { return a.map(function (v) { return v == null || v <= 0 ? null : v; }); }
+  function fmt(v, d) { return v == null ? "–" : v.toLocaleString("en-US", { maximumFractionDigits: d }); }
+  function msValue(u, v) { return v == null ? "–" : fmt(v, 3) + " ms"; }
+  function record(id, points) { caplabCheck.charts[id] = points; }
+  function line(label, color, extra) {
+    var s = { label: label, stroke: color, width: 1.5, spanGaps: false, points: { show: false } };
+    for (var k in extra) s[k] = extra[k];
+    return s;
+  }
+  function dots(label, color, size) {
+    return { label: label, stroke: color, fill: color, paths: function () { return null; }, points: { show: true, size: size || 7, fill: color } };
+  }
+  // Ticks at powers of ten (log axes).
+  function decades(u, axis, min, max) {
+    var out = [];
+    for (var p = Math.floor(Math.log10(Math.max(min, 1e-9))); Math.pow(10, p) <= max * 1.0001; p++) {
+      if (Math.pow(10, p) >= min * 0.9999) out.push(Math.pow(10, p));
+    }
+    return out;
+  }
+  function percentLabel(x) {
+    if (x <= 1) return "0%";
+    var p = 100 * (1 - 1 / x);
+    var digits = Math.max(0, Math.round(Math.log10(x)) - 2);
+    return p.toFixed(digits) + "%";
+  }
+  function chart(id, opts, table, points) {
+    var el = document.getElementById(id);
+    if (!el) return null;
+    opts.width = width(el);
+    opts.height = opts.height || 260;
+    var u = new uPlot(opts, table, el);
+    el.dataset.points = points;
+    record(id, points);
+    return u;
+  }
+  function timeOpts(title, yLabel, series, log, extra) {
+    var o = {
+      title: title,
+      cursor: { sync: { key: sync.key } },
+      scales: { x: { time: true }, y: log ? { distr: 3 } : {} },
+      axes: [{}, { label: yLabel, size: 60 }],
+      series: [{}].concat(series),
+    };
+    for (var k in extra) o[k] = extra[k];
+    return o;
+  }
+
+  // ---- run pages (one run, or several overlaid) ----
+  function runCharts(runs) {
+    var overlay = runs.length > 1;
+    if (!overlay) {
+      var s = runs[0];
+      var n = s.t.length;
+      var gcT = s.gc.map(function (p) { return p[0]; }), gcMs = s.gc.map(function (p) { return p[1]; });
+      var lat = uPlot.join([
+        [s.t, positive(s.p50), positive(s.p99), positive(s.p999), positive(s.max), positive(s.service_p99)],
+        [gcT, positive(gcMs)],
+      ]);
+      var latency = chart("chart-latency", timeOpts("Response time per " + s.bucket_s + " s (log scale)", "ms", [
+        line("p50", COLORS[0], { value: msValue }), line("p99", COLORS[4], { value: msValue }),
+        line("p99.9", COLORS[1], { value: msValue }), line("max", "#444", { value: msValue, width: 1 }),
+        line("service p99", COLORS[2], { value: msValue, dash: [5, 4] }), dots("GC pause", "#d62728", 8),
+      ], true), lat, n);
+      // The GC pauses as drawn: (time, ms) of every point of the pause series.
+      if (latency) caplabCheck.gc = latency.data[0].map(function (x, i) { return [x, latency.data[6][i]]; })
+        .filter(function (p) { return p[1] != null; });
+      var tput = [s.t, s.ok_rate, s.error_rate];
+      var tputSeries = [line("achieved op/s", COLORS[0], { value: function (u, v) { return fmt(v, 1); } }),
+        line("errors/s", COLORS[1], { value: function (u, v) { return fmt(v, 1); } })];
+      if (s.target != null) {
+        tput.push(s.t.map(function () { return s.target; }));
+        tputSeries.push(line("target op/s", "#888", { dash: [6, 4], width: 1 }));
+      }
+      chart("chart-throughput", timeOpts("Throughput: target and achieved", "op/s", tputSeries, false), tput, n);
+      if (s.cpu_t.length) {
+        var flT = s.flushes.map(function (f) { return f[0]; }), flMb = s.flushes.map(function (f) { return f[1]; });
+        var cpu = uPlot.join([[s.cpu_t, s.server_cpu, s.client_cpu, s.flush_cpu], [flT, flMb]]);
+        var o = timeOpts("CPU (cores) and memtable flushes", "cores", [
+          line("server", COLORS[3]), line("client", COLORS[2]), line("flush threads", COLORS[5]),
+          Object.assign(dots("flush (MB written)", "#8c564b", 7), { scale: "mb" }),
+        ], false);
+        o.scales.mb = {};
+        o.axes.push({ scale: "mb", side: 1, label: "MB flushed", grid: { show: false }, size: 60 });
+        chart("chart-cpu", o, cpu, s.cpu_t.length);
+      } else {
+        var el = document.getElementById("chart-cpu");
+        if (el) el.textContent = "No server CPU series: the target is not a node caplab runs here.";
+      }
+      distributionChart("chart-distribution", s.distribution);
+      return;
+    }
+    // Overlay: time since each run's start, p99 and throughput per run.
+    var tables = [], p99 = [], rate = [];
+    runs.forEach(function (s, i) {
+      var t0 = s.t.length ? s.t[0] : 0;
+      tables.push(s.t.map(function (t) { return t - t0; }));
+      p99.push(line(s.label + " p99", COLORS[i % COLORS.length], { value: msValue }));
+      rate.push(line(s.label + " op/s", COLORS[i % COLORS.length]));
+    });
+    var most = Math.max.apply(null, runs.map(function (s) { return s.t.length; }));
+    var relative = function (title, y, series, key, log) {
+      var o = timeOpts(title, y, series, log);
+      o.scales.x = { time: false };
+      o.axes[0] = { label: "seconds since the measured window began" };
+      return o;
+    };
+    chart("chart-latency", relative("Response time p99 (log scale)", "ms", p99, "p99", true),
+      uPlot.join(runs.map(function (s, i) { return [tables[i], positive(s.p99)]; })), most);
+    chart("chart-throughput", relative("Achieved throughput", "op/s", rate, "ok_rate", false),
+      uPlot.join(runs.map(function (s, i) { return [tables[i], s.ok_rate]; })), most);
+    var el = document.getElementById("chart-cpu");
+    if (el) el.remove();
+    var curves = [];
+    runs.forEach(function (s) { if (s.distribution.length) curves.push({ name: s.label, x: s.distribution[0].x, ms: s.distribution[0].ms }); });
+    distributionChart("chart-distribution", curves);
+  }
+
+  // HdrHistogram's percentile plot: x = 1/(1-p), log; y = ms, log.
+  function distributionChart(id, curves) {
+    curves = curves.filter(function (c) { return c.x.length > 0; });
+    if (!curves.length) return;
+    var table = uPlot.join(curves.map(function (c) { return [c.x, positive(c.ms)]; }));
+    var series = curves.map(function (c, i) { return line(c.name, COLORS[i % COLORS.length], { value: msValue, spanGaps: true }); });
+    chart(id, {
+      title: "Latency by percentile",
+      scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
+      axes: [
+        { label: "percentile", splits: decades, values: function (u, splits) { return splits.map(percentLabel); } },
+        { label: "ms", size: 60 },
+      ],
+      series: [{ label: "percentile", value: function (u, v) { return v == null ? "–" : percentLabel(v); } }].concat(series),
+    }, table, Math.max.apply(null, curves.map(function (c) { return c.x.length; })));
+  }
+
+  // ---- capacity pages ----
+  function capacityCharts(c) {
+    var pts = c.points;
+    if (!pts.length) return;
+    var x = pts.map(function (p) { return p.x; });
+    var pass = pts.map(function (p) { return p.pass ? p.ms : null; });
+    var fail = pts.map(function (p) { return p.pass ? null : p.ms; });
+    var bound = pts.map(function () { return c.bound; });
+    var marker = function (u) {
+      if (c.capacity == null) return;
+      var px = u.valToPos(c.capacity, "x", true), ctx = u.ctx;
+      ctx.save(); ctx.strokeStyle = "#17612c"; ctx.lineWidth = 2; ctx.setLineDash([6, 4]);
+      ctx.beginPath(); ctx.moveTo(px, u.bbox.top); ctx.lineTo(px, u.bbox.top + u.bbox.height); ctx.stroke();
+      ctx.fillStyle = "#17612c"; ctx.font = "12px sans-serif"; ctx.fillText("capacity " + fmt(c.capacity, 0), px + 4, u.bbox.top + 14);
+      ctx.restore();
+    };
+    var rateAxis = { label: "target rate (op/s)", values: function (u, s) { return s.map(function (v) { return fmt(v, 0); }); } };
+    chart("chart-capacity", {
+      title: c.objective + " of each step's worst window, per target rate (each repeat a point)",
+      scales: { x: { time: false }, y: {} },
+      axes: [rateAxis, { label: "ms", size: 60 }],
+      series: [{ label: "rate", value: function (u, v) { return fmt(v, 0); } }, dots("pass", "#2ca02c", 9), dots("fail", "#d62728", 9),
+        line("bound " + fmt(c.bound, 1) + " ms", "#555", { dash: [6, 4], width: 1, spanGaps: true })],
+      hooks: { draw: [marker] },
+    }, [x, pass, fail, bound], pts.length);
+    chart("chart-achieved", {
+      title: "Achieved against target rate",
+      scales: { x: { time: false }, y: {} },
+      axes: [rateAxis, { label: "achieved op/s", size: 70 }],
+      series: [{ label: "target", value: function (u, v) { return fmt(v, 0); } }, dots("achieved", "#1f77b4", 8),
+        line("achieved = target", "#999", { dash: [4, 4], width: 1, spanGaps: true })],
+    }, [x, pts.map(function (p) { return p.achieved; }), pts.map(function (p) { return p.rate; })], pts.length);
+  }
+
+  // ---- experiment pages ----
+  function experimentCharts(e) {
+    e.measurements.forEach(function (m, i) {
+      if (m.distribution.length) distributionChart("chart-distribution-" + i, m.distribution);
+      m.steps.forEach(function (s) {
+        if (!s.series) return;
+        var r = s.series;
+        var gcT = r.gc.map(function (p) { return p[0]; }), gcMs = r.gc.map(function (p) { return p[1]; });
+        chart("chart-step-" + s.index, timeOpts(null, "ms", [
+          line("p50", COLORS[0], { value: msValue }), line("p99", COLORS[4], { value: msValue }),
+          line("p99.9", COLORS[1], { value: msValue }), dots("GC pause", "#d62728", 6),
+        ], true, { height: 170, cursor: { sync: { key: "step" + s.index } } }),
+        uPlot.join([[r.t, positive(r.p50), positive(r.p99), positive(r.p999)], [gcT, positive(gcMs)]]), r.t.length);
+      });
+    });
+  }
+
+  try {
+    if (data.kind === "run") runCharts(data.runs);
+    else if (data.kind === "capacity") capacityCharts(data);
+    else if (data.kind === "experiment") experimentCharts(data);
+  } catch (e) {
+    caplabCheck.errors.push(String(e && e.stack || e));
+  }
+  // Written after load, so a request the policy blocked (reported asynchronously) is in it.
+  function done() {
+    document.getElementById("selfcheck").textContent = JSON.stringify(caplabCheck);
+    document.body.dataset.drawn = "1";
+  }
+  if (document.readyState === "complete") setTimeout(done, 50);
+  else window.addEventListener("load", function () { setTimeout(done, 50); });
+})();

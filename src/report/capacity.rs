@@ -1,0 +1,131 @@
+//! The capacity page: E3's chart (the SLA percentile of each step's worst window against the
+//! target rate, each repeat a point, pass/fail coloured, the bound and the capacity marked),
+//! achieved against target, the rate and step tables, and links to each step's run page.
+
+use anyhow::Result;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+use super::{REPORT_FILE, html};
+use crate::measure::capacity::{CapacityReport, StepRecord};
+
+#[derive(Serialize)]
+struct StepView {
+    name: String,
+    record: StepRecord,
+    /// Each objective's worst window, in the SLA's order.
+    worst: Vec<Option<f64>>,
+    link: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Page {
+    report: CapacityReport,
+    steps: Vec<StepView>,
+}
+
+#[derive(Serialize)]
+struct Point {
+    rate: f64,
+    /// The rate spread a little per repeat, so repeats at one rate are told apart.
+    x: f64,
+    repeat: u32,
+    ms: Option<f64>,
+    pass: bool,
+    achieved: f64,
+}
+
+#[derive(Serialize)]
+struct Data {
+    kind: &'static str,
+    objective: String,
+    bound: f64,
+    capacity: Option<f64>,
+    points: Vec<Point>,
+}
+
+/// A step's directory as capacity.json names it, relative to `dir` when inside it.
+fn step_dir(dir: &Path, step: &StepRecord) -> PathBuf {
+    let p = PathBuf::from(&step.dir);
+    if p.is_absolute() { p } else { dir.join(p) }
+}
+
+/// A link from the page in `dir` to the page of the step in `step`.
+fn link(dir: &Path, step: &Path) -> Option<String> {
+    if !step.join(REPORT_FILE).is_file() {
+        return None;
+    }
+    let base = dir.canonicalize().ok()?;
+    let target = step.canonicalize().ok()?;
+    Some(match target.strip_prefix(&base) {
+        Ok(rel) => format!("{}/{REPORT_FILE}", rel.display()),
+        Err(_) => format!("file://{}/{REPORT_FILE}", target.display()),
+    })
+}
+
+/// The results directories of the search's steps (probe included).
+pub fn step_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let report = CapacityReport::load(dir)?;
+    Ok(report
+        .probe
+        .iter()
+        .chain(&report.steps)
+        .map(|s| step_dir(dir, s))
+        .collect())
+}
+
+pub fn page(dir: &Path) -> Result<String> {
+    let report = CapacityReport::load(dir)?;
+    let labels: Vec<String> = report.sla.objectives.iter().map(|o| o.label.clone()).collect();
+    let mut steps = Vec::new();
+    for (i, s) in report.probe.iter().chain(&report.steps).enumerate() {
+        let worst = report
+            .sla
+            .objectives
+            .iter()
+            .map(|o| {
+                s.worst_ms
+                    .iter()
+                    .find(|(k, _)| k.starts_with(&format!("{}<", o.label)))
+                    .and_then(|(_, v)| *v)
+            })
+            .collect();
+        let name = if i == 0 && report.probe.is_some() {
+            "probe".to_string()
+        } else {
+            (i + usize::from(report.probe.is_none())).to_string()
+        };
+        steps.push(StepView {
+            name,
+            record: s.clone(),
+            worst,
+            link: link(dir, &step_dir(dir, s)),
+        });
+    }
+    let first = report.sla.objectives.first();
+    let spread = report.repeats.max(1) as f64;
+    let points = report
+        .steps
+        .iter()
+        .zip(steps.iter().skip(usize::from(report.probe.is_some())))
+        .map(|(s, v)| Point {
+            rate: s.rate,
+            x: s.rate * (1.0 + 0.004 * (s.repeat as f64 - 1.0 - (spread - 1.0) / 2.0)),
+            repeat: s.repeat,
+            ms: v.worst.first().copied().flatten(),
+            pass: s.pass,
+            achieved: s.achieved_rate,
+        })
+        .collect::<Vec<_>>();
+    let mut points = points;
+    points.sort_by(|a, b| a.x.total_cmp(&b.x));
+    let data = Data {
+        kind: "capacity",
+        objective: labels.first().cloned().unwrap_or_default(),
+        bound: first.map_or(0.0, |o| o.bound.as_secs_f64() * 1e3),
+        capacity: report.capacity,
+        points,
+    };
+    let title = format!("caplab capacity: {} ({})", report.workload, super::run::label(dir));
+    html::render("capacity.html", &title, Page { report, steps }, &data)
+}

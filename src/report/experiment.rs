@@ -1,0 +1,312 @@
+//! The experiment page: per measurement, each metric as bars per variant with 95 % intervals,
+//! the ratio-to-baseline table with significance, the variants' percentile distributions
+//! overlaid, and latency over time for every step (small multiples) with links to their pages.
+
+use anyhow::Result;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::html;
+use super::series::{Curve, RunSeries, curve};
+use crate::experiment::compare::{Comparison, Row};
+use crate::experiment::record::ExperimentRecord;
+use crate::experiment::spec::ExperimentFile;
+use crate::measure::RunStatus;
+use crate::metrics::recorder::new_histogram;
+
+#[derive(Serialize)]
+struct VariantView {
+    name: String,
+    options: String,
+}
+
+#[derive(Serialize)]
+struct StepView {
+    index: usize,
+    variant: String,
+    repeat: u32,
+    status: String,
+    link: Option<String>,
+    series: bool,
+    note: Option<String>,
+}
+
+#[derive(Serialize)]
+struct MeasurementView {
+    name: String,
+    comparison: Option<Comparison>,
+    /// One SVG per metric.
+    bars: Vec<String>,
+    has_distribution: bool,
+    steps: Vec<StepView>,
+}
+
+#[derive(Serialize)]
+struct Page {
+    record: ExperimentRecord,
+    variants: Vec<VariantView>,
+    baseline: String,
+    done: usize,
+    measurements: Vec<MeasurementView>,
+}
+
+/// What a step's small chart draws.
+#[derive(Serialize)]
+struct StepSeries {
+    t: Vec<f64>,
+    p50: Vec<Option<f64>>,
+    p99: Vec<Option<f64>>,
+    p999: Vec<Option<f64>>,
+    gc: Vec<(f64, f64)>,
+}
+
+#[derive(Serialize)]
+struct StepData {
+    index: usize,
+    series: Option<StepSeries>,
+}
+
+#[derive(Serialize)]
+struct MeasurementData {
+    distribution: Vec<Curve>,
+    steps: Vec<StepData>,
+}
+
+#[derive(Serialize)]
+struct Data {
+    kind: &'static str,
+    measurements: Vec<MeasurementData>,
+}
+
+/// The results directories of the experiment's steps that ran.
+pub fn step_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let record = ExperimentRecord::load(dir)?;
+    Ok(record
+        .steps
+        .iter()
+        .filter(|s| s.status.is_some())
+        .map(|s| dir.join(&s.dir))
+        .collect())
+}
+
+/// One metric's bars: mean per variant, 95 % interval as whiskers, baseline first.
+fn bars(row: &Row) -> Option<String> {
+    const W: f64 = 230.0;
+    const H: f64 = 150.0;
+    const TOP: f64 = 30.0;
+    const BOTTOM: f64 = 28.0;
+    let cells: Vec<_> = row.cells.iter().filter(|c| c.mean.is_some()).collect();
+    if cells.is_empty() {
+        return None;
+    }
+    let high = cells
+        .iter()
+        .map(|c| c.ci.map_or(c.mean.unwrap_or(0.0), |ci| ci.1).max(c.mean.unwrap_or(0.0)))
+        .fold(0.0f64, f64::max);
+    let scale = if high > 0.0 { (H - TOP - BOTTOM) / high } else { 0.0 };
+    let slot = (W - 20.0) / cells.len() as f64;
+    let y = |v: f64| H - BOTTOM - v * scale;
+    let mut svg = format!(
+        "<svg class=\"bar\" data-metric=\"{}\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" \
+         role=\"img\"><text x=\"8\" y=\"16\" font-weight=\"600\">{}</text>",
+        esc(&row.metric),
+        esc(&format!(
+            "{}{}",
+            row.label,
+            if row.unit.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", row.unit)
+            }
+        ))
+    );
+    for (i, c) in cells.iter().enumerate() {
+        let mean = c.mean.unwrap_or(0.0);
+        let x = 10.0 + slot * i as f64 + slot * 0.15;
+        let w = slot * 0.7;
+        let color = if c.verdict.starts_with("significant, better") {
+            "#4caf6a"
+        } else if c.verdict.starts_with("significant") {
+            "#d64545"
+        } else if i == 0 {
+            "#6b8fb5"
+        } else {
+            "#a9b8c8"
+        };
+        svg += &format!(
+            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{}: {} {}</title></rect>",
+            y(mean),
+            (mean * scale).max(0.0),
+            esc(&c.variant),
+            number(mean),
+            esc(&c.verdict)
+        );
+        if let Some((lo, hi)) = c.ci {
+            let cx = x + w / 2.0;
+            svg += &format!(
+                "<path d=\"M{cx:.1} {:.1}V{:.1}M{:.1} {:.1}h{:.1}M{:.1} {:.1}h{:.1}\" stroke=\"#222\" fill=\"none\"/>",
+                y(lo),
+                y(hi),
+                cx - 5.0,
+                y(lo),
+                10.0,
+                cx - 5.0,
+                y(hi),
+                10.0
+            );
+        }
+        svg += &format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" \
+             text-anchor=\"middle\">{}</text>",
+            x + w / 2.0,
+            H - BOTTOM + 13.0,
+            esc(&c.variant),
+            x + w / 2.0,
+            (y(mean) - 4.0).max(TOP - 4.0),
+            number(mean)
+        );
+    }
+    svg += "</svg>";
+    Some(svg)
+}
+
+fn number(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        crate::console::group(v)
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+pub fn page(dir: &Path) -> Result<String> {
+    let record = ExperimentRecord::load(dir)?;
+    let file: Option<ExperimentFile> = serde_norway::from_str(&record.text).ok();
+    let variant_names: Vec<String> = file
+        .as_ref()
+        .map(|f| f.variants.iter().map(|v| v.name.clone()).collect())
+        .unwrap_or_default();
+    let variants = file
+        .as_ref()
+        .map(|f| {
+            f.variants
+                .iter()
+                .map(|v| VariantView {
+                    name: v.name.clone(),
+                    options: format!(
+                        "node: {}  run: {}",
+                        serde_json::to_string(&v.node).unwrap_or_default(),
+                        serde_json::to_string(&v.run).unwrap_or_default()
+                    ),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let measurement_names: Vec<String> = file
+        .as_ref()
+        .map(|f| f.measure.iter().map(|m| m.name.clone()).collect())
+        .unwrap_or_default();
+    let baseline = record
+        .comparison
+        .first()
+        .map(|c| c.baseline.clone())
+        .unwrap_or_default();
+    let mut views = Vec::new();
+    let mut data = Vec::new();
+    for (mi, name) in measurement_names.iter().enumerate() {
+        let comparison = record.comparison.iter().find(|c| &c.measurement == name).cloned();
+        let bars = comparison
+            .as_ref()
+            .map(|c| c.rows.iter().filter_map(bars).collect())
+            .unwrap_or_default();
+        // Per variant, the merged response histograms of its completed run steps.
+        let mut merged: BTreeMap<usize, hdrhistogram::Histogram<u64>> = BTreeMap::new();
+        let mut steps = Vec::new();
+        let mut step_data = Vec::new();
+        for s in record.steps.iter().filter(|s| s.at.measurement == mi) {
+            let sdir = dir.join(&s.dir);
+            let mut series = None;
+            let mut note = None;
+            if s.status == Some(RunStatus::Completed) && sdir.join("result.json").is_file() {
+                match RunSeries::load(&sdir, &s.variant_name) {
+                    Ok((r, rs)) => {
+                        merged
+                            .entry(s.at.variant)
+                            .or_insert_with(new_histogram)
+                            .add(super::series::response_histogram(&r))
+                            .expect("same range");
+                        series = Some(StepSeries {
+                            t: rs.t,
+                            p50: rs.p50,
+                            p99: rs.p99,
+                            p999: rs.p999,
+                            gc: rs.gc,
+                        });
+                    }
+                    Err(e) => note = Some(format!("cannot read: {e:#}")),
+                }
+            } else if sdir.join("capacity.json").is_file() {
+                note = Some("a capacity search: see its page".into());
+            }
+            steps.push(StepView {
+                index: s.index,
+                variant: s.variant_name.clone(),
+                repeat: s.at.repeat,
+                status: s
+                    .status
+                    .and_then(|st| serde_json::to_value(st).ok()?.as_str().map(String::from))
+                    .unwrap_or_else(|| "not run".to_string()),
+                link: sdir
+                    .join(super::REPORT_FILE)
+                    .is_file()
+                    .then(|| format!("{}/{}", s.dir, super::REPORT_FILE)),
+                series: series.is_some(),
+                note,
+            });
+            step_data.push(StepData { index: s.index, series });
+        }
+        let distribution: Vec<Curve> = merged
+            .iter()
+            .map(|(v, h)| curve(variant_names.get(*v).map_or("?", |n| n.as_str()), h))
+            .collect();
+        views.push(MeasurementView {
+            name: name.clone(),
+            comparison,
+            bars,
+            has_distribution: !distribution.is_empty(),
+            steps,
+        });
+        data.push(MeasurementData {
+            distribution,
+            steps: step_data,
+        });
+    }
+    let done = record
+        .steps
+        .iter()
+        .filter(|s| s.status == Some(RunStatus::Completed))
+        .count();
+    let title = format!("caplab experiment: {}", record.name);
+    html::render(
+        "experiment.html",
+        &title,
+        Page {
+            record,
+            variants,
+            baseline,
+            done,
+            measurements: views,
+        },
+        &Data {
+            kind: "experiment",
+            measurements: data,
+        },
+    )
+}

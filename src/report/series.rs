@@ -1,0 +1,281 @@
+//! The series a page draws for one run, computed from its files: per-second latency
+//! percentiles, throughput and errors from the interval log (long runs merged into buckets of
+//! whole seconds, the percentiles taken from the merged histograms, never averaged); GC pauses,
+//! flushes and CPU from result.json's server section; percentile-distribution curves from the
+//! run's histograms.
+
+use anyhow::Result;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::measure::result::RunResult;
+use crate::metrics::hdrlog;
+use crate::metrics::recorder::new_histogram;
+
+/// Per-second points at most on a time axis; longer runs are merged into wider buckets.
+pub const MAX_POINTS: usize = 1200;
+
+/// One curve of a percentile-distribution plot: x = 1/(1-p) (1 at the median's left, 100 at
+/// p99, 1000 at p99.9), y = latency in ms.
+#[derive(Debug, Clone, Serialize)]
+pub struct Curve {
+    pub name: String,
+    pub x: Vec<f64>,
+    pub ms: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SlaWindow {
+    pub start: f64,
+    pub end: f64,
+    pub judged: bool,
+    pub pass: bool,
+    pub why: String,
+}
+
+/// Everything a run's charts draw; times are Unix seconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSeries {
+    pub label: String,
+    /// Seconds per point (1 unless the run was long).
+    pub bucket_s: f64,
+    /// Start of each point's interval.
+    pub t: Vec<f64>,
+    pub p50: Vec<Option<f64>>,
+    pub p99: Vec<Option<f64>>,
+    pub p999: Vec<Option<f64>>,
+    pub max: Vec<Option<f64>>,
+    pub service_p99: Vec<Option<f64>>,
+    /// Successful operations per second.
+    pub ok_rate: Vec<f64>,
+    /// Failed operations per second.
+    pub error_rate: Vec<f64>,
+    /// The scheduled rate (None: flat out).
+    pub target: Option<f64>,
+    /// (time the pause ended, ms) of every server GC pause in the window, all nodes.
+    pub gc: Vec<(f64, f64)>,
+    /// (time the flush ended, MB written) of every memtable flush in the window.
+    pub flushes: Vec<(f64, f64)>,
+    /// Per telemetry interval (its end): server, client and flush-thread CPU, in cores.
+    pub cpu_t: Vec<f64>,
+    pub server_cpu: Vec<f64>,
+    pub client_cpu: Vec<f64>,
+    pub flush_cpu: Vec<f64>,
+    pub sla: Vec<SlaWindow>,
+    /// Response time (every due operation) and service time, all operation types; then the
+    /// response time of each operation type when there are several.
+    pub distribution: Vec<Curve>,
+}
+
+/// The percentile curve of `h`: 20 points per decade of 1/(1-p) up to the last one the
+/// histogram's count can resolve, then its max.
+pub fn curve(name: &str, h: &Histogram<u64>) -> Curve {
+    let mut c = Curve {
+        name: name.to_string(),
+        x: Vec::new(),
+        ms: Vec::new(),
+    };
+    if h.is_empty() {
+        return c;
+    }
+    let n = h.len() as f64;
+    for k in 0.. {
+        let x = 10f64.powf(k as f64 / 20.0);
+        if x > n {
+            break;
+        }
+        c.x.push(x);
+        c.ms.push(h.value_at_quantile(1.0 - 1.0 / x) as f64 / 1e6);
+    }
+    let last = c.x.last().copied().unwrap_or(1.0);
+    if n > last {
+        c.x.push(n);
+        c.ms.push(h.max() as f64 / 1e6);
+    }
+    c
+}
+
+fn ms(h: &Histogram<u64>, q: f64) -> Option<f64> {
+    (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6)
+}
+
+#[derive(Default)]
+struct Bucket {
+    response: Option<Histogram<u64>>,
+    service: Option<Histogram<u64>>,
+    ok: u64,
+    errors: u64,
+    seconds: f64,
+}
+
+fn merge(into: &mut Option<Histogram<u64>>, h: &Histogram<u64>) {
+    into.get_or_insert_with(new_histogram)
+        .add(h)
+        .expect("histograms of one log share their range");
+}
+
+impl RunSeries {
+    /// The series of the run in `dir` (result.json and its interval log).
+    pub fn load(dir: &Path, label: &str) -> Result<(RunResult, RunSeries)> {
+        let r = RunResult::load(dir)?;
+        let (base, logged) = hdrlog::read_log(&dir.join(&r.files.hdr_log))?;
+        let base = base.unwrap_or_default();
+        // Intervals by start; the untagged histogram is every operation's response time.
+        let mut intervals: BTreeMap<Duration, Bucket> = BTreeMap::new();
+        for l in &logged {
+            let b = intervals.entry(l.start).or_default();
+            b.seconds = l.length.as_secs_f64();
+            match l.tag.as_deref() {
+                None => merge(&mut b.response, &l.histogram),
+                Some(tag) if tag.ends_with(".service") => merge(&mut b.service, &l.histogram),
+                Some(tag) if tag.ends_with(".ok") => b.ok += l.histogram.len(),
+                Some(tag) if tag.ends_with(".error") => b.errors += l.histogram.len(),
+                Some(_) => {}
+            }
+        }
+        let per = intervals.len().div_ceil(MAX_POINTS).max(1);
+        let mut s = RunSeries {
+            label: label.to_string(),
+            bucket_s: intervals.values().next().map_or(1.0, |b| b.seconds) * per as f64,
+            t: Vec::new(),
+            p50: Vec::new(),
+            p99: Vec::new(),
+            p999: Vec::new(),
+            max: Vec::new(),
+            service_p99: Vec::new(),
+            ok_rate: Vec::new(),
+            error_rate: Vec::new(),
+            target: (r.config.engine.rate > 0.0).then_some(r.config.engine.rate),
+            gc: Vec::new(),
+            flushes: Vec::new(),
+            cpu_t: Vec::new(),
+            server_cpu: Vec::new(),
+            client_cpu: Vec::new(),
+            flush_cpu: Vec::new(),
+            sla: Vec::new(),
+            distribution: Vec::new(),
+        };
+        let entries: Vec<(&Duration, &Bucket)> = intervals.iter().collect();
+        for chunk in entries.chunks(per) {
+            let mut b = Bucket::default();
+            for (_, one) in chunk {
+                if let Some(h) = &one.response {
+                    merge(&mut b.response, h);
+                }
+                if let Some(h) = &one.service {
+                    merge(&mut b.service, h);
+                }
+                b.ok += one.ok;
+                b.errors += one.errors;
+                b.seconds += one.seconds;
+            }
+            let empty = new_histogram();
+            let response = b.response.as_ref().unwrap_or(&empty);
+            s.t.push((base + *chunk[0].0).as_secs_f64());
+            s.p50.push(ms(response, 0.5));
+            s.p99.push(ms(response, 0.99));
+            s.p999.push(ms(response, 0.999));
+            s.max.push((!response.is_empty()).then(|| response.max() as f64 / 1e6));
+            s.service_p99.push(b.service.as_ref().and_then(|h| ms(h, 0.99)));
+            let secs = b.seconds.max(1e-9);
+            s.ok_rate.push(b.ok as f64 / secs);
+            s.error_rate.push(b.errors as f64 / secs);
+        }
+        if let Some(server) = &r.server {
+            let (from, to) = (server.window_from_ms, server.window_to_ms);
+            let inside = |at: u64| at >= from && at <= to;
+            for node in &server.nodes {
+                for p in node.gc.pauses.iter().filter(|p| inside(p.at_ms)) {
+                    s.gc.push((p.at_ms as f64 / 1e3, p.ms));
+                }
+                for f in node.flushes.flushes.iter().filter(|f| inside(f.at_ms)) {
+                    s.flushes.push((f.at_ms as f64 / 1e3, f.written_mb));
+                }
+            }
+            s.gc.sort_by(|a, b| a.0.total_cmp(&b.0));
+            s.flushes.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for sec in server.timeline.iter().filter(|sec| sec.measured) {
+                s.cpu_t.push(sec.at_ms as f64 / 1e3);
+                s.server_cpu.push(sec.server_cpu_cores);
+                s.client_cpu.push(sec.client_cpu_cores);
+                s.flush_cpu.push(sec.flush_cpu_cores);
+            }
+        }
+        if let (Some(sla), Some(t0)) = (&r.sla, s.t.first()) {
+            for w in &sla.windows {
+                s.sla.push(SlaWindow {
+                    start: t0 + w.start_s,
+                    end: t0 + w.start_s + w.length_s,
+                    judged: w.judged,
+                    pass: w.pass,
+                    why: w.reasons.join("; "),
+                });
+            }
+        }
+        s.distribution = distributions(&r);
+        Ok((r, s))
+    }
+}
+
+/// Percentile curves from the run's histograms (measured window, all operations).
+pub fn distributions(r: &RunResult) -> Vec<Curve> {
+    let mut response = new_histogram();
+    let mut service = new_histogram();
+    let mut per_op = Vec::new();
+    for (key, h) in &r.histograms {
+        if let Some(op) = key.strip_suffix(".response") {
+            response.add(&h.0).expect("same range");
+            per_op.push(curve(&format!("{op} response"), &h.0));
+        } else if key.ends_with(".service") {
+            service.add(&h.0).expect("same range");
+        }
+    }
+    let mut curves = vec![curve("response time", &response), curve("service time", &service)];
+    if per_op.len() > 1 {
+        curves.extend(per_op);
+    }
+    curves
+}
+
+/// The merged response-time histogram of a run (all operation types).
+pub fn response_histogram(r: &RunResult) -> Histogram<u64> {
+    let mut all = new_histogram();
+    for (key, h) in &r.histograms {
+        if key.ends_with(".response") {
+            all.add(&h.0).expect("same range");
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_curve_reaches_the_percentiles_the_count_resolves_and_ends_at_the_max() {
+        let mut h = new_histogram();
+        for v in 1..=10_000u64 {
+            h.record(v * 1_000).unwrap(); // 1 µs .. 10 ms
+        }
+        let c = curve("r", &h);
+        // x = 1, 10^(1/20), ..., 10^4 = 10,000 = the count: 81 points, no extra max point.
+        assert_eq!(c.x.len(), 81);
+        assert_eq!(c.x[20], 10.0);
+        assert!((c.ms[20] - h.value_at_quantile(0.9) as f64 / 1e6).abs() < 1e-12);
+        assert!((c.ms[40] - h.value_at_quantile(0.99) as f64 / 1e6).abs() < 1e-12);
+        assert!((c.ms[80] - 10.0).abs() < 0.01, "{}", c.ms[80]);
+        assert!(c.ms.windows(2).all(|w| w[0] <= w[1]));
+        let mut small = new_histogram();
+        for v in [1u64, 2, 3, 500] {
+            small.record(v * 1_000_000).unwrap();
+        }
+        let c = curve("s", &small);
+        assert_eq!(*c.x.last().unwrap(), 4.0);
+        assert!((c.ms.last().unwrap() - 500.0).abs() < 1.0);
+        assert!(curve("e", &new_histogram()).x.is_empty());
+    }
+}
