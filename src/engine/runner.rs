@@ -789,15 +789,17 @@ mod tests {
             "no fast operation started late (max lag {:.1} ms)",
             ms(fast.max_lag_ns)
         );
-        // Response time follows service time, within the timer's tick either side.
+        // Response time follows service time, within scheduling noise (this test shares two
+        // cores with the other unit tests; under CI load 2.6 ms was seen). Behind a slow
+        // operation a fast one would wait up to ~120 ms.
         let (resp, serv) = (fast.response.max(), fast.service.max());
         assert!(
-            resp <= serv + 2_000_000,
+            resp <= serv + 20_000_000,
             "fast operations' response max {:.1} ms against their service max {:.1} ms",
             ms(resp),
             ms(serv)
         );
-        assert!(ms(fast.response.value_at_quantile(0.999)) < 10.0);
+        assert!(ms(fast.response.value_at_quantile(0.999)) < 30.0);
         assert_eq!(end.totals[1].ok, 60);
     }
 
