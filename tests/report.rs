@@ -16,7 +16,7 @@ fn ms(value: &serde_json::Value) -> String {
 fn report_pages_show_what_was_measured() {
     let _jvm = jvm_lock();
     let lab = Lab::new("report", "127.0.46.1", 7750);
-    ok(lab.start(&["--heap", "512M"]));
+    ok(lab.start(&["--heap", "512M", "--jvm-opt=-Xmn32M"]));
     let hosts = lab.cql();
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
     let run = |rate: &str, out: &str| {
