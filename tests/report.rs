@@ -16,6 +16,9 @@ fn ms(value: &serde_json::Value) -> String {
 fn report_pages_show_what_was_measured() {
     let _jvm = jvm_lock();
     let lab = Lab::new("report", "127.0.46.1", 7750);
+    // A 12M young generation, so the server surely pauses in a 10 s window (Cassandra allocates
+    // ~5 MB/s at these rates: left to size it, G1 grew it to 300M and paused once in 30 s; with
+    // 32M, once in 10 s). Batches of 5 kB rows.
     ok(lab.start(&["--heap", "512M", "--jvm-opt=-Xmn12M"]));
     let hosts = lab.cql();
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();

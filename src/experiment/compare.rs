@@ -348,7 +348,20 @@ pub struct Comparison {
 }
 
 /// Compares `variants` (each a name and its repeats' observations) with variant `baseline`.
-pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], baseline: usize, floor: f64) -> Comparison {
+/// The keys of the metrics a comparison can hold (an experiment's `metrics` names some).
+pub fn metric_keys() -> Vec<&'static str> {
+    metrics().iter().map(|m| m.key).collect()
+}
+
+/// Compares the variants of one measurement. With `tested`, only those metrics get a test
+/// (and share the correction); the others keep their means and intervals, marked untested.
+pub fn compare(
+    measurement: &str,
+    variants: &[(String, Vec<Observation>)],
+    baseline: usize,
+    floor: f64,
+    tested: Option<&[String]>,
+) -> Comparison {
     let repeats: Vec<usize> = variants.iter().map(|(_, o)| o.len()).collect();
     let by_repeats = repeats.iter().all(|&n| n >= 2);
     let mut rows = Vec::new();
@@ -406,6 +419,8 @@ pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], basel
                 let same_constant = b.variance == 0.0 && e.variance == 0.0 && b.mean == e.mean;
                 if same_constant {
                     cell.verdict = "no difference (every value the same)".into();
+                } else if tested.is_some_and(|t| !t.iter().any(|k| k == metric.key)) {
+                    cell.verdict = "not tested (not in the experiment's metrics)".into();
                 } else if testable {
                     cell.p = Some(stats::welch_moments((b.mean, b.variance, b.n), (e.mean, e.variance, e.n)).p);
                     cell.ratio_ci = if by_repeats {
@@ -585,6 +600,7 @@ mod tests {
             &[("a".into(), a.clone()), ("b".into(), b), ("c".into(), c)],
             0,
             0.02,
+            None,
         );
         let row = cmp.rows.iter().find(|r| r.metric == "capacity").unwrap();
         let b = &row.cells[1];
@@ -598,9 +614,30 @@ mod tests {
         );
         assert_eq!(row.cells[0].verdict, "baseline");
         // Identical variants are never different.
-        let aa = compare("cap", &[("a".into(), a.clone()), ("a2".into(), a)], 0, 0.02);
+        let aa = compare(
+            "cap",
+            &[("a".into(), a.clone()), ("a2".into(), a.clone())],
+            0,
+            0.02,
+            None,
+        );
         assert!(aa.rows.iter().all(|r| !r.cells[1].verdict.starts_with("significant")));
         assert!(cmp.render().contains("×2.0"), "{}", cmp.render());
+        // Metrics the experiment does not ask about keep their numbers but get no test.
+        let b = vec![capacity(2000.0), capacity(2030.0), capacity(1985.0)];
+        let only = compare(
+            "cap",
+            &[("a".into(), a), ("b".into(), b)],
+            0,
+            0.02,
+            Some(&["p99".to_string()]),
+        );
+        let cell = &only.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
+        assert_eq!(
+            (cell.p, cell.verdict.as_str()),
+            (None, "not tested (not in the experiment's metrics)")
+        );
+        assert!(cell.ratio.is_some() && cell.ratio_ci.is_none());
     }
 
     #[test]
@@ -613,6 +650,7 @@ mod tests {
             ],
             0,
             0.02,
+            None,
         );
         let row = &cmp.rows[0];
         assert_eq!(row.cells[1].verdict, "too few repeats to test");

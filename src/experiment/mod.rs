@@ -272,7 +272,13 @@ pub fn comparisons(exp: &Experiment, record: &ExperimentRecord, out: &Path) -> V
                     (variant.name.clone(), obs)
                 })
                 .collect();
-            compare(&exp.file.measure[m].name, &variants, exp.baseline, exp.file.floor)
+            compare(
+                &exp.file.measure[m].name,
+                &variants,
+                exp.baseline,
+                exp.file.floor,
+                exp.file.metrics.as_deref(),
+            )
         })
         .collect()
 }
@@ -306,5 +312,5 @@ pub fn compare_dirs(args: &[String], floor: f64) -> Result<Vec<Comparison>> {
             .unwrap_or_else(|| arg.clone());
         variants.push((name, obs));
     }
-    Ok(vec![compare("compare", &variants, 0, floor)])
+    Ok(vec![compare("compare", &variants, 0, floor, None)])
 }

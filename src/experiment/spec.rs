@@ -76,6 +76,11 @@ pub struct ExperimentFile {
     /// p-value (`2%` or 0.02).
     #[serde(default = "two_percent", deserialize_with = "share")]
     pub floor: f64,
+    /// The metrics the experiment asks about (keys as in experiment.json: `gc_count`, `p99`,
+    /// `throughput`…): only these are tested, and corrected for together, so asking one
+    /// question is not diluted by fifteen others. Default: every metric.
+    #[serde(default)]
+    pub metrics: Option<Vec<String>>,
     /// `caplab node start` options every variant starts from.
     #[serde(default)]
     pub node: Options,
@@ -162,6 +167,15 @@ impl Experiment {
             check_name(&m.name).map_err(|e| anyhow::anyhow!("{origin}: measurement '{}': {e}", m.name))?;
             if !measures.insert(m.name.as_str()) {
                 bail!("{origin}: two measurements are named '{}'", m.name);
+            }
+        }
+        if let Some(asked) = &file.metrics {
+            let known = super::compare::metric_keys();
+            if let Some(bad) = asked.iter().find(|k| !known.contains(&k.as_str())) {
+                bail!(
+                    "{origin}: metrics: '{bad}' is not a metric (metrics: {})",
+                    known.join(", ")
+                );
             }
         }
         let baseline = match &file.baseline {
@@ -351,6 +365,20 @@ measure:
 "#;
 
     #[test]
+    fn the_shipped_experiments_are_valid() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let e = Experiment::parse(&text, &path.display().to_string()).unwrap_or_else(|e| panic!("{e:#}"));
+            names.push(e.name().to_string());
+        }
+        names.sort();
+        assert_eq!(names, ["e1-jdk", "e1-versions", "e2-gc", "e3-capacity"]);
+    }
+
+    #[test]
     fn options_are_the_commands_flags() {
         let e = Experiment::parse(E1, "e1.yaml").unwrap();
         assert_eq!(e.name(), "versions");
@@ -384,6 +412,11 @@ measure:
         let e = err(&E1.replace("batch_size: 10", "batch_sise: 10"));
         assert!(
             e.contains("measurement 'batch' of variant '5.0.9'") && e.contains("--batch-sise"),
+            "{e}"
+        );
+        let e = err(&E1.replace("repeats: 2", "repeats: 2\nmetrics: [p99, gc_cuont]"));
+        assert!(
+            e.contains("'gc_cuont' is not a metric") && e.contains("gc_count"),
             "{e}"
         );
         let e = err(&E1.replace("repeats: 2", "repeats: 2\nrepeat: 3"));
