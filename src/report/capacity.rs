@@ -104,7 +104,7 @@ pub fn page(dir: &Path) -> Result<String> {
     }
     let first = report.sla.objectives.first();
     let spread = report.repeats.max(1) as f64;
-    let points = report
+    let mut points: Vec<Point> = report
         .steps
         .iter()
         .zip(steps.iter().skip(usize::from(report.probe.is_some())))
@@ -116,8 +116,7 @@ pub fn page(dir: &Path) -> Result<String> {
             pass: s.pass,
             achieved: s.achieved_rate,
         })
-        .collect::<Vec<_>>();
-    let mut points = points;
+        .collect();
     points.sort_by(|a, b| a.x.total_cmp(&b.x));
     let data = Data {
         kind: "capacity",

@@ -16,8 +16,6 @@ mod series;
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
-pub use series::RunSeries;
-
 /// The file name of a results directory's page.
 pub const REPORT_FILE: &str = "report.html";
 
