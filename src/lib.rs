@@ -4,11 +4,12 @@
 //! session (`client`), measurements are recorded and written (`metrics`), and `measure` runs
 //! one measured step (or a capacity search made of steps) with all of that attached and
 //! leaves a typed result on disk. `sla` judges results against service levels and plans
-//! capacity searches; `telemetry` reads what the server did meanwhile; `cluster` provisions
-//! the nodes being measured. `experiment` runs measurements per configuration on fresh nodes and
-//! compares them with `stats`; `report` turns any of those results on disk into an HTML page. The command line (`cli`) only parses options into settings,
-//! calls, and prints. `console` (printing and number formats) and `procfs` (/proc) are small
-//! helpers any folder may use.
+//! capacity searches; `telemetry` reads what the server did meanwhile, and `profile` where its
+//! time went (async-profiler over the measured window); `cluster` provisions the nodes being
+//! measured. `experiment` runs measurements per configuration on fresh nodes and compares them
+//! with `stats`; `report` turns any of those results on disk into an HTML page. The command
+//! line (`cli`) only parses options into settings, calls, and prints. `console` (printing and
+//! number formats) and `procfs` (/proc) are small helpers any folder may use.
 
 pub mod cli;
 pub mod client;
@@ -19,6 +20,7 @@ pub mod experiment;
 pub mod measure;
 pub mod metrics;
 pub mod procfs;
+pub mod profile;
 pub mod report;
 pub mod sla;
 pub mod stats;

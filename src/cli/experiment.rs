@@ -79,6 +79,9 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
     for c in &record.comparison {
         println!("{}", c.render());
     }
+    for d in &record.profile_diffs {
+        println!("{}\n", d.render());
+    }
     let done = record
         .steps
         .iter()
@@ -109,6 +112,14 @@ pub fn compare(args: CompareArgs) -> Result<u8> {
     } else {
         for c in &comparisons {
             println!("{}", c.render());
+        }
+        // An experiment directory also holds its server profiles' differences.
+        if let [one] = args.dirs.as_slice()
+            && let Ok(record) = experiment::record::ExperimentRecord::load(std::path::Path::new(one))
+        {
+            for d in &record.profile_diffs {
+                println!("{}\n", d.render());
+            }
         }
     }
     Ok(0)

@@ -1,5 +1,6 @@
-//! Resolving `org.apache.cassandra:cassandra-all:<version>` and its dependencies from Maven
-//! Central into a cached folder of jars, with the machine's `mvn`.
+//! Resolving jars from Maven Central into cached folders with the machine's `mvn`:
+//! `org.apache.cassandra:cassandra-all:<version>` with its dependencies, and tools such as
+//! async-profiler.
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -7,27 +8,93 @@ use std::process::Command;
 
 use super::home::Home;
 
-/// Marker written once a version's jars are all in place.
+/// Marker written once a folder's jars are all in place.
 const COMPLETE: &str = ".complete";
+
+/// One Maven artifact: `group:artifact:version`.
+#[derive(Debug, Clone, Copy)]
+pub struct Artifact<'a> {
+    pub group: &'a str,
+    pub artifact: &'a str,
+    pub version: &'a str,
+}
 
 /// The folder of jars for `version`, resolving it first if it is not cached yet.
 /// `say` receives one-line progress messages for the user.
 pub fn resolve(home: &Home, version: &str, say: &mut dyn FnMut(&str)) -> Result<PathBuf> {
     validate_version(version)?;
     let dir = home.cassandra_dir(version);
+    let cassandra = Artifact {
+        group: "org.apache.cassandra",
+        artifact: "cassandra-all",
+        version,
+    };
+    let what = format!("cassandra-all {version} and its dependencies");
+    let lib = fetch(&dir, &[cassandra], true, &what, say).map_err(|e| match e {
+        Failure::Mvn { output, log } => anyhow::anyhow!("{}", explain_failure(version, &output, &log)),
+        Failure::Other(e) => e,
+    })?;
+    Ok(lib)
+}
+
+/// Why a fetch failed: Maven's own failure (its output and log, to explain) or anything else.
+pub enum Failure {
+    Mvn { output: String, log: PathBuf },
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Failure {
+        Failure::Other(e)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::Other(e.into())
+    }
+}
+
+impl From<Failure> for anyhow::Error {
+    fn from(f: Failure) -> anyhow::Error {
+        match f {
+            Failure::Mvn { output, log } => {
+                let first = output
+                    .lines()
+                    .find(|l| l.starts_with("[ERROR]"))
+                    .unwrap_or("no [ERROR] line");
+                anyhow::anyhow!(
+                    "Maven could not download what was asked: {first}. If the machine has no network, run once on one \
+                     that has and copy ~/.m2. Maven's log: {}",
+                    log.display()
+                )
+            }
+            Failure::Other(e) => e,
+        }
+    }
+}
+
+/// `dir/lib`, holding `artifacts` (with their runtime dependencies if `transitive`) from Maven
+/// Central, downloaded with the machine's `mvn` the first time and cached after.
+pub fn fetch(
+    dir: &Path,
+    artifacts: &[Artifact],
+    transitive: bool,
+    what: &str,
+    say: &mut dyn FnMut(&str),
+) -> std::result::Result<PathBuf, Failure> {
     let lib = dir.join("lib");
     if lib.join(COMPLETE).exists() {
         return Ok(lib);
     }
     which_mvn()?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     say(&format!(
-        "Resolving cassandra-all {version} and its dependencies from Maven Central into {} \
-         (first use of this version only; about a minute)",
+        "Resolving {what} from Maven Central into {} (first use only)",
         lib.display()
     ));
     let pom = dir.join("pom.xml");
-    std::fs::write(&pom, pom_xml(version))?;
+    std::fs::write(&pom, pom_xml(artifacts))?;
     let partial = dir.join(format!("lib.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
     let log_path = dir.join("mvn.log");
@@ -39,32 +106,34 @@ pub fn resolve(home: &Home, version: &str, say: &mut dyn FnMut(&str)) -> Result<
         .arg("dependency:copy-dependencies")
         .arg(format!("-DoutputDirectory={}", partial.display()))
         .arg("-DincludeScope=runtime")
+        .arg(format!("-DexcludeTransitive={}", !transitive))
         .stdout(log.try_clone()?)
         .stderr(log)
         .status()
         .context("cannot run mvn")?;
     if !status.success() {
         let _ = std::fs::remove_dir_all(&partial);
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-        bail!("{}", explain_failure(version, &text, &log_path));
+        let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+        return Err(Failure::Mvn { output, log: log_path });
     }
     let jars = count_jars(&partial)?;
     if jars == 0 {
-        bail!(
+        return Err(anyhow::anyhow!(
             "mvn finished but copied no jars into {}; see {}",
             partial.display(),
             log_path.display()
-        );
+        )
+        .into());
     }
     std::fs::write(partial.join(COMPLETE), format!("{jars} jars\n"))?;
-    // Another process may have finished the same version meanwhile: theirs is as good.
+    // Another process may have finished the same folder meanwhile: theirs is as good.
     if std::fs::rename(&partial, &lib).is_err() && lib.join(COMPLETE).exists() {
         let _ = std::fs::remove_dir_all(&partial);
     }
     if !lib.join(COMPLETE).exists() {
-        bail!("could not move resolved jars into {}", lib.display());
+        return Err(anyhow::anyhow!("could not move resolved jars into {}", lib.display()).into());
     }
-    say(&format!("Resolved {jars} jars for Cassandra {version}"));
+    say(&format!("Resolved {jars} jars for {what}"));
     Ok(lib)
 }
 
@@ -93,21 +162,25 @@ fn which_mvn() -> Result<()> {
     }
 }
 
-fn pom_xml(version: &str) -> String {
+fn pom_xml(artifacts: &[Artifact]) -> String {
+    let deps: String = artifacts
+        .iter()
+        .map(|a| {
+            format!(
+                "    <dependency>\n      <groupId>{}</groupId>\n      <artifactId>{}</artifactId>\n      <version>{}</version>\n    </dependency>\n",
+                a.group, a.artifact, a.version
+            )
+        })
+        .collect();
     format!(
         r#"<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>caplab</groupId>
-  <artifactId>cassandra-classpath</artifactId>
+  <artifactId>classpath</artifactId>
   <version>1</version>
   <packaging>pom</packaging>
   <dependencies>
-    <dependency>
-      <groupId>org.apache.cassandra</groupId>
-      <artifactId>cassandra-all</artifactId>
-      <version>{version}</version>
-    </dependency>
-  </dependencies>
+{deps}  </dependencies>
 </project>
 "#
     )

@@ -3,10 +3,12 @@
 //! that favours no variant (`plan`), each on the variant's own freshly started nodes and with
 //! the same code as `caplab run` / `capacity`; experiment.json (`record`) is rewritten after
 //! every step so an interrupted experiment keeps what it did and resumes where it stopped; and
-//! each measurement's variants are compared metric by metric (`compare`).
+//! each measurement's variants are compared metric by metric (`compare`), and their server
+//! profiles frame by frame (`profiles`).
 
 pub mod compare;
 pub mod plan;
+pub mod profiles;
 pub mod record;
 pub mod spec;
 
@@ -82,6 +84,7 @@ pub fn run(
                 })
                 .collect(),
             comparison: Vec::new(),
+            profile_diffs: Vec::new(),
         },
     };
     if record.steps.len() != plan.len() {
@@ -170,6 +173,15 @@ pub fn run(
         RunStatus::Failed
     };
     record.comparison = comparisons(exp, &record, out);
+    let profiled = exp
+        .cells
+        .iter()
+        .flatten()
+        .any(|c| matches!(&c.what, What::Run(o) if o.common.telemetry.server_profile.is_some()));
+    if profiled {
+        let tools = crate::profile::Tools::get(&home, &mut |m| say(m)).ok();
+        record.profile_diffs = profiles::diffs(exp, &record, out, tools.as_ref());
+    }
     record.elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();
     record.save(out)?;
     Ok(record)

@@ -47,6 +47,9 @@ pub struct ExperimentRecord {
     pub elapsed_s: f64,
     pub steps: Vec<StepRecord>,
     pub comparison: Vec<Comparison>,
+    /// Server profiles of each variant against the baseline's (`server-profile:` runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile_diffs: Vec<super::profiles::ProfileDiff>,
 }
 
 impl ExperimentRecord {

@@ -241,6 +241,8 @@ pub struct Capacity {
     pub out: PathBuf,
     pub jmx: Vec<JmxTarget>,
     pub command: Vec<String>,
+    /// Profile the local nodes in each step's measured window.
+    pub profile: Option<Arc<crate::profile::Profiler>>,
     pub pricing: Option<Pricing>,
 }
 
@@ -451,6 +453,7 @@ impl Bench<'_> {
             capacity_step: Some(CapacityStep { rate, repeat }),
             jmx: self.cfg.jmx.clone(),
             command: self.cfg.command.clone(),
+            profile: self.cfg.profile.clone(),
         };
         let result = self.prepared.run(&step, &self.target.site, self.stop.clone()).await?;
         let record = StepRecord::of(rate, repeat, &result, &dir);

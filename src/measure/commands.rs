@@ -8,12 +8,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::options::{CapacityOptions, RunOptions};
+use super::options::{CapacityOptions, DriveOptions, RunOptions};
 use super::target::{jmx_targets, targets};
 use super::{Capacity, CapacityReport, Choice, Prepared, Pricing, RunResult, Show, Step, Target};
 use crate::cluster::Home;
+use crate::cluster::node::NodeState;
 use crate::cluster::options::NodeOptions;
 use crate::engine::Stop;
+use crate::profile::Profiler;
 use crate::sla::{Plan, parse_rates};
 
 /// Runs one measured step as `caplab run` does; returns its result and results directory.
@@ -27,6 +29,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         (d, _) => d,
     };
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
+    let profile = profiler(home, common, &local_nodes, &hosts)?;
     let copts = common.conn.options(hosts, common.load.threads)?;
     let mut step = Step {
         engine: common.load().engine(args.rate, duration, args.ops, args.warmup),
@@ -41,6 +44,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         capacity_step: None,
         jmx: Vec::new(),
         command: crate::measure::out::command_line(),
+        profile,
     };
 
     let out = step.out.clone();
@@ -84,6 +88,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
             "--fresh-node wipes and restarts local nodes caplab runs; it cannot restart --hosts. Drop --hosts or --fresh-node"
         );
     }
+    let profile = profiler(home, common, &local_nodes, &hosts)?;
     let copts = common.conn.options(hosts, common.load.threads)?;
     let nodes = args.nodes.map(|n| n as usize).unwrap_or(local_nodes.len());
     let mut search = Capacity {
@@ -99,6 +104,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
         out: common.out_dir(&format!("capacity-{}", choice.name()))?,
         jmx: Vec::new(),
         command: crate::measure::out::command_line(),
+        profile,
         pricing: args.cost.map(|price| Pricing {
             price,
             nodes,
@@ -114,4 +120,18 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
         search.run(plan, home, target, &choice, stop.clone()).await
     })?;
     Ok((report, out, args.cost.is_some() && nodes == 0))
+}
+
+/// The server profiler `--server-profile` asks for, ready (tools fetched, nodes checked).
+fn profiler(
+    home: &Home,
+    common: &DriveOptions,
+    local_nodes: &[NodeState],
+    hosts: &[String],
+) -> Result<Option<Arc<Profiler>>> {
+    let Some(spec) = common.telemetry.server_profile.clone() else {
+        return Ok(None);
+    };
+    let p = Profiler::new(home, spec, local_nodes, hosts, &mut |m| crate::console::say(m))?;
+    Ok(Some(Arc::new(p)))
 }

@@ -83,6 +83,12 @@ pub struct TelemetryOptions {
     pub jmx_user: Option<String>,
     #[arg(long, env = "CAPLAB_JMX_PASSWORD", hide_env_values = true, requires = "jmx_user")]
     pub jmx_password: Option<String>,
+    /// Profile each local node with async-profiler over the measured window only (each step
+    /// separately): cpu, wall, alloc, lock, each with an optional interval (cpu:1ms,
+    /// alloc:256k), itimer or ctimer to force a CPU sampler, jfr to keep the recording.
+    /// Writes flame graphs, collapsed stacks and heatmaps under <out>/profile/<node>/.
+    #[arg(long, value_name = "EVENTS", value_parser = crate::profile::ProfileSpec::parse)]
+    pub server_profile: Option<crate::profile::ProfileSpec>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -162,6 +162,10 @@ pub struct RunResult {
     pub sla: Option<SlaVerdict>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerReport>,
+    /// The server profile of the measured window (`--server-profile`): its presence says the
+    /// run was profiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::ProfileReport>,
     /// Requests the client retried on another node (`--retries`; warm-up included).
     #[serde(default)]
     pub retries: u64,

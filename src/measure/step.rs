@@ -21,6 +21,7 @@ use crate::engine::{self, Anchor, EndReason, EngineConfig, LoaderSlice, Sliced, 
 use crate::metrics::csv::CsvLog;
 use crate::metrics::hdrlog::{Encoded, HdrLog};
 use crate::metrics::summary::Summary;
+use crate::profile::{Profiler, Slice};
 use crate::sla::{Judge, Sla};
 use crate::telemetry::{ServerReport, Watch, jmx};
 
@@ -80,6 +81,8 @@ pub struct Step {
     pub jmx: Vec<JmxTarget>,
     /// The command line that ran it, as results record it.
     pub command: Vec<String>,
+    /// Profile the local nodes over the measured window.
+    pub profile: Option<Arc<Profiler>>,
 }
 
 impl Step {
@@ -143,6 +146,7 @@ impl Step {
             summary: None,
             sla: None,
             server: None,
+            profile: None,
             started_ops: None,
             histograms: BTreeMap::new(),
         };
@@ -167,8 +171,39 @@ impl Step {
         }
         let csv = CsvLog::create(File::create(out.join(CSV))?, crate::procfs::hostname())?;
         let target_rate = (ecfg.rate > 0.0).then_some(ecfg.rate);
+        // A profile starts shortly before the measured window (at once when the window's start
+        // is not known ahead) and is cut to the window when converted.
+        let lead = Duration::from_millis(1500);
+        let profile_after = match ecfg.warmup {
+            Warmup::Time(d) if d > 2 * lead => Some(d - lead),
+            _ => None,
+        };
+        let mut recording = None;
+        if let Some(p) = &self.profile
+            && profile_after.is_none()
+        {
+            let (p, out, nodes) = (p.clone(), out.clone(), site.local_nodes.clone());
+            recording = Some(tokio::task::spawn_blocking(move || p.start(&out, &nodes)).await??);
+        }
         let anchor = Anchor::next_second(Duration::from_millis(100));
         let started = anchor.wall;
+        let (cancel_profile, delayed) = match (&self.profile, profile_after) {
+            (Some(p), Some(after)) => {
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                let (p, out, nodes) = (p.clone(), out.clone(), site.local_nodes.clone());
+                let wait = (started + after).duration_since(SystemTime::now()).unwrap_or_default();
+                let task = tokio::spawn(async move {
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {
+                            Some(tokio::task::spawn_blocking(move || p.start(&out, &nodes)).await)
+                        }
+                        _ = rx => None,
+                    }
+                });
+                (Some(tx), Some(task))
+            }
+            _ => (None, None),
+        };
         let sink = Outputs {
             hlog: Some(HdrLog::create(&out.join(HDR_LOG), started)?),
             csv: Some(csv),
@@ -186,6 +221,15 @@ impl Step {
         };
         let retries_before = site.retries.load(std::sync::atomic::Ordering::Relaxed);
         let (end, mut sink) = engine::run(workload, ecfg, anchor, stop.clone(), sink).await;
+        if let Some(tx) = cancel_profile {
+            let _ = tx.send(());
+        }
+        if let Some(task) = delayed {
+            // None: the step ended before the profile was due (nothing measured).
+            if let Some(started) = task.await? {
+                recording = Some(started??);
+            }
+        }
         result.started_at = humantime::format_rfc3339_millis(started).to_string();
         let verdict = sink.judge.take().map(Judge::finish);
         let mut server = match (sink.watch.take(), end.window) {
@@ -213,7 +257,26 @@ impl Step {
             let targets = self.jmx.clone();
             server.jmx = tokio::task::spawn_blocking(move || jmx::read(&targets)).await?;
         }
-
+        // Converted once the server's figures are read (the converter runs on this machine).
+        if let (Some(p), Some(rec)) = (&self.profile, recording) {
+            let window = end.window.map(|(from, to)| (started + from, started + to));
+            // The windows that failed the service level get flame graphs of their own.
+            let failed: Vec<Slice> = match (&verdict, window) {
+                (Some(v), Some((from, _))) => v
+                    .windows
+                    .iter()
+                    .filter(|w| w.judged && !w.pass)
+                    .map(|w| Slice {
+                        label: format!("failed-window-{}", w.index),
+                        from: from + Duration::from_secs_f64(w.start_s),
+                        to: from + Duration::from_secs_f64(w.start_s + w.length_s),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let p = p.clone();
+            result.profile = Some(tokio::task::spawn_blocking(move || p.finish(rec, window, &failed)).await?);
+        }
         result.status = RunStatus::of(&end.reason);
         if result.status == RunStatus::Interrupted {
             result.interrupted_by = Some(stop.cause().unwrap_or("SIGINT").to_string());
@@ -286,6 +349,9 @@ impl RunResult {
         }
         if let Some(s) = &self.server {
             parts.push(s.render());
+        }
+        if let Some(p) = &self.profile {
+            parts.push(p.render());
         }
         if let Some(v) = &self.sla {
             parts.push(v.render());
@@ -392,6 +458,7 @@ mod tests {
             capacity_step: None,
             jmx: Vec::new(),
             command: vec!["caplab".into(), "run".into()],
+            profile: None,
         }
     }
 

@@ -30,6 +30,11 @@ struct RunView {
     cpu_us_per_op: Option<f64>,
     flushes: usize,
     flush_cpu_us_per_op: Option<f64>,
+    /// Prefix of links to the run's own files (its profiles): relative when the page is the
+    /// run's report.html, the directory itself on an overlay page written elsewhere.
+    link_base: String,
+    /// The profiled window, for people.
+    profile_window: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -50,7 +55,7 @@ pub fn label(dir: &std::path::Path) -> String {
         .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-fn view(label: String, r: RunResult) -> RunView {
+fn view(label: String, r: RunResult, link_base: String) -> RunView {
     let nodes = r
         .environment
         .local_nodes
@@ -76,8 +81,21 @@ fn view(label: String, r: RunResult) -> RunView {
         }
         flushes = s.nodes.iter().map(|n| n.flushes.count).sum();
     }
+    let profile_window = r.profile.as_ref().map(|p| {
+        let t = |ms: u64| {
+            humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+        };
+        format!(
+            "{} to {} ({:.0} s)",
+            t(p.window_from_ms),
+            t(p.window_to_ms),
+            (p.window_to_ms.saturating_sub(p.window_from_ms)) as f64 / 1e3
+        )
+    });
     RunView {
         label,
+        link_base,
+        profile_window,
         result: r,
         nodes,
         cpu_us_per_op,
@@ -93,7 +111,13 @@ pub fn page(dirs: &[PathBuf]) -> Result<String> {
     for dir in dirs {
         let name = label(dir);
         let (r, s) = RunSeries::load(dir, &name)?;
-        views.push(view(name, r));
+        let base = if dirs.len() == 1 {
+            String::new()
+        } else {
+            let abs = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            format!("file://{}/", abs.display())
+        };
+        views.push(view(name, r, base));
         series.push(s);
     }
     let title = match views.as_slice() {

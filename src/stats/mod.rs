@@ -143,7 +143,9 @@ pub fn delta_ratio(a: &Estimate, b: &Estimate, level: f64) -> Option<(f64, f64)>
     let rel = (a.variance / a.n) / a.mean.powi(2) + (b.variance / b.n) / b.mean.powi(2);
     let df = (a.n + b.n - 2.0).max(1.0);
     let hw = t_quantile(0.5 + level / 2.0, df) * r.abs() * rel.sqrt();
-    Some((r - hw, r + hw))
+    // A variant whose values are all 0 (no GC pause in any second) has no relative error:
+    // the ratio 0 has no interval this way (0 × ∞), and NaN must not reach experiment.json.
+    (hw.is_finite() && r.is_finite()).then_some((r - hw, r + hw))
 }
 
 /// Holm's step-down adjustment of p-values (family-wise error over all of them).
@@ -292,5 +294,11 @@ mod tests {
         )
         .unwrap();
         assert!(d.0 < 2.0 && d.1 > 2.0 && e.half_width > 0.0);
+        // A variant that was 0 in every second (no GC pause at all): no interval, not NaN.
+        let zero = Estimate::from_moments(0.0, 0.0, 5.0, 0.95);
+        assert_eq!(
+            delta_ratio(&Estimate::from_moments(3.0, 4.0, 5.0, 0.95), &zero, 0.95),
+            None
+        );
     }
 }

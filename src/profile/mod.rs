@@ -1,0 +1,508 @@
+//! Server profiling: async-profiler attached to each local node for exactly the measured
+//! window of a step. The agent records JFR from just before the window (started over HotSpot's
+//! attach socket, in milliseconds, see `attach`) until the step ends; the recording is then cut
+//! to the window (`--from/--to`) and converted per node and event into async-profiler's flame
+//! graph, collapsed stacks and (CPU, wall) heatmap, and read into the top frames that result.json
+//! keeps and the summary prints. Experiments compare profiles frame by frame (`stacks`).
+//!
+//! Only nodes caplab runs on this machine can be profiled (the agent is loaded into their
+//! JVMs); for others the error says how to attach it by hand.
+
+pub mod attach;
+pub mod spec;
+pub mod stacks;
+pub mod tools;
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::cluster::node::NodeState;
+use crate::telemetry::gclog::epoch_ms;
+pub use spec::{Kind, ProfileSpec, Sampler};
+pub use stacks::{FrameChange, FrameShare, Stacks};
+pub use tools::Tools;
+
+/// Where a step's profiles go, inside its results directory.
+pub const DIR: &str = "profile";
+/// Frames listed per event in result.json and the summary.
+const TOP: usize = 10;
+
+/// A part of the measured window profiled on its own (a window that failed the service level).
+#[derive(Debug, Clone)]
+pub struct Slice {
+    pub label: String,
+    pub from: SystemTime,
+    pub to: SystemTime,
+}
+
+/// The flame graph of one slice.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SliceProfile {
+    pub label: String,
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub samples: u64,
+    pub flame_graph: String,
+}
+
+/// Failed windows given flame graphs of their own, at most (the first ones).
+const SLICES: usize = 3;
+
+/// One event's profile of one node over the measured window.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EventProfile {
+    pub kind: Kind,
+    pub interval: String,
+    /// Samples in the measured window.
+    pub samples: u64,
+    /// Paths relative to the results directory.
+    pub flame_graph: String,
+    pub collapsed: String,
+    pub heatmap: Option<String>,
+    pub top_self: Vec<FrameShare>,
+    pub top_total: Vec<FrameShare>,
+    /// CPU and wall profiles of the first windows that failed the service level.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<SliceProfile>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeProfile {
+    pub node: String,
+    pub pid: u32,
+    pub events: Vec<EventProfile>,
+    /// The whole recording (kept with `jfr`), relative to the results directory.
+    pub jfr: Option<String>,
+}
+
+/// What was profiled in a step, and the result; in result.json as `profile`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileReport {
+    /// `--server-profile` as understood, e.g. `cpu:10ms,alloc:512k`.
+    pub spec: String,
+    pub async_profiler: String,
+    /// The CPU sampler used: `perf_events`, `ctimer` or `itimer` (none without `cpu`).
+    pub cpu_sampler: Option<String>,
+    /// Why the sampler is not perf events, when it is not by choice.
+    pub note: Option<String>,
+    /// Epoch milliseconds: the recording ran from..to; the profiles cover the window only.
+    pub recording_from_ms: u64,
+    pub recording_to_ms: u64,
+    pub window_from_ms: u64,
+    pub window_to_ms: u64,
+    pub nodes: Vec<NodeProfile>,
+    /// What went wrong with a node's profile (the run's results stand regardless).
+    pub errors: Vec<String>,
+}
+
+/// Ready to profile steps: the tools fetched and the CPU sampler chosen.
+#[derive(Debug, Clone)]
+pub struct Profiler {
+    pub spec: ProfileSpec,
+    pub tools: Tools,
+    cpu_engine: &'static str,
+    note: Option<String>,
+}
+
+/// A recording under way on a step's nodes.
+pub struct Recording {
+    dir: PathBuf,
+    nodes: Vec<Recorded>,
+    from: SystemTime,
+    errors: Vec<String>,
+    agent: PathBuf,
+    stopped: bool,
+}
+
+impl Drop for Recording {
+    /// A step that ends in an error never reaches `finish`: the nodes must not go on
+    /// recording (the next step's start would be refused, and the file would grow).
+    fn drop(&mut self) {
+        if !self.stopped {
+            for r in &self.nodes {
+                let _ = attach::load_agent(r.pid, &self.agent, "stop");
+            }
+        }
+    }
+}
+
+struct Recorded {
+    name: String,
+    pid: u32,
+    java: PathBuf,
+    jfr: PathBuf,
+    log: PathBuf,
+}
+
+/// The error for a cluster caplab does not run here.
+pub fn not_local(hosts: &[String]) -> anyhow::Error {
+    anyhow::anyhow!(
+        "--server-profile loads async-profiler into the nodes' JVMs, so it needs nodes caplab runs on this machine \
+         ('caplab node start', then run without --hosts or with their addresses); {} {} not such nodes. On a remote \
+         node attach it by hand during the measured window: fetch tools.profiler:async-profiler:{} from Maven Central, \
+         take linux-x64/libasyncProfiler.so out of the jar, and run 'jcmd <pid> JVMTI.agent_load /path/libasyncProfiler.so' \
+         or start Cassandra with -agentpath:/path/libasyncProfiler.so=start,event=cpu,file=/tmp/profile.html",
+        hosts.join(","),
+        if hosts.len() == 1 { "is" } else { "are" },
+        tools::ASYNC_PROFILER
+    )
+}
+
+impl Profiler {
+    /// Checks the nodes can be profiled, fetches the tools, and picks the CPU sampler.
+    pub fn new(
+        home: &crate::cluster::Home,
+        spec: ProfileSpec,
+        nodes: &[NodeState],
+        hosts: &[String],
+        say: &mut dyn FnMut(&str),
+    ) -> Result<Profiler> {
+        if nodes.is_empty() {
+            return Err(not_local(hosts));
+        }
+        for n in nodes {
+            let java = &n.spec.jdk.java;
+            // The JDK's `release` file names its VM; OpenJ9 speaks another attach protocol.
+            let release = java
+                .parent()
+                .and_then(Path::parent)
+                .map(|home| std::fs::read_to_string(home.join("release")).unwrap_or_default())
+                .unwrap_or_default();
+            if n.spec.jdk.major < 8 || release.to_ascii_lowercase().contains("openj9") {
+                bail!(
+                    "{} runs on JDK {} ({}), which caplab cannot profile: it attaches async-profiler the HotSpot \
+                     way (OpenJDK, Temurin, Zulu, Corretto; JDK 8 or newer). Start the node with such a JDK \
+                     (caplab node start --java …) or drop --server-profile",
+                    n.name,
+                    n.spec.jdk.version,
+                    java.display()
+                );
+            }
+        }
+        let tools = Tools::get(home, say)?;
+        let (cpu_engine, note) = match spec.sampler {
+            Sampler::Itimer => ("itimer", None),
+            Sampler::Ctimer => ("ctimer", None),
+            Sampler::Cpu if !spec.events.iter().any(|e| e.kind == Kind::Cpu) => ("cpu", None),
+            Sampler::Cpu => match tools::perf_events() {
+                Ok(()) => ("cpu", None),
+                Err(why) => {
+                    say(&format!("Server profile: {why}"));
+                    ("ctimer", Some(why))
+                }
+            },
+        };
+        Ok(Profiler {
+            spec,
+            tools,
+            cpu_engine,
+            note,
+        })
+    }
+
+    /// Starts recording on `nodes` into `out`/profile. A node that cannot be attached is
+    /// noted in the report, not fatal: the run is measured either way.
+    pub fn start(&self, out: &Path, nodes: &[NodeState]) -> Result<Recording> {
+        let dir = out.join(DIR);
+        std::fs::create_dir_all(&dir)?;
+        let from = SystemTime::now();
+        let mut rec = Recording {
+            dir: dir.clone(),
+            nodes: Vec::new(),
+            from,
+            errors: Vec::new(),
+            agent: self.tools.agent.clone(),
+            stopped: false,
+        };
+        for n in nodes {
+            let Some(pid) = n.pid else {
+                rec.errors.push(format!("{}: not running, not profiled", n.name));
+                continue;
+            };
+            let node_dir = dir.join(&n.name);
+            std::fs::create_dir_all(&node_dir)?;
+            let r = Recorded {
+                name: n.name.clone(),
+                pid,
+                java: n.spec.jdk.java.clone(),
+                jfr: node_dir.join("recording.jfr"),
+                log: node_dir.join("async-profiler.log"),
+            };
+            let options = self.spec.agent_start(self.cpu_engine, &r.jfr, &r.log);
+            // A profiler left running (a caplab killed mid-step) refuses to start: stop it and
+            // try once more.
+            let started = self.agent(&r, &options).or_else(|_| {
+                let _ = attach::load_agent(pid, &self.tools.agent, "stop");
+                self.agent(&r, &options)
+            });
+            match started {
+                Ok(()) => rec.nodes.push(r),
+                Err(e) => rec.errors.push(format!("{}: {e:#}", n.name)),
+            }
+        }
+        Ok(rec)
+    }
+
+    fn agent(&self, r: &Recorded, options: &str) -> Result<()> {
+        let code = attach::load_agent(r.pid, &self.tools.agent, options)?;
+        if code != 0 {
+            let log = std::fs::read_to_string(&r.log).unwrap_or_default();
+            bail!(
+                "async-profiler refused '{options}' (code {code}): {}",
+                log.lines()
+                    .filter(|l| l.contains("[ERROR]"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
+        Ok(())
+    }
+
+    /// Stops the recording and turns the window `from..to` of it into the step's profiles.
+    /// `slices` (windows that failed the service level) get CPU and wall flame graphs of their own.
+    pub fn finish(
+        &self,
+        mut rec: Recording,
+        window: Option<(SystemTime, SystemTime)>,
+        slices: &[Slice],
+    ) -> ProfileReport {
+        for r in &rec.nodes {
+            if let Err(e) = self.agent(r, &format!("stop,log={}", r.log.display())) {
+                rec.errors.push(format!("{}: stopping the profiler: {e:#}", r.name));
+            }
+        }
+        rec.stopped = true;
+        let to = SystemTime::now();
+        let (wf, wt) = window.unwrap_or((to, to));
+        let mut report = ProfileReport {
+            spec: self.spec.text(),
+            async_profiler: self.tools.version.clone(),
+            cpu_sampler: self
+                .spec
+                .events
+                .iter()
+                .any(|e| e.kind == Kind::Cpu)
+                .then(|| match self.cpu_engine {
+                    "cpu" => "perf_events".to_string(),
+                    other => other.to_string(),
+                }),
+            note: self.note.clone(),
+            recording_from_ms: epoch_ms(rec.from),
+            recording_to_ms: epoch_ms(to),
+            window_from_ms: epoch_ms(wf),
+            window_to_ms: epoch_ms(wt),
+            nodes: Vec::new(),
+            errors: std::mem::take(&mut rec.errors),
+        };
+        if window.is_none() {
+            report
+                .errors
+                .push("nothing was measured, so nothing was profiled".into());
+        }
+        for r in &rec.nodes {
+            let mut node = NodeProfile {
+                node: r.name.clone(),
+                pid: r.pid,
+                events: Vec::new(),
+                jfr: None,
+            };
+            if window.is_some() {
+                for e in &self.spec.events {
+                    match self.convert(&rec.dir, r, e, &report, slices) {
+                        Ok(p) => node.events.push(p),
+                        Err(err) => report.errors.push(format!("{} {}: {err:#}", r.name, e.kind.name())),
+                    }
+                }
+            }
+            if self.spec.keep_jfr {
+                node.jfr = Some(relative(&rec.dir, &r.jfr));
+            } else {
+                let _ = std::fs::remove_file(&r.jfr);
+            }
+            report.nodes.push(node);
+        }
+        report
+    }
+
+    fn convert(
+        &self,
+        dir: &Path,
+        r: &Recorded,
+        e: &spec::Event,
+        report: &ProfileReport,
+        slices: &[Slice],
+    ) -> Result<EventProfile> {
+        let name = e.kind.name();
+        let node_dir = r.jfr.parent().expect("in the node's folder");
+        let title = |what: &str| format!("{} {name} ({} every {}), {what}", r.name, e.kind.unit(), e.interval);
+        let window = (report.window_from_ms, report.window_to_ms);
+        let (stacks, html) = self.flame_graph(
+            r,
+            e.kind,
+            window,
+            name,
+            &title(&format!("measured window {}", window_text(window))),
+        )?;
+        let heatmap = if matches!(e.kind, Kind::Cpu | Kind::Wall) {
+            let file = node_dir.join(format!("{name}-heatmap.html"));
+            self.tools
+                .convert(&r.java, &slice_args(r, e.kind, window, "heatmap", &file))?;
+            Some(relative(dir, &file))
+        } else {
+            None
+        };
+        let mut sliced = Vec::new();
+        if matches!(e.kind, Kind::Cpu | Kind::Wall) {
+            for s in slices.iter().take(SLICES) {
+                let span = (epoch_ms(s.from), epoch_ms(s.to));
+                let stem = format!("{name}-{}", s.label);
+                let (st, file) = self.flame_graph(
+                    r,
+                    e.kind,
+                    span,
+                    &stem,
+                    &title(&format!("{} {}", s.label, window_text(span))),
+                )?;
+                sliced.push(SliceProfile {
+                    label: s.label.clone(),
+                    from_ms: span.0,
+                    to_ms: span.1,
+                    samples: st.samples,
+                    flame_graph: relative(dir, &file),
+                });
+            }
+        }
+        Ok(EventProfile {
+            kind: e.kind,
+            interval: e.interval.clone(),
+            samples: stacks.samples,
+            flame_graph: relative(dir, &html),
+            collapsed: relative(dir, &html.with_extension("collapsed")),
+            heatmap,
+            top_self: stacks.top_self(TOP),
+            top_total: stacks.top_total(TOP),
+            slices: sliced,
+        })
+    }
+
+    /// `<stem>.collapsed` and `<stem>.html` of `kind`'s samples in `span` (epoch ms).
+    fn flame_graph(
+        &self,
+        r: &Recorded,
+        kind: Kind,
+        span: (u64, u64),
+        stem: &str,
+        title: &str,
+    ) -> Result<(Stacks, PathBuf)> {
+        let node_dir = r.jfr.parent().expect("in the node's folder");
+        let collapsed = node_dir.join(format!("{stem}.collapsed"));
+        let html = node_dir.join(format!("{stem}.html"));
+        let mut args = vec!["--norm".to_string(), "--dot".to_string()];
+        args.extend(slice_args(r, kind, span, "collapsed", &collapsed));
+        self.tools.convert(&r.java, &args)?;
+        let stacks = Stacks::of(&std::fs::read_to_string(&collapsed)?);
+        self.tools.convert(
+            &r.java,
+            &[
+                "--title".into(),
+                title.to_string(),
+                "-o".into(),
+                "html".into(),
+                collapsed.display().to_string(),
+                html.display().to_string(),
+            ],
+        )?;
+        Ok((stacks, html))
+    }
+}
+
+/// The converter's arguments for `kind`'s samples in `span` (epoch ms) of the recording.
+fn slice_args(r: &Recorded, kind: Kind, (from, to): (u64, u64), format: &str, out: &Path) -> Vec<String> {
+    vec![
+        format!("--{}", kind.name()),
+        "--from".into(),
+        from.to_string(),
+        "--to".into(),
+        to.to_string(),
+        "-o".into(),
+        format.into(),
+        r.jfr.display().to_string(),
+        out.display().to_string(),
+    ]
+}
+
+fn window_text((from, to): (u64, u64)) -> String {
+    let t = |ms: u64| humantime::format_rfc3339_seconds(SystemTime::UNIX_EPOCH + Duration::from_millis(ms)).to_string();
+    format!("{} to {}", t(from), t(to))
+}
+
+/// `file` relative to the results directory (`dir` is its `profile/` folder).
+fn relative(dir: &Path, file: &Path) -> String {
+    let base = dir.parent().unwrap_or(dir);
+    file.strip_prefix(base).unwrap_or(file).display().to_string()
+}
+
+impl ProfileReport {
+    /// The summary's lines: per node and event, samples and the top frames.
+    pub fn render(&self) -> String {
+        let sampler = self
+            .cpu_sampler
+            .as_ref()
+            .map(|c| format!("; CPU sampler {c}"))
+            .unwrap_or_default();
+        let mut s = format!(
+            "Server profile (async-profiler {}, {}{sampler}), measured window only:\n",
+            self.async_profiler, self.spec
+        );
+        if let Some(n) = &self.note {
+            s.push_str(&format!("  note: {n}\n"));
+        }
+        for n in &self.nodes {
+            for e in &n.events {
+                s.push_str(&format!(
+                    "  {} {}: {} samples, flame graph {}\n",
+                    n.node,
+                    e.kind.name(),
+                    crate::console::group(e.samples as f64),
+                    e.flame_graph
+                ));
+                let rows = |label: &str, frames: &[FrameShare], own: bool, s: &mut String| {
+                    s.push_str(&format!("    {label}\n"));
+                    for f in frames.iter().take(5) {
+                        let share = if own { f.self_share } else { f.total_share };
+                        s.push_str(&format!("      {:>5.1}%  {}\n", 100.0 * share, short(&f.frame)));
+                    }
+                };
+                rows("top by self time", &e.top_self, true, &mut s);
+                rows("Cassandra code by total time", &e.top_total, false, &mut s);
+                for sl in &e.slices {
+                    s.push_str(&format!(
+                        "    {}: {} samples, flame graph {}\n",
+                        sl.label,
+                        crate::console::group(sl.samples as f64),
+                        sl.flame_graph
+                    ));
+                }
+            }
+            if let Some(j) = &n.jfr {
+                s.push_str(&format!("  {} recording {j}\n", n.node));
+            }
+        }
+        for e in &self.errors {
+            s.push_str(&format!("  not profiled: {e}\n"));
+        }
+        s.trim_end().to_string()
+    }
+}
+
+/// A frame for a terminal line: at most 110 characters, the end kept (the method).
+pub fn short(frame: &str) -> String {
+    let n = frame.chars().count();
+    if n <= 110 {
+        frame.to_string()
+    } else {
+        format!("…{}", frame.chars().skip(n - 109).collect::<String>())
+    }
+}
