@@ -30,65 +30,46 @@ pub fn resolve(home: &Home, version: &str, say: &mut dyn FnMut(&str)) -> Result<
         version,
     };
     let what = format!("cassandra-all {version} and its dependencies");
-    let lib = fetch(&dir, &[cassandra], true, &what, say).map_err(|e| match e {
-        Failure::Mvn { output, log } => anyhow::anyhow!("{}", explain_failure(version, &output, &log)),
-        Failure::Other(e) => e,
-    })?;
-    Ok(lib)
+    fetch(
+        &dir,
+        &[cassandra],
+        true,
+        &what,
+        &|output, log| explain_failure(version, output, log),
+        say,
+    )
 }
 
-/// Why a fetch failed: Maven's own failure (its output and log, to explain) or anything else.
-pub enum Failure {
-    Mvn { output: String, log: PathBuf },
-    Other(anyhow::Error),
-}
-
-impl From<anyhow::Error> for Failure {
-    fn from(e: anyhow::Error) -> Failure {
-        Failure::Other(e)
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Failure {
-        Failure::Other(e.into())
-    }
-}
-
-impl From<Failure> for anyhow::Error {
-    fn from(f: Failure) -> anyhow::Error {
-        match f {
-            Failure::Mvn { output, log } => {
-                let first = output
-                    .lines()
-                    .find(|l| l.starts_with("[ERROR]"))
-                    .unwrap_or("no [ERROR] line");
-                anyhow::anyhow!(
-                    "Maven could not download what was asked: {first}. If the machine has no network, run once on one \
-                     that has and copy ~/.m2. Maven's log: {}",
-                    log.display()
-                )
-            }
-            Failure::Other(e) => e,
-        }
-    }
+/// What to tell a user when Maven could not download `what` (its output, its log file).
+pub fn explain_other(what: &str, output: &str, log: &Path) -> String {
+    let first = output
+        .lines()
+        .find(|l| l.starts_with("[ERROR]"))
+        .unwrap_or("no [ERROR] line");
+    format!(
+        "Maven could not download {what}: {first}. If the machine has no network, run once on one that has \
+         and copy ~/.m2. Maven's log: {}",
+        log.display()
+    )
 }
 
 /// `dir/lib`, holding `artifacts` (with their runtime dependencies if `transitive`) from Maven
-/// Central, downloaded with the machine's `mvn` the first time and cached after.
+/// Central, downloaded with the machine's `mvn` the first time and cached after. When Maven
+/// fails, `explain` turns its output and log path into the error.
 pub fn fetch(
     dir: &Path,
     artifacts: &[Artifact],
     transitive: bool,
     what: &str,
+    explain: &dyn Fn(&str, &Path) -> String,
     say: &mut dyn FnMut(&str),
-) -> std::result::Result<PathBuf, Failure> {
+) -> Result<PathBuf> {
     let lib = dir.join("lib");
     if lib.join(COMPLETE).exists() {
         return Ok(lib);
     }
     which_mvn()?;
-    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     say(&format!(
         "Resolving {what} from Maven Central into {} (first use only)",
         lib.display()
@@ -114,16 +95,15 @@ pub fn fetch(
     if !status.success() {
         let _ = std::fs::remove_dir_all(&partial);
         let output = std::fs::read_to_string(&log_path).unwrap_or_default();
-        return Err(Failure::Mvn { output, log: log_path });
+        bail!("{}", explain(&output, &log_path));
     }
     let jars = count_jars(&partial)?;
     if jars == 0 {
-        return Err(anyhow::anyhow!(
+        bail!(
             "mvn finished but copied no jars into {}; see {}",
             partial.display(),
             log_path.display()
-        )
-        .into());
+        );
     }
     std::fs::write(partial.join(COMPLETE), format!("{jars} jars\n"))?;
     // Another process may have finished the same folder meanwhile: theirs is as good.
@@ -131,7 +111,7 @@ pub fn fetch(
         let _ = std::fs::remove_dir_all(&partial);
     }
     if !lib.join(COMPLETE).exists() {
-        return Err(anyhow::anyhow!("could not move resolved jars into {}", lib.display()).into());
+        bail!("could not move resolved jars into {}", lib.display());
     }
     say(&format!("Resolved {jars} jars for {what}"));
     Ok(lib)

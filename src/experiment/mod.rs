@@ -179,7 +179,9 @@ pub fn run(
         .flatten()
         .any(|c| matches!(&c.what, What::Run(o) if o.common.telemetry.server_profile.is_some()));
     if profiled {
-        let tools = crate::profile::Tools::get(&home, &mut |m| say(m)).ok();
+        let tools = crate::profile::Tools::get(&home, &mut |m| say(m))
+            .map_err(|e| say(&format!("differential flame graphs not made: {e:#}")))
+            .ok();
         record.profile_diffs = profiles::diffs(exp, &record, out, tools.as_ref());
     }
     record.elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();

@@ -67,7 +67,9 @@ fn merged(record: &ExperimentRecord, out: &Path, variant: usize, measurement: us
             if !m.text.ends_with('\n') {
                 m.text.push('\n');
             }
-            m.java = m.java.take().or(java.clone());
+            if m.java.is_none() {
+                m.java.clone_from(&java);
+            }
         }
     }
     by_kind

@@ -102,7 +102,10 @@ pub struct ProfileReport {
 pub struct Profiler {
     pub spec: ProfileSpec,
     pub tools: Tools,
+    /// async-profiler's name of the CPU sampler (`cpu`: perf events).
     cpu_engine: &'static str,
+    /// What result.json calls it; None without a CPU event.
+    cpu_sampler: Option<String>,
     note: Option<String>,
 }
 
@@ -142,8 +145,10 @@ pub fn not_local(hosts: &[String]) -> anyhow::Error {
         "--server-profile loads async-profiler into the nodes' JVMs, so it needs nodes caplab runs on this machine \
          ('caplab node start', then run without --hosts or with their addresses); {} {} not such nodes. On a remote \
          node attach it by hand during the measured window: fetch tools.profiler:async-profiler:{} from Maven Central, \
-         take linux-x64/libasyncProfiler.so out of the jar, and run 'jcmd <pid> JVMTI.agent_load /path/libasyncProfiler.so' \
-         or start Cassandra with -agentpath:/path/libasyncProfiler.so=start,event=cpu,file=/tmp/profile.html",
+         take linux-x64/libasyncProfiler.so out of the jar, and start Cassandra with \
+         -agentpath:/path/libasyncProfiler.so=start,event=cpu,file=/tmp/profile.html (or use the asprof launcher of \
+         async-profiler's release archive: asprof -e cpu -d 60 -f /tmp/profile.html <pid>; jcmd's JVMTI.agent_load \
+         cannot pass async-profiler's options)",
         hosts.join(","),
         if hosts.len() == 1 { "is" } else { "are" },
         tools::ASYNC_PROFILER
@@ -194,10 +199,18 @@ impl Profiler {
                 }
             },
         };
+        let cpu_sampler = spec.events.iter().any(|e| e.kind == Kind::Cpu).then(|| {
+            match cpu_engine {
+                "cpu" => "perf_events",
+                other => other,
+            }
+            .to_string()
+        });
         Ok(Profiler {
             spec,
             tools,
             cpu_engine,
+            cpu_sampler,
             note,
         })
     }
@@ -279,15 +292,7 @@ impl Profiler {
         let mut report = ProfileReport {
             spec: self.spec.text(),
             async_profiler: self.tools.version.clone(),
-            cpu_sampler: self
-                .spec
-                .events
-                .iter()
-                .any(|e| e.kind == Kind::Cpu)
-                .then(|| match self.cpu_engine {
-                    "cpu" => "perf_events".to_string(),
-                    other => other.to_string(),
-                }),
+            cpu_sampler: self.cpu_sampler.clone(),
             note: self.note.clone(),
             recording_from_ms: epoch_ms(rec.from),
             recording_to_ms: epoch_ms(to),
@@ -345,16 +350,13 @@ impl Profiler {
             name,
             &title(&format!("measured window {}", window_text(window))),
         )?;
-        let heatmap = if matches!(e.kind, Kind::Cpu | Kind::Wall) {
+        // Heatmaps and failed windows are about time: CPU and wall samples only.
+        let (mut heatmap, mut sliced) = (None, Vec::new());
+        if matches!(e.kind, Kind::Cpu | Kind::Wall) {
             let file = node_dir.join(format!("{name}-heatmap.html"));
             self.tools
                 .convert(&r.java, &slice_args(r, e.kind, window, "heatmap", &file))?;
-            Some(relative(dir, &file))
-        } else {
-            None
-        };
-        let mut sliced = Vec::new();
-        if matches!(e.kind, Kind::Cpu | Kind::Wall) {
+            heatmap = Some(relative(dir, &file));
             for s in slices.iter().take(SLICES) {
                 let span = (epoch_ms(s.from), epoch_ms(s.to));
                 let stem = format!("{name}-{}", s.label);
@@ -433,6 +435,7 @@ fn slice_args(r: &Recorded, kind: Kind, (from, to): (u64, u64), format: &str, ou
     ]
 }
 
+/// `from to to` (epoch ms) for people, in UTC seconds.
 fn window_text((from, to): (u64, u64)) -> String {
     let t = |ms: u64| humantime::format_rfc3339_seconds(SystemTime::UNIX_EPOCH + Duration::from_millis(ms)).to_string();
     format!("{} to {}", t(from), t(to))
@@ -445,6 +448,11 @@ fn relative(dir: &Path, file: &Path) -> String {
 }
 
 impl ProfileReport {
+    /// The profiled window for people, e.g. `2026-11-23T18:51:08Z to 2026-11-23T18:51:13Z`.
+    pub fn window(&self) -> String {
+        window_text((self.window_from_ms, self.window_to_ms))
+    }
+
     /// The summary's lines: per node and event, samples and the top frames.
     pub fn render(&self) -> String {
         let sampler = self

@@ -57,7 +57,9 @@ impl Tools {
                 version: JFR_CONVERTER,
             },
         ];
-        let lib = maven::fetch(&dir, &artifacts, false, "async-profiler and its converter", say)?;
+        let what = "async-profiler and its converter";
+        let explain = |output: &str, log: &Path| maven::explain_other(what, output, log);
+        let lib = maven::fetch(&dir, &artifacts, false, what, &explain, say)?;
         let agent = dir.join(platform).join("libasyncProfiler.so");
         if !agent.exists() {
             let jar = lib.join(format!("async-profiler-{ASYNC_PROFILER}.jar"));

@@ -82,15 +82,8 @@ fn view(label: String, r: RunResult, link_base: String) -> RunView {
         flushes = s.nodes.iter().map(|n| n.flushes.count).sum();
     }
     let profile_window = r.profile.as_ref().map(|p| {
-        let t = |ms: u64| {
-            humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
-        };
-        format!(
-            "{} to {} ({:.0} s)",
-            t(p.window_from_ms),
-            t(p.window_to_ms),
-            (p.window_to_ms.saturating_sub(p.window_from_ms)) as f64 / 1e3
-        )
+        let secs = p.window_to_ms.saturating_sub(p.window_from_ms) as f64 / 1e3;
+        format!("{} ({secs:.0} s)", p.window())
     });
     RunView {
         label,
