@@ -3,7 +3,8 @@
 //! Data flows one way: a workload (`workload`) is driven by the engine (`engine`) over a CQL
 //! session (`client`), measurements are recorded and written (`metrics`), and `measure` runs
 //! one measured step (or a capacity search made of steps) with all of that attached and
-//! leaves a typed result on disk. `sla` judges results against service levels and plans
+//! leaves a typed result on disk. `steady` decides when warm-up ends and whether a measured window
+//! was steady; `sla` judges results against service levels and plans
 //! capacity searches; `telemetry` reads what the server did meanwhile, and `profile` where its
 //! time went (async-profiler over the measured window); `cluster` provisions the nodes being
 //! measured. `experiment` runs measurements per configuration on fresh nodes and compares them
@@ -24,5 +25,6 @@ pub mod profile;
 pub mod report;
 pub mod sla;
 pub mod stats;
+pub mod steady;
 pub mod telemetry;
 pub mod workload;
