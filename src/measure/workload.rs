@@ -218,7 +218,8 @@ pub struct About {
 /// A workload whose schema exists on the target, ready to drive.
 pub enum Prepared {
     E1(Arc<E1>, About),
-    Profile(Arc<Dynamic>, About, Option<String>),
+    /// The workload, and its populate operation with an optional row count.
+    Profile(Arc<Dynamic>, About, Option<(String, Option<u64>)>),
 }
 
 impl Prepared {
@@ -261,7 +262,14 @@ impl Prepared {
                     statements: profile.operations.values().map(|o| o.cql.clone()).collect(),
                     tables: workload.op_tables(),
                 };
-                Prepared::Profile(workload, about, profile.populate.clone())
+                Prepared::Profile(
+                    workload,
+                    about,
+                    profile
+                        .populate
+                        .clone()
+                        .map(|op| (op, profile.populate_rows_per_partition)),
+                )
             }
         })
     }
@@ -274,8 +282,8 @@ impl Prepared {
         quiet: bool,
         stop: &Arc<Stop>,
     ) -> Result<()> {
-        if let Prepared::Profile(workload, _, Some(op)) = self {
-            populate(workload, op, base, loader, quiet, stop.clone()).await?;
+        if let Prepared::Profile(workload, _, Some((op, rows))) = self {
+            populate(workload, (op, *rows), base, loader, quiet, stop.clone()).await?;
         }
         Ok(())
     }
@@ -290,25 +298,30 @@ impl Prepared {
 }
 
 /// Writes every row of every partition with the profile's populate operation, flat out,
-/// before measuring; progress goes to stderr, nothing to the results.
+/// before measuring (only the first `rows` of each when the profile bounds them); progress
+/// goes to stderr, nothing to the results.
 async fn populate(
     workload: &Arc<Dynamic>,
-    op_name: &str,
+    (op_name, rows): (&str, Option<u64>),
     base: &EngineConfig,
     loader: LoaderSlice,
     quiet: bool,
     stop: Arc<Stop>,
 ) -> Result<()> {
     let op = workload.op_index(op_name).expect("validated populate operation");
-    let all = workload.populate_ops(op);
+    let all = workload.populate_ops(op, rows);
     let total = loader.share(all);
+    let what = match rows {
+        Some(r) => format!("the first {} row(s) of every partition", group(r as f64)),
+        None => "every row of every partition".to_string(),
+    };
     say(&format!(
         "Populating: {} operations of '{op_name}' ({})",
         group(total as f64),
         if loader.is_whole() {
-            "every row of every partition".to_string()
+            what
         } else {
-            format!("loader {loader}'s share of {}", group(all as f64))
+            format!("loader {loader}'s share of {}: {what}", group(all as f64))
         }
     ));
     struct Progress {

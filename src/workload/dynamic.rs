@@ -264,10 +264,12 @@ impl Dynamic {
         }
     }
 
-    /// Operations needed to write every row of every partition with operation `op`.
-    pub fn populate_ops(&self, op: usize) -> u64 {
+    /// Operations needed to write every row of every partition with operation `op`, or only
+    /// each partition's first `rows` rows.
+    pub fn populate_ops(&self, op: usize, rows: Option<u64>) -> u64 {
         let o = &self.ops[op];
-        self.partition_groups(o) * self.rows_per_partition.max().div_ceil(o.per_partition as u64)
+        let rows = rows.map_or(self.rows_per_partition.max(), |r| r.min(self.rows_per_partition.max()));
+        self.partition_groups(o) * rows.div_ceil(o.per_partition as u64)
     }
 
     /// How many operations it takes to touch every partition once.

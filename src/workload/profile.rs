@@ -124,6 +124,10 @@ pub struct Profile {
     /// Before measuring, write every row of every partition with this operation.
     #[serde(default)]
     pub populate: Option<String>,
+    /// Populate only the first this-many rows of each partition (E2 wrote 200k rows of its
+    /// time series, 20 per sensor, before measuring).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub populate_rows_per_partition: Option<u64>,
     /// Changes every generated value and the order operations visit partitions; the same seed
     /// always gives the same data.
     #[serde(default)]
@@ -306,6 +310,13 @@ impl Profile {
                 _ => {}
             }
         }
+        match (self.populate_rows_per_partition, &self.populate) {
+            (Some(0), _) => {
+                bail!("populate_rows_per_partition must be at least 1 (or leave it out to populate every row)")
+            }
+            (Some(_), None) => bail!("populate_rows_per_partition needs populate: the operation that writes the rows"),
+            _ => {}
+        }
         Ok(())
     }
 
@@ -469,6 +480,14 @@ populate: write
         );
         assert!(err(&GOOD.replace("populate: write", "populate: read")).contains("writing operation"));
         assert!(err(&GOOD.replace("populate: write", "populate: load")).contains("'load', which is not among"));
+        assert!(
+            err(&GOOD.replace("populate: write", "populate: write\npopulate_rows_per_partition: 0"))
+                .contains("at least 1")
+        );
+        assert!(
+            err(&GOOD.replace("populate: write", "populate_rows_per_partition: 5")).contains("needs populate"),
+            "a row count without an operation to write them"
+        );
         assert!(err(&GOOD.replace("local_quorum", "most")).contains("operation read"));
         assert!(err(&GOOD.replace("weight: 3", "weight: 3, batch: {rows: 0}")).contains("batch rows"));
         assert!(err(&GOOD.replace("weight: 3", "weight: 3, batch: {rows: 5, partitions: 2}")).contains("multiple"));

@@ -112,6 +112,7 @@ pub fn translate(y: StressYaml) -> Result<Imported> {
         partition_select,
         operations,
         populate: None,
+        populate_rows_per_partition: None,
         seed: 0,
     };
     profile.validate()?;
