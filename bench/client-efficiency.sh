@@ -37,7 +37,7 @@ pid=$("$caplab" node status | awk 'NR==1{for(i=1;i<=NF;i++) if($i=="PID") c=i} N
 ticks() { awk '{sub(/.*\) /,""); print $12+$13}' "/proc/$pid/stat"; }
 (cd "$work" && "$latte" schema "$root/bench/latte/e1_insert.rn" "$addr" >/dev/null)
 # Warm the server's JIT before anything is measured (into caplab's table, not measured).
-"$caplab" run --hosts "$addr" --duration 20s -q --out "$work/warm-up" >/dev/null
+"$caplab" run --hosts "$addr" --warmup 0s --duration 20s -q --out "$work/warm-up" >/dev/null
 
 # run NAME CMD...: client user+sys seconds, peak RSS (KiB), server CPU seconds.
 run() {
@@ -53,7 +53,7 @@ run() {
 }
 
 caplab_run() { # rate out
-  run "caplab-$1" "$caplab" run --hosts "$addr" --rate "$1" --duration "${secs}s" -q --out "$work/caplab-$1"
+  run "caplab-$1" "$caplab" run --hosts "$addr" --warmup 0s --rate "$1" --duration "${secs}s" -q --out "$work/caplab-$1"
 }
 latte_run() { # rate
   local r=()
@@ -103,7 +103,7 @@ done
 
 if [ -n "${LONG:-}" ]; then
   echo; echo "caplab RSS each minute of a ${LONG}s run at 5,000 op/s:"
-  "$caplab" run --hosts "$addr" --rate 5000 --duration "${LONG}s" -q --out "$work/long" &
+  "$caplab" run --hosts "$addr" --warmup 0s --rate 5000 --duration "${LONG}s" -q --out "$work/long" &
   cpid=$!
   while kill -0 $cpid 2>/dev/null; do
     sleep 60

@@ -22,7 +22,7 @@ caplab=$PWD/target/release/caplab
 "$caplab" node stop --no-drain >/dev/null 2>&1 || true
 "$caplab" node wipe --force >/dev/null 2>&1 || true
 "$caplab" node start --heap 2G >/dev/null
-"$caplab" run --duration "${prewarm}s" -q --out "$work/prewarm" >/dev/null
+"$caplab" run --warmup 0s --duration "${prewarm}s" -q --out "$work/prewarm" >/dev/null
 plain=() profiled=()
 run() { # name, extra args
   local out=$work/$1

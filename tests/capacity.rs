@@ -20,6 +20,8 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
     let run = |sla: &str, out: &str| {
         lab.caplab(&[
             "run",
+            "--warmup",
+            "0s",
             "--hosts",
             &hosts,
             "--rate",

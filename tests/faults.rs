@@ -70,7 +70,18 @@ fn results_survive_faults_and_record_what_ran() {
     let hosts = lab.cql();
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
     let run = |extra: &[&str], out: &str| {
-        let mut args = vec!["run", "--hosts", &hosts, "--keyspace", "faults", "-q", "--out", out];
+        let mut args = vec![
+            "run",
+            "--warmup",
+            "0s",
+            "--hosts",
+            &hosts,
+            "--keyspace",
+            "faults",
+            "-q",
+            "--out",
+            out,
+        ];
         args.extend_from_slice(extra);
         lab.caplab(&args)
     };
@@ -111,6 +122,8 @@ fn results_survive_faults_and_record_what_ran() {
         None,
         &[
             "run",
+            "--warmup",
+            "0s",
             "--hosts",
             &hosts,
             "--rate",
@@ -153,6 +166,8 @@ fn results_survive_faults_and_record_what_ran() {
                 None,
                 &[
                     "run",
+                    "--warmup",
+                    "0s",
                     "--hosts",
                     &hosts,
                     "--rate",
@@ -238,6 +253,8 @@ fn results_survive_faults_and_record_what_ran() {
     let full = disk.0.join("r");
     let o = lab.caplab(&[
         "run",
+        "--warmup",
+        "0s",
         "--hosts",
         &hosts,
         "--rate",
@@ -278,6 +295,8 @@ fn unavailable_is_reported_as_unavailable() {
     let out = |n: &str| lab.home.join(n).to_str().unwrap().to_string();
     ok(lab.caplab(&[
         "run",
+        "--warmup",
+        "0s",
         "--hosts",
         &hosts,
         "--replication-factor",
@@ -295,6 +314,8 @@ fn unavailable_is_reported_as_unavailable() {
     std::thread::sleep(Duration::from_secs(15));
     let o = lab.caplab(&[
         "run",
+        "--warmup",
+        "0s",
         "--hosts",
         &hosts,
         "--keyspace",

@@ -37,13 +37,16 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         ("mixed", 0.5, Rows::Exactly(1)),
         ("wide-read", 0.9, Rows::Exactly(8)),
         ("udt", 0.5, Rows::Exactly(1)),
-        ("timeseries", 0.2, Rows::Between(1, 10)),
+        // Populated with 20 readings of every sensor first: every read finds its 10 latest.
+        ("timeseries", 0.2, Rows::Exactly(10)),
         // Deletes leave fewer than the 20 populated rows; rewrites keep most of them.
         ("tombstones", 0.5, Rows::Between(10, 20)),
     ] {
         let out = lab.home.join(format!("r-{name}"));
         let o = ok(lab.caplab(&[
             "run",
+            "--warmup",
+            "0s",
             "--hosts",
             &hosts,
             "--workload",
@@ -105,6 +108,8 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         let out = lab.home.join(format!("r-loader-{}", slice.replace('/', "of")));
         let mut args = vec![
             "run",
+            "--warmup",
+            "0s",
             "--hosts",
             &hosts,
             "--loader",
@@ -149,6 +154,8 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     let out = lab.home.join("r-file");
     ok(lab.caplab(&[
         "run",
+        "--warmup",
+        "0s",
         "--hosts",
         &hosts,
         "--profile",
@@ -172,6 +179,8 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     let out = lab.home.join("r-shapes");
     let args = [
         "run",
+        "--warmup",
+        "0s",
         "--hosts",
         &hosts,
         "--profile",
@@ -215,6 +224,8 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         let out = lab.home.join(format!("r-e1-{name}"));
         let args = [
             "run",
+            "--warmup",
+            "0s",
             "--hosts",
             &hosts,
             "--profile",

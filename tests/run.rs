@@ -153,6 +153,8 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     let out = lab.home.join("results-batch");
     ok(lab.caplab(&[
         "run",
+        "--warmup",
+        "0s",
         "--threads",
         "2",
         "--workload",
@@ -183,6 +185,8 @@ fn unreachable_hosts_fail_within_seconds() {
     let begin = Instant::now();
     let err = fails(lab.caplab(&[
         "run",
+        "--warmup",
+        "0s",
         "--hosts",
         "127.0.21.1:9042",
         "--duration",
@@ -206,10 +210,13 @@ fn bad_run_flags_are_refused() {
         stderr(&o)
     };
     assert!(bad(&["run", "--rate", "fast"]).contains("flat out"));
-    assert!(bad(&["run", "--warmup", "a while"]).contains("warm-up"));
+    assert!(bad(&["run", "--warmup", "a while"]).contains("write auto (until the run settles)"));
     assert!(bad(&["run", "--duration", "10s", "-n", "5"]).contains("cannot be used with"));
     assert!(fails(lab.caplab(&["run", "--hosts", "x", "--consistency", "most"])).contains("local_quorum"));
     assert!(fails(lab.caplab(&["run", "--hosts", "x", "--batch-size", "0"])).contains("--batch-size"));
+    // A maximum only bounds an automatic warm-up.
+    let max = fails(lab.caplab(&["run", "--hosts", "x", "--warmup", "30s", "--warmup-max", "2m"]));
+    assert!(max.contains("give --warmup auto, or drop --warmup-max"), "{max}");
 }
 
 #[test]
@@ -224,6 +231,8 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
     let child = Command::new(env!("CARGO_BIN_EXE_caplab"))
         .args([
             "run",
+            "--warmup",
+            "0s",
             "--hosts",
             &lab.cql(),
             "--duration",
@@ -352,6 +361,8 @@ fn tls_runs_encrypt_and_check_the_server_certificate() {
     let r = out("tls-ok");
     let run = ok(lab.caplab(&[
         "run",
+        "--warmup",
+        "0s",
         "--hosts",
         &hosts,
         "--tls",
@@ -390,6 +401,8 @@ fn tls_runs_encrypt_and_check_the_server_certificate() {
     );
     ok(lab.caplab(&[
         "run",
+        "--warmup",
+        "0s",
         "--hosts",
         &hosts,
         "--tls",

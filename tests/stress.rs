@@ -25,6 +25,8 @@ fn cassandra_stress_profiles_run_as_written() {
         let out = lab.home.join(name);
         let mut args = vec![
             "run",
+            "--warmup",
+            "0s",
             "--hosts",
             &hosts,
             "--profile",

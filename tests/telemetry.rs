@@ -35,6 +35,8 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
         // One results directory, replaced by each run (--force), read after each.
         let base = [
             "run",
+            "--warmup",
+            "0s",
             "--hosts",
             &hosts,
             "-q",
@@ -141,6 +143,8 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
             "--home",
             elsewhere.to_str().unwrap(),
             "run",
+            "--warmup",
+            "0s",
             "--hosts",
             &hosts,
             "-n",

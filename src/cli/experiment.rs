@@ -41,6 +41,10 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Compare runs whose measured window was not steady too (by default they are left out,
+    /// and named).
+    #[arg(long)]
+    pub include_unsteady: bool,
 }
 
 /// Exit codes: 0 every step completed, 1 a step failed, 130 (143, 129) interrupted.
@@ -106,7 +110,7 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
 }
 
 pub fn compare(args: CompareArgs) -> Result<u8> {
-    let comparisons = compare_dirs(&args.dirs, args.floor)?;
+    let comparisons = compare_dirs(&args.dirs, args.floor, args.include_unsteady)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&comparisons)?);
     } else {

@@ -44,8 +44,13 @@ pub struct IntervalThread<S> {
     op_types: usize,
 }
 
+/// Called once, from the interval thread, when the sink says an automatic warm-up has settled.
+pub type OnSettled = Box<dyn FnOnce() + Send>;
+
 impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
-    pub fn spawn(sink: S, shards: usize, op_types: usize) -> IntervalThread<S> {
+    /// With `on_settled`, the sink is asked after every warm-up interval whether warm-up may
+    /// end (`IntervalSink::settled`), until it says so.
+    pub fn spawn(sink: S, shards: usize, op_types: usize, on_settled: Option<OnSettled>) -> IntervalThread<S> {
         let (batches, rx) = mpsc::channel::<Batch>();
         let (spare_tx, spares) = mpsc::channel();
         // The first interval's swap finds a set ready: nothing is allocated on the runtime's
@@ -57,6 +62,7 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
             .name("caplab-intervals".into())
             .spawn(move || {
                 let mut sink = sink;
+                let mut on_settled = on_settled;
                 let mut interval = Interval {
                     start: Duration::ZERO,
                     length: Duration::ZERO,
@@ -102,6 +108,13 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
                         let e = format!("{e:#}");
                         let _ = error_tx.send(e.clone());
                         error = Some(e);
+                    }
+                    if batch.warmup
+                        && on_settled.is_some()
+                        && sink.settled()
+                        && let Some(settle) = on_settled.take()
+                    {
+                        settle();
                     }
                 }
                 if carrying {
@@ -182,7 +195,7 @@ mod tests {
 
     #[tokio::test]
     async fn measured_operations_a_late_tick_left_in_warm_up_move_to_the_first_measured_interval() {
-        let thread = IntervalThread::spawn(Seen(Vec::new()), 1, 1);
+        let thread = IntervalThread::spawn(Seen(Vec::new()), 1, 1, None);
         thread.send(batch(0, true, false, 0, 1000));
         // The tick closing warm-up came late: one measured operation is in the warm-up interval.
         thread.send(batch(1, true, true, 1, 999));
@@ -194,7 +207,7 @@ mod tests {
         assert_eq!(done.totals[0].warmup_ops, 1999);
 
         // A warm-up that does not end on an interval's end keeps its measured part where it is.
-        let thread = IntervalThread::spawn(Seen(Vec::new()), 1, 1);
+        let thread = IntervalThread::spawn(Seen(Vec::new()), 1, 1, None);
         thread.send(batch(0, true, false, 400, 600));
         thread.send(batch(1, false, false, 1000, 0));
         let done = thread.finish().await.unwrap();

@@ -48,6 +48,24 @@ pub enum Warmup {
     None,
     Time(Duration),
     Ops(u64),
+    /// Until the interval sink says the run has settled (`IntervalSink::settled`), or `max`
+    /// (rounded up to whole intervals), whichever comes first. Warm-up ends at an interval
+    /// boundary after the one the sink judged.
+    Auto {
+        max: Duration,
+    },
+}
+
+impl Warmup {
+    /// As results record it: `auto (max 5m)`, `30s`, `10000 ops`, `none`.
+    pub fn describe(&self) -> String {
+        match self {
+            Warmup::None => "none".into(),
+            Warmup::Time(d) => humantime::format_duration(*d).to_string(),
+            Warmup::Ops(n) => format!("{n} ops"),
+            Warmup::Auto { max } => format!("auto (max {})", humantime::format_duration(*max)),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -118,6 +136,13 @@ impl Anchor {
 /// engine's interval thread.
 pub trait IntervalSink {
     fn interval(&mut self, interval: &Interval) -> Result<()>;
+
+    /// During an automatic warm-up, asked after each warm-up interval: whether what it has
+    /// seen has settled, so the measured window may begin. A sink that does not judge never
+    /// settles (warm-up then lasts its maximum).
+    fn settled(&mut self) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +169,9 @@ pub struct RunEnd {
     pub started_ops: u64,
     /// Operations still in flight when the drain timed out: never completed, never recorded.
     pub abandoned: u64,
+    /// How an automatic warm-up ended: Some(true) it settled, Some(false) it reached its
+    /// maximum; None for other warm-ups, or one still going when the run ended.
+    pub settled: Option<bool>,
 }
 
 impl RunEnd {
@@ -167,6 +195,10 @@ struct Shared {
     warmup_end_ns: AtomicU64,
     /// End of the schedule, ns after the anchor (UNKNOWN until known, or when there is none).
     end_ns: AtomicU64,
+    /// Operations from this index on are not taken (a count on a schedule; u64::MAX: none).
+    limit: AtomicU64,
+    /// How an automatic warm-up ended: 0 not yet, 1 settled, 2 its maximum.
+    auto_end: std::sync::atomic::AtomicU8,
 }
 
 impl Shared {
@@ -190,6 +222,9 @@ struct Plan {
     duration: Option<Duration>,
     /// Measured operations, for a run with an operation count.
     ops: Option<u64>,
+    /// Warm-up ends when the sink settles (or at its maximum): until then nothing is measured.
+    auto: bool,
+    interval: Duration,
 }
 
 impl Plan {
@@ -222,7 +257,37 @@ impl Plan {
             }
             return true;
         }
-        self.warmup_end(shared).is_none_or(|w| intended >= w)
+        match self.warmup_end(shared) {
+            Some(w) => intended >= w,
+            None => !self.auto,
+        }
+    }
+
+    /// Ends an automatic warm-up (if it has not ended yet) at the first interval boundary not
+    /// before `not_before`; the measured window, or count, starts there. False if it had ended.
+    fn end_warmup(&self, shared: &Shared, not_before: Instant, settled: bool) -> bool {
+        let since = not_before.saturating_duration_since(self.t0).as_nanos();
+        let step = self.interval.as_nanos().max(1);
+        let at = self.t0 + Duration::from_nanos(u64::try_from(since.div_ceil(step) * step).unwrap_or(UNKNOWN - 1));
+        let ns = ns_after(self.t0, at);
+        if shared
+            .warmup_end_ns
+            .compare_exchange(UNKNOWN, ns, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        if let Some(d) = self.duration {
+            let end = ns.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(UNKNOWN - 1));
+            shared.end_ns.store(end.min(UNKNOWN - 1), Ordering::Relaxed);
+        }
+        if let (Some(n), true) = (self.ops, self.schedule.is_open()) {
+            shared
+                .limit
+                .store(self.schedule.due_before(at).saturating_add(n), Ordering::Relaxed);
+        }
+        shared.auto_end.store(if settled { 1 } else { 2 }, Ordering::Relaxed);
+        true
     }
 }
 
@@ -248,15 +313,23 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         },
         duration: cfg.duration,
         ops: cfg.ops,
+        auto: matches!(cfg.warmup, Warmup::Auto { .. }),
+        interval: cfg.interval,
+    };
+    let auto_max = match cfg.warmup {
+        Warmup::Auto { max } => Some(max),
+        _ => None,
     };
     let warmup_end = match cfg.warmup {
         Warmup::None => Some(t0),
         Warmup::Time(d) => Some(t0 + d),
         Warmup::Ops(n) => schedule.intended(n),
+        Warmup::Auto { .. } => None,
     };
-    // The first measured operation, on a schedule.
+    // The first measured operation, on a schedule (an automatic warm-up sets its limit when
+    // it ends).
     let first_measured = match cfg.warmup {
-        Warmup::None => 0,
+        Warmup::None | Warmup::Auto { .. } => 0,
         Warmup::Time(d) => schedule.due_before(t0 + d),
         Warmup::Ops(n) => n,
     };
@@ -264,7 +337,7 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     // all (late if it must: each counts from its intended start) and ends with the last.
     let end = cfg.duration.and_then(|d| warmup_end.map(|w| w + d));
     let limit = match (cfg.duration, cfg.ops) {
-        (None, Some(n)) if schedule.is_open() => first_measured + n,
+        (None, Some(n)) if schedule.is_open() && auto_max.is_none() => first_measured + n,
         _ => u64::MAX,
     };
     let shared = Arc::new(Shared {
@@ -273,6 +346,8 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         sent: AtomicU64::new(0),
         warmup_end_ns: AtomicU64::new(warmup_end.map_or(UNKNOWN, |w| ns_after(t0, w))),
         end_ns: AtomicU64::new(end.map_or(UNKNOWN, |e| ns_after(t0, e))),
+        limit: AtomicU64::new(limit),
+        auto_end: Default::default(),
     });
 
     let mut workers = JoinSet::new();
@@ -305,11 +380,13 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
             }
             while !stop.is_requested() {
                 let i = shared.next.fetch_add(1, Ordering::Relaxed);
-                if i >= limit {
+                if i >= shared.limit.load(Ordering::Relaxed) {
                     break;
                 }
                 let intended = schedule.intended(i).unwrap_or_else(Instant::now);
-                let measured = plan.measured(&shared, i, intended);
+                // On a schedule, judged again once the operation is due: an automatic
+                // warm-up may end while its worker waits.
+                let mut measured = plan.measured(&shared, i, intended);
                 if measured
                     && !schedule.is_open()
                     && let Some(n) = plan.ops
@@ -335,6 +412,11 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
                             sleep_until(wake.into()).await;
                         }
                     }
+                    measured = plan.measured(&shared, i, intended);
+                    if i >= shared.limit.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let end = plan.end(&shared);
                     // The window ends with the schedule, or earlier at a stop. What was due by
                     // then still goes out (a worker woken a moment late by its timer); what the
                     // client could not send in time is given up.
@@ -372,13 +454,27 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         });
     }
 
-    let intervals = IntervalThread::spawn(sink, recorder.shard_count(), names.len());
+    let on_settled: Option<super::intervals::OnSettled> = auto_max.map(|_| {
+        let shared = shared.clone();
+        Box::new(move || {
+            // The interval just judged has ended; the next boundary a little ahead (so no
+            // worker has taken an operation due after it as warm-up) starts the window.
+            plan.end_warmup(&shared, Instant::now() + Duration::from_millis(50), true);
+        }) as super::intervals::OnSettled
+    });
+    let intervals = IntervalThread::spawn(sink, recorder.shard_count(), names.len(), on_settled);
     let mut tick_start = t0;
     let mut failing_since: Option<Instant> = None;
     let mut reason = EndReason::Completed;
 
     // Closes intervals until the end of the schedule (or a stop, or every worker is done).
     let window_end = loop {
+        if let Some(max) = auto_max
+            && tick_start + cfg.interval >= t0 + max
+        {
+            // An automatic warm-up that has not settled ends at its maximum.
+            plan.end_warmup(&shared, t0 + max, false);
+        }
         let end = plan.end(&shared);
         let warm = plan.warmup_end(&shared);
         let mut next_tick = tick_start + cfg.interval;
@@ -454,7 +550,9 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     // Due operations no worker took before the end (the client could not keep up, or a stop
     // came): never sent, given up at the end of the window.
     if schedule.is_open() {
-        let due = schedule.due_before(window_end).min(limit);
+        let due = schedule
+            .due_before(window_end)
+            .min(shared.limit.load(Ordering::Relaxed));
         let taken = shared.next.load(Ordering::Relaxed);
         for i in taken..due {
             let intended = schedule.intended(i).expect("a schedule");
@@ -497,6 +595,11 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         window,
         started_ops,
         abandoned: started_ops.saturating_sub(completed),
+        settled: match shared.auto_end.load(Ordering::Relaxed) {
+            1 => Some(true),
+            2 => Some(false),
+            _ => None,
+        },
     };
     (end, finished.sink)
 }
@@ -653,6 +756,116 @@ mod tests {
             "response time is never shorter than service time"
         );
         assert_eq!(t.late, 0, "nothing started 10 ms late");
+    }
+
+    /// Collects intervals, and says warm-up has settled once it has seen `after` of them.
+    struct SettleAfter {
+        seen: Vec<Interval>,
+        after: Option<usize>,
+    }
+    impl IntervalSink for SettleAfter {
+        fn interval(&mut self, i: &Interval) -> Result<()> {
+            self.seen.push(i.clone());
+            Ok(())
+        }
+        fn settled(&mut self) -> bool {
+            self.after
+                .is_some_and(|n| self.seen.iter().filter(|i| i.warmup).count() >= n)
+        }
+    }
+
+    fn auto(rate: f64, concurrency: usize, max_ms: u64) -> EngineConfig {
+        EngineConfig {
+            interval: Duration::from_millis(100),
+            warmup: Warmup::Auto {
+                max: Duration::from_millis(max_ms),
+            },
+            ..cfg(rate, concurrency, 0)
+        }
+    }
+
+    /// What a run left: (window start, window end) in ms from the anchor, measured successes,
+    /// successes in the intervals, warm-up completions.
+    fn window(end: &RunEnd, sink: &SettleAfter) -> ((u128, u128), u64, u64, u64) {
+        let (from, to) = end.window.expect("a measured window");
+        let logged = sink.seen.iter().map(|i| i.ops[0].ok).sum();
+        let warm = sink.seen.iter().map(|i| i.ops[0].warmup_ops).sum();
+        ((from.as_millis(), to.as_millis()), end.totals[0].ok, logged, warm)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_automatic_warmup_ends_on_the_boundary_after_the_sink_settles() {
+        // 100 ms intervals at 200 op/s with 64 free workers, so each worker holds an operation
+        // due up to 320 ms ahead while warm-up ends: each is judged when due, not when taken.
+        let mut c = auto(200.0, 64, 5_000);
+        c.duration = Some(Duration::from_millis(500));
+        let w = Arc::new(Stalling::steady(Duration::from_micros(100)));
+        let sink = SettleAfter {
+            seen: Vec::new(),
+            after: Some(5),
+        };
+        let (end, sink) = run(w, &c, Anchor::after(Duration::from_millis(50)), Stop::new(), sink).await;
+        assert_eq!((end.reason.clone(), end.settled), (EndReason::Completed, Some(true)));
+        let ((from, to), ok, logged, warm) = window(&end, &sink);
+        // Judged when the fifth interval closed (0.5 s): the window starts at a later boundary
+        // (0.6 s unless the interval thread was held up), and lasts the duration.
+        assert!(from >= 600 && from % 100 == 0 && from <= 900, "window from {from} ms");
+        assert_eq!(to - from, 500);
+        assert_eq!(ok, 100, "every operation due in 0.5 s at 200/s");
+        assert_eq!(logged, ok, "the intervals hold exactly the measured operations");
+        assert_eq!(
+            warm as u128,
+            from / 5,
+            "one warm-up operation every 5 ms until the window"
+        );
+        let first_measured = sink.seen.iter().position(|i| !i.warmup).unwrap();
+        assert_eq!(sink.seen[first_measured].start.as_millis(), from);
+        assert!(sink.seen[..first_measured].iter().all(|i| i.warmup));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_automatic_warmup_that_never_settles_ends_at_its_maximum() {
+        let mut c = auto(0.0, 4, 550);
+        c.duration = Some(Duration::from_millis(300));
+        let w = Arc::new(Stalling::steady(Duration::from_millis(1)));
+        let sink = SettleAfter {
+            seen: Vec::new(),
+            after: None,
+        };
+        let (end, sink) = run(w, &c, Anchor::after(Duration::from_millis(50)), Stop::new(), sink).await;
+        assert_eq!(end.settled, Some(false));
+        let ((from, to), ok, logged, _) = window(&end, &sink);
+        assert_eq!(
+            (from, to),
+            (600, 900),
+            "the maximum, on the next boundary, then the duration"
+        );
+        assert!(ok > 0 && logged == ok, "{ok} {logged}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_automatic_warmup_then_a_count_measures_exactly_that_count() {
+        // On a schedule and flat out.
+        for rate in [2000.0, 0.0] {
+            let mut c = auto(rate, 16, 5_000);
+            c.duration = None;
+            c.ops = Some(700);
+            let w = Arc::new(Stalling::steady(Duration::from_micros(200)));
+            let sink = SettleAfter {
+                seen: Vec::new(),
+                after: Some(3),
+            };
+            let (end, sink) = run(w, &c, Anchor::after(Duration::from_millis(50)), Stop::new(), sink).await;
+            assert_eq!(end.settled, Some(true), "rate {rate}");
+            let (_, ok, logged, warm) = window(&end, &sink);
+            assert_eq!((ok, logged), (700, 700), "rate {rate}");
+            assert_eq!(
+                end.totals[0].error_count(),
+                0,
+                "rate {rate}: nothing due was left unsent"
+            );
+            assert_eq!(end.started_ops, 700 + warm, "rate {rate}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

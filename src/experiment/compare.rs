@@ -10,6 +10,12 @@
 //! however small its p-value. With one repeat per variant, the per-second values of the measured
 //! window stand in, with an effective sample size by batch means (they are not independent):
 //! weaker evidence, and said so; metrics without a per-second series cannot be tested then.
+//!
+//! Only steady runs are compared unless asked otherwise: a run whose measured window was not
+//! steady (its verdict warm-up, slowdown or none, or an automatic warm-up that never settled)
+//! is left out, named in the comparison, and a variant left with fewer than two steady repeats
+//! is reported as such rather than tested. Windows too short to judge are kept. Capacity
+//! searches are compared whole (their steps' verdicts are in capacity.json).
 
 use anyhow::Result;
 use hdrhistogram::Histogram;
@@ -39,12 +45,23 @@ pub struct Series {
 #[derive(Debug, Clone)]
 pub enum Observation {
     Run {
+        /// Its results directory, as given.
+        dir: String,
         result: Box<RunResult>,
         series: Series,
         /// Every operation type's response times, merged.
         response: Box<Histogram<u64>>,
     },
     Capacity(Box<CapacityReport>),
+}
+
+/// A run left out of a comparison because its window was not steady.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Excluded {
+    pub variant: String,
+    pub dir: String,
+    /// The verdict's summary (and why warm-up did not settle, if it did not).
+    pub why: String,
 }
 
 impl Observation {
@@ -62,6 +79,7 @@ impl Observation {
         }
         let series = series(dir, &result).unwrap_or_default();
         Ok(Observation::Run {
+            dir: dir.display().to_string(),
             result: Box::new(result),
             series,
             response: Box::new(response),
@@ -343,7 +361,14 @@ pub struct Comparison {
     pub floor: f64,
     /// `repeats` or `per-second series (one repeat: weaker evidence)`.
     pub evidence: String,
+    /// Repeats compared per variant (steady ones, unless unsteady ones were included).
     pub repeats: Vec<usize>,
+    /// Whether runs whose window was not steady were left out (the default).
+    #[serde(default)]
+    pub steady_only: bool,
+    /// The runs left out, and why.
+    #[serde(default)]
+    pub excluded: Vec<Excluded>,
     pub rows: Vec<Row>,
 }
 
@@ -355,13 +380,41 @@ pub fn metric_keys() -> Vec<&'static str> {
 
 /// Compares the variants of one measurement. With `tested`, only those metrics get a test
 /// (and share the correction); the others keep their means and intervals, marked untested.
+/// With `steady_only`, runs whose window was not steady are left out first.
 pub fn compare(
     measurement: &str,
     variants: &[(String, Vec<Observation>)],
     baseline: usize,
     floor: f64,
     tested: Option<&[String]>,
+    steady_only: bool,
 ) -> Comparison {
+    let mut excluded = Vec::new();
+    let mut kept: Vec<(String, Vec<Observation>)> = Vec::new();
+    // Per variant: why it cannot be tested (too few steady repeats), if so.
+    let mut short: Vec<Option<String>> = Vec::new();
+    for (name, obs) in variants {
+        let (keep, out): (Vec<Observation>, Vec<Observation>) =
+            obs.iter().cloned().partition(|o| !steady_only || !unsteady(o));
+        for o in &out {
+            if let Observation::Run { dir, result, .. } = o {
+                excluded.push(Excluded {
+                    variant: name.clone(),
+                    dir: dir.clone(),
+                    why: result
+                        .steady_state
+                        .as_ref()
+                        .map_or_else(String::new, |s| s.summary.clone()),
+                });
+            }
+        }
+        short.push(
+            (!out.is_empty() && keep.len() < 2)
+                .then(|| format!("too few steady repeats ({} of {} steady)", keep.len(), obs.len())),
+        );
+        kept.push((name.clone(), keep));
+    }
+    let variants = &kept[..];
     let repeats: Vec<usize> = variants.iter().map(|(_, o)| o.len()).collect();
     let by_repeats = repeats.iter().all(|&n| n >= 2);
     let mut rows = Vec::new();
@@ -410,7 +463,20 @@ pub fn compare(
                 verdict: String::new(),
             };
             if i == baseline {
-                cell.verdict = "baseline".into();
+                cell.verdict = short[i]
+                    .as_ref()
+                    .map_or_else(|| "baseline".into(), |why| format!("baseline: {why}"));
+            } else if let Some(why) = short[i].as_ref().or(short[baseline].as_ref()) {
+                // Not tested: what would be compared is not steady enough.
+                cell.ratio = match (base, est) {
+                    (Some(b), Some(e)) if b.mean != 0.0 => Some(e.mean / b.mean),
+                    _ => None,
+                };
+                cell.verdict = if short[i].is_some() {
+                    why.clone()
+                } else {
+                    format!("baseline has {why}")
+                };
             } else if let (Some(b), Some(e)) = (base, est) {
                 cell.ratio = (b.mean != 0.0).then(|| e.mean / b.mean);
                 let testable = b.n >= 2.0 && e.n >= 2.0;
@@ -457,8 +523,9 @@ pub fn compare(
     }
     for row in &mut rows {
         let better_up = row.higher_is_better;
+        let base_mean = row.cells[baseline].mean;
         for cell in row.cells.iter_mut().filter(|c| c.verdict.is_empty()) {
-            cell.verdict = verdict(cell, floor, better_up);
+            cell.verdict = verdict(cell, base_mean, floor, better_up);
         }
     }
     Comparison {
@@ -471,7 +538,17 @@ pub fn compare(
             "per-second series of single runs (weaker evidence: one JVM each)".into()
         },
         repeats,
+        steady_only,
+        excluded,
         rows,
+    }
+}
+
+/// Whether a run is known not to have been steady (capacity searches are compared whole).
+fn unsteady(o: &Observation) -> bool {
+    match o {
+        Observation::Run { result, .. } => result.unsteady(),
+        Observation::Capacity(_) => false,
     }
 }
 
@@ -491,7 +568,9 @@ fn pooled(metric: &str, obs: &[Observation]) -> Option<f64> {
     (!all.is_empty()).then(|| all.value_at_quantile(q) as f64 / 1e6)
 }
 
-fn verdict(cell: &Cell, floor: f64, higher_is_better: bool) -> String {
+/// `base_mean` gives the direction when there is no ratio (a baseline of 0: no GC pause in any
+/// repeat, say).
+fn verdict(cell: &Cell, base_mean: Option<f64>, floor: f64, higher_is_better: bool) -> String {
     let Some(p) = cell.p_adjusted else {
         return "too few repeats to test".into();
     };
@@ -511,7 +590,13 @@ fn verdict(cell: &Cell, floor: f64, higher_is_better: bool) -> String {
             let better = (r > 1.0) == higher_is_better;
             format!("significant, {}", if better { "better" } else { "worse" })
         }
-        None => "significant".into(),
+        None => match (cell.mean, base_mean) {
+            (Some(m), Some(b)) if m != b => {
+                let better = (m > b) == higher_is_better;
+                format!("significant, {}", if better { "better" } else { "worse" })
+            }
+            _ => "significant".into(),
+        },
     }
 }
 
@@ -529,13 +614,27 @@ impl Comparison {
     /// The table for the terminal.
     pub fn render(&self) -> String {
         let mut s = format!(
-            "{}: baseline {}, {} per variant ({}), floor {:.0}%\n",
+            "{}: baseline {}, {} per variant ({}{}), floor {:.0}%\n",
             self.measurement,
             self.baseline,
             self.repeats.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("/"),
             self.evidence,
+            if self.steady_only {
+                ", steady runs only"
+            } else {
+                ", steady or not"
+            },
             self.floor * 100.0
         );
+        if !self.excluded.is_empty() {
+            s.push_str(&format!(
+                "Left out, not steady ({} run(s); --include-unsteady keeps them):\n",
+                self.excluded.len()
+            ));
+            for e in &self.excluded {
+                s.push_str(&format!("  {} {}: {}\n", e.variant, e.dir, e.why));
+            }
+        }
         s.push_str(&format!(
             "{:<22} {:<14} {:>24} {:>22}  {}\n",
             "metric", "variant", "mean [95% CI]", "ratio [95% CI]", "verdict (adjusted p)"
@@ -601,6 +700,7 @@ mod tests {
             0,
             0.02,
             None,
+            true,
         );
         let row = cmp.rows.iter().find(|r| r.metric == "capacity").unwrap();
         let b = &row.cells[1];
@@ -620,6 +720,7 @@ mod tests {
             0,
             0.02,
             None,
+            true,
         );
         assert!(aa.rows.iter().all(|r| !r.cells[1].verdict.starts_with("significant")));
         assert!(cmp.render().contains("×2.0"), "{}", cmp.render());
@@ -631,6 +732,7 @@ mod tests {
             0,
             0.02,
             Some(&["p99".to_string()]),
+            true,
         );
         let cell = &only.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
         assert_eq!(
@@ -638,6 +740,115 @@ mod tests {
             (None, "not tested (not in the experiment's metrics)")
         );
         assert!(cell.ratio.is_some() && cell.ratio_ci.is_none());
+    }
+
+    /// A run's observation with throughput `rate` and a window classed `class` (None: a result
+    /// from before verdicts).
+    fn run(dir: &str, rate: f64, class: Option<&str>) -> Observation {
+        let stat = serde_json::json!({"count": 1, "mean_ms": 1.0, "median_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0,
+            "p999_ms": 1.0, "max_ms": 1.0});
+        let mut json = serde_json::json!({
+            "caplab_version": "x", "format": 2, "status": "completed", "workload": "insert", "started_at": "",
+            "command": [],
+            "config": {
+                "client": {"hosts": [], "dc": null, "consistency": "LocalOne", "connections_per_host": 1,
+                    "compression": false, "user": null, "request_timeout": {"secs": 12, "nanos": 0},
+                    "connect_timeout": {"secs": 3, "nanos": 0}, "tls": false, "tls_ca": null, "tls_insecure": false,
+                    "retries": 0},
+                "engine": {"rate": 0.0, "concurrency": 1, "threads": 1, "duration_s": 30.0, "ops": null,
+                    "warmup": "auto (max 5m)", "interval_s": 1.0, "loader": "1/1"},
+                "workload": {"kind": "insert", "keyspace": "k", "partitions": 1, "value_columns": 1, "value_size": 1,
+                    "batch_size": 1, "replication_factor": 1, "durable_writes": false, "compaction": false},
+                "sla": null},
+            "environment": {"client_host": "h", "cores": 2, "ram_bytes": 1, "kernel": "k",
+                "cassandra_release_version": null, "local_nodes": []},
+            "schema": [], "statements": [], "files": {"hdr_log": "latency.hlog", "csv": "latency.csv"},
+            "summary": {"operation_time_s": 30.0, "per_op": [], "abandoned": 0, "total": {"name": "total",
+                "ops": 1, "op_rate": rate, "partitions": 1, "partition_rate": rate, "rows": 1, "row_rate": rate,
+                "due": 1, "response": stat, "response_ok": stat, "service": stat, "errors": {}, "error_total": 0,
+                "late_ops": 0, "max_lag_ms": 0.0}},
+        });
+        if let Some(c) = class {
+            json["steady_state"] = serde_json::json!({"class": c, "steady": c == "flat", "window_s": 30.0,
+                "series": [], "summary": format!("{c} over 30 s"), "rule": ""});
+        }
+        Observation::Run {
+            dir: dir.into(),
+            result: Box::new(serde_json::from_value(json).unwrap()),
+            series: Series::default(),
+            response: Box::new(new_histogram()),
+        }
+    }
+
+    #[test]
+    fn runs_that_were_not_steady_are_left_out_and_named() {
+        let a = vec![
+            run("a1", 1000.0, Some("flat")),
+            run("a2", 1010.0, Some("flat")),
+            run("a3", 400.0, Some("warmup")),
+        ];
+        let b = vec![
+            run("b1", 2000.0, Some("flat")),
+            run("b2", 2020.0, None),
+            run("b3", 1990.0, Some("flat")),
+        ];
+        let cmp = compare(
+            "insert",
+            &[("a".into(), a.clone()), ("b".into(), b.clone())],
+            0,
+            0.02,
+            None,
+            true,
+        );
+        assert_eq!(
+            cmp.repeats,
+            vec![2, 3],
+            "the warm-up run is out; a result without a verdict stays"
+        );
+        assert_eq!(cmp.excluded.len(), 1);
+        assert_eq!(
+            (cmp.excluded[0].variant.as_str(), cmp.excluded[0].dir.as_str()),
+            ("a", "a3")
+        );
+        assert!(
+            cmp.render().contains("Left out, not steady (1 run(s)") && cmp.render().contains("a3: warmup over 30 s")
+        );
+        let t = &cmp.rows.iter().find(|r| r.metric == "throughput").unwrap().cells[1];
+        assert!((t.ratio.unwrap() - 2003.3 / 1005.0).abs() < 0.01, "{t:?}");
+        assert_eq!(t.verdict, "significant, better");
+        // Kept in, the warm-up run drags the baseline's mean down.
+        let all = compare(
+            "insert",
+            &[("a".into(), a), ("b".into(), b.clone())],
+            0,
+            0.02,
+            None,
+            false,
+        );
+        assert_eq!((all.repeats.clone(), all.excluded.len()), (vec![3, 3], 0));
+        let t = &all.rows.iter().find(|r| r.metric == "throughput").unwrap().cells[1];
+        assert!(t.ratio.unwrap() > 2.4, "{t:?}");
+        // One steady repeat of three: reported as too few, not as "not significant".
+        let few = vec![
+            run("c1", 1000.0, Some("flat")),
+            run("c2", 800.0, Some("slowdown")),
+            run("c3", 700.0, Some("none")),
+        ];
+        let cmp = compare("insert", &[("b".into(), b), ("c".into(), few)], 0, 0.02, None, true);
+        let t = &cmp.rows.iter().find(|r| r.metric == "throughput").unwrap().cells[1];
+        assert_eq!(t.verdict, "too few steady repeats (1 of 3 steady)", "{t:?}");
+        assert_eq!((t.p, t.ratio_ci), (None, None));
+        assert_eq!(cmp.excluded.len(), 2);
+    }
+
+    #[test]
+    fn a_difference_from_a_baseline_of_zero_has_a_direction() {
+        // No GC pause in any repeat of the baseline, five in every repeat of the variant.
+        let zero = vec![capacity(0.0), capacity(0.0), capacity(0.0)];
+        let five = vec![capacity(5.0), capacity(5.0), capacity(5.0)];
+        let cmp = compare("c", &[("a".into(), zero), ("b".into(), five)], 0, 0.02, None, true);
+        let c = &cmp.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
+        assert_eq!((c.ratio, c.verdict.as_str()), (None, "significant, better"), "{c:?}");
     }
 
     #[test]
@@ -651,6 +862,7 @@ mod tests {
             0,
             0.02,
             None,
+            true,
         );
         let row = &cmp.rows[0];
         assert_eq!(row.cells[1].verdict, "too few repeats to test");

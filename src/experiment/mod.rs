@@ -80,6 +80,8 @@ pub fn run(
                         status: None,
                         elapsed_s: None,
                         error: None,
+                        window: None,
+                        steady: None,
                     }
                 })
                 .collect(),
@@ -146,9 +148,11 @@ pub fn run(
         let s = &mut record.steps[i];
         s.elapsed_s = Some(elapsed);
         match outcome {
-            Ok((status, line)) => {
+            Ok((status, line, steady)) => {
                 s.status = Some(status);
                 s.error = None;
+                s.window = steady.as_ref().and_then(|v| v.class);
+                s.steady = steady.map(|v| v.steady);
                 say(&format!("  {line}"));
                 if status == RunStatus::Completed {
                     timed.push(elapsed);
@@ -190,8 +194,14 @@ pub fn run(
 }
 
 /// Starts the variant's nodes (fresh: wiped first), runs the measurement into `dir`; returns
-/// its status and a line saying what it measured.
-fn run_step(home: &Home, fresh: bool, cell: &spec::Cell, dir: &Path, stop: &Arc<Stop>) -> Result<(RunStatus, String)> {
+/// its status, a line saying what it measured, and (a run's) steady-state verdict.
+fn run_step(
+    home: &Home,
+    fresh: bool,
+    cell: &spec::Cell,
+    dir: &Path,
+    stop: &Arc<Stop>,
+) -> Result<(RunStatus, String, Option<crate::steady::SteadyState>)> {
     let spec = cell.node.spec()?;
     let mut tell = |m: &str| say(&format!("  {m}"));
     if fresh {
@@ -215,11 +225,25 @@ fn run_step(home: &Home, fresh: bool, cell: &spec::Cell, dir: &Path, stop: &Arc<
             o.common.quiet = true;
             let (r, _) = commands::run(home, &o, stop)?;
             let t = r.summary.as_ref().map(|s| s.total.clone());
+            let window = match (&r.warmup, &r.steady_state) {
+                (Some(w), Some(v)) => format!(
+                    "; warm-up {}{}; window {}{}",
+                    w.length_s.map_or("-".into(), |s| format!("{s:.0} s")),
+                    if w.settled == Some(false) { " (NOT settled)" } else { "" },
+                    v.class.map_or("not judged", |c| c.name()),
+                    if v.steady {
+                        ""
+                    } else {
+                        " (NOT STEADY: left out of comparisons)"
+                    }
+                ),
+                _ => String::new(),
+            };
             Ok((
                 r.status,
                 match t {
                     Some(t) => format!(
-                        "{}: {} op/s, p99 {:.2} ms, p99.9 {:.2} ms, {} errors",
+                        "{}: {} op/s, p99 {:.2} ms, p99.9 {:.2} ms, {} errors{window}",
                         r.status.name(),
                         crate::console::group(t.op_rate),
                         t.response.p99_ms,
@@ -228,6 +252,7 @@ fn run_step(home: &Home, fresh: bool, cell: &spec::Cell, dir: &Path, stop: &Arc<
                     ),
                     None => r.status.name().to_string(),
                 },
+                r.steady_state,
             ))
         }
         What::Capacity(o) => {
@@ -236,14 +261,21 @@ fn run_step(home: &Home, fresh: bool, cell: &spec::Cell, dir: &Path, stop: &Arc<
             o.common.force = true;
             o.common.quiet = true;
             let (r, _, _) = commands::capacity(home, &o, stop)?;
+            let unsteady = r.steps.iter().filter(|s| s.steady == Some(false)).count();
             Ok((
                 r.status,
                 format!(
-                    "{}: capacity {}",
+                    "{}: capacity {}{}",
                     r.status.name(),
                     r.capacity
-                        .map_or("none".into(), |c| format!("{} op/s", crate::console::group(c)))
+                        .map_or("none".into(), |c| format!("{} op/s", crate::console::group(c))),
+                    if unsteady > 0 {
+                        format!(" ({unsteady} of {} steps not steady)", r.steps.len())
+                    } else {
+                        String::new()
+                    }
                 ),
+                None,
             ))
         }
     }
@@ -292,6 +324,7 @@ pub fn comparisons(exp: &Experiment, record: &ExperimentRecord, out: &Path) -> V
                 exp.baseline,
                 exp.file.floor,
                 exp.file.metrics.as_deref(),
+                !exp.file.include_unsteady,
             )
         })
         .collect()
@@ -299,14 +332,16 @@ pub fn comparisons(exp: &Experiment, record: &ExperimentRecord, out: &Path) -> V
 
 /// `caplab compare`: one experiment directory (its comparison, from its steps on disk), or
 /// variants given as results directories, repeats of one variant joined by commas
-/// (`a1,a2,a3 b1,b2,b3`); the first is the baseline.
-pub fn compare_dirs(args: &[String], floor: f64) -> Result<Vec<Comparison>> {
+/// (`a1,a2,a3 b1,b2,b3`); the first is the baseline. Runs that were not steady are left out
+/// unless `include_unsteady` (or the experiment file says so).
+pub fn compare_dirs(args: &[String], floor: f64, include_unsteady: bool) -> Result<Vec<Comparison>> {
     if let [one] = args
         && Path::new(one).join(record::EXPERIMENT_FILE).exists()
     {
         let dir = Path::new(one);
         let record = ExperimentRecord::load(dir)?;
-        let exp = Experiment::parse(&record.text, &record.origin)?;
+        let mut exp = Experiment::parse(&record.text, &record.origin)?;
+        exp.file.include_unsteady |= include_unsteady;
         return Ok(comparisons(&exp, &record, dir));
     }
     if args.len() < 2 {
@@ -326,5 +361,5 @@ pub fn compare_dirs(args: &[String], floor: f64) -> Result<Vec<Comparison>> {
             .unwrap_or_else(|| arg.clone());
         variants.push((name, obs));
     }
-    Ok(vec![compare("compare", &variants, 0, floor, None)])
+    Ok(vec![compare("compare", &variants, 0, floor, None, !include_unsteady)])
 }

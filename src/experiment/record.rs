@@ -29,6 +29,12 @@ pub struct StepRecord {
     /// Why it failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Its measured window's steady-state class (`flat`, `warmup`, `slowdown`, `none`), and
+    /// whether it counts as steady (None: not judged, or a capacity search).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<crate::steady::Class>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -81,6 +81,10 @@ pub struct ExperimentFile {
     /// question is not diluted by fifteen others. Default: every metric.
     #[serde(default)]
     pub metrics: Option<Vec<String>>,
+    /// Compare every completed step, steady or not (default: steps whose measured window was
+    /// not steady are left out, and named).
+    #[serde(default)]
+    pub include_unsteady: bool,
     /// `caplab node start` options every variant starts from.
     #[serde(default)]
     pub node: Options,

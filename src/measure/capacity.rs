@@ -40,6 +40,11 @@ pub struct StepRecord {
     pub reasons: Vec<String>,
     /// The step's results directory.
     pub dir: String,
+    /// Its measured window's steady-state class, and whether it was steady (None: not judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<crate::steady::Class>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<bool>,
 }
 
 impl StepRecord {
@@ -61,6 +66,8 @@ impl StepRecord {
                 .map(|w| w.reasons.clone())
                 .unwrap_or_default(),
             dir: dir.display().to_string(),
+            window: r.steady_state.as_ref().and_then(|v| v.class),
+            steady: r.steady_state.as_ref().map(|v| v.steady),
         }
     }
 
@@ -80,9 +87,14 @@ impl StepRecord {
             format!("FAIL ({})", self.reasons.join("; "))
         };
         format!(
-            "{} op/s achieved, {}  {verdict}",
+            "{} op/s achieved, {}  {verdict}{}",
             group(self.achieved_rate),
-            worst.join(", ")
+            worst.join(", "),
+            match (self.steady, self.window) {
+                (Some(false), Some(c)) => format!("  (window {}: NOT STEADY)", c.name()),
+                (Some(false), None) => "  (warm-up did not settle: NOT STEADY)".to_string(),
+                _ => String::new(),
+            }
         )
     }
 }
@@ -114,7 +126,11 @@ pub struct CapacityReport {
     pub sla: Sla,
     pub mode: String,
     pub precision: Option<f64>,
-    pub warmup_s: f64,
+    /// Each step's warm-up as asked (`auto (max 5m)`, `30s`).
+    #[serde(default)]
+    pub warmup: String,
+    /// A timed warm-up's length (None for an automatic one: see each step's result).
+    pub warmup_s: Option<f64>,
     pub measure_s: f64,
     pub repeats: u32,
     pub fresh_node: bool,
@@ -171,7 +187,14 @@ impl CapacityReport {
                     None => s.push_str(&format!("  {:>14}", "-")),
                 }
             }
-            s.push_str(if st.pass { "  pass\n" } else { "  FAIL\n" });
+            s.push_str(if st.pass { "  pass" } else { "  FAIL" });
+            if st.steady == Some(false) {
+                s.push_str(&format!(
+                    " (not steady: {})",
+                    st.window.map_or("warm-up did not settle", |c| c.name())
+                ));
+            }
+            s.push('\n');
         }
         match (self.status, self.capacity) {
             (RunStatus::Running | RunStatus::Interrupted | RunStatus::Failed, _) => s.push_str(&format!(
@@ -226,7 +249,7 @@ pub struct Capacity {
     pub sla: Sla,
     pub load: Load,
     /// Before each step's measured window.
-    pub warmup: Duration,
+    pub warmup: Warmup,
     /// Each step's measured window.
     pub measure: Duration,
     /// Wipe and restart the local nodes before each step.
@@ -301,7 +324,12 @@ impl Capacity {
             sla: cfg.sla.clone(),
             mode: plan.mode().to_string(),
             precision: plan.precision(),
-            warmup_s: cfg.warmup.as_secs_f64(),
+            warmup: cfg.warmup.describe(),
+            warmup_s: match cfg.warmup {
+                Warmup::Time(d) => Some(d.as_secs_f64()),
+                Warmup::None => Some(0.0),
+                _ => None,
+            },
             measure_s: cfg.measure.as_secs_f64(),
             repeats: plan.repeats(),
             fresh_node: cfg.fresh_node,
@@ -322,7 +350,7 @@ impl Capacity {
             choice.name(),
             cfg.sla.text(),
             plan.describe(),
-            humantime::format_duration(cfg.warmup),
+            cfg.warmup.describe(),
             humantime::format_duration(cfg.measure),
             plan.repeats(),
             cfg.out.display()
@@ -416,12 +444,9 @@ fn save(report: &mut CapacityReport, out: &Path, began: Instant) -> Result<()> {
 
 impl Bench<'_> {
     fn engine(&self, rate: f64) -> crate::engine::EngineConfig {
-        let warmup = if self.cfg.warmup.is_zero() {
-            Warmup::None
-        } else {
-            Warmup::Time(self.cfg.warmup)
-        };
-        self.cfg.load.engine(rate, Some(self.cfg.measure), None, warmup)
+        self.cfg
+            .load
+            .engine(rate, Some(self.cfg.measure), None, self.cfg.warmup)
     }
 
     /// Runs one step at `rate` (0: flat out) and records it.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::options::{CapacityOptions, DriveOptions, RunOptions};
+use super::options::{CapacityOptions, DriveOptions, RunOptions, resolve_warmup};
 use super::target::{jmx_targets, targets};
 use super::{Capacity, CapacityReport, Choice, Prepared, Pricing, RunResult, Show, Step, Target};
 use crate::cluster::Home;
@@ -24,6 +24,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     let sla = common.sla.build()?;
     common.conn.options(Vec::new(), common.load.threads)?; // checks --consistency before anything starts
     let choice = Choice::of(&common.workload)?;
+    let warmup = resolve_warmup(args.warmup, args.warmup_max)?;
     let duration = match (args.duration, args.ops) {
         (None, None) => Some(Duration::from_secs(60)),
         (d, _) => d,
@@ -32,7 +33,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     let profile = profiler(home, common, &local_nodes, &hosts)?;
     let copts = common.conn.options(hosts, common.load.threads)?;
     let mut step = Step {
-        engine: common.load().engine(args.rate, duration, args.ops, args.warmup),
+        engine: common.load().engine(args.rate, duration, args.ops, warmup),
         threads: common.load.threads,
         out: common.out_dir(&choice.name())?,
         loader: common.workload.loader,
@@ -94,7 +95,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
     let mut search = Capacity {
         sla,
         load: common.load(),
-        warmup: args.warmup,
+        warmup: resolve_warmup(args.warmup, args.warmup_max)?,
         measure: args.measure,
         fresh_node: args.fresh_node,
         populate_each: args.populate,

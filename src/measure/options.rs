@@ -216,16 +216,47 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("'{s}' is not a length of time: write a number and a unit, like 30s, 5m, 1h30m or 250ms"))
 }
 
+/// How long an automatic warm-up may wait for the run to settle, unless `--warmup-max` says.
+pub const WARMUP_MAX: Duration = Duration::from_secs(300);
+
+/// `auto`, a time (`30s`) or a number of operations (`10000`); `0` or `0s` for none. An
+/// automatic warm-up's maximum is `WARMUP_MAX` until `resolve_warmup` applies `--warmup-max`.
 pub fn parse_warmup(s: &str) -> Result<Warmup, String> {
-    if let Ok(n) = s.trim().parse::<u64>() {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("auto") {
+        return Ok(Warmup::Auto { max: WARMUP_MAX });
+    }
+    if let Ok(n) = t.parse::<u64>() {
         return Ok(if n == 0 { Warmup::None } else { Warmup::Ops(n) });
     }
-    match humantime::parse_duration(s) {
+    match humantime::parse_duration(t) {
         Ok(d) if d.is_zero() => Ok(Warmup::None),
         Ok(d) => Ok(Warmup::Time(d)),
         Err(_) => Err(format!(
-            "'{s}' is not a warm-up: write a time (30s, 2m) or a number of operations (10000)"
+            "'{s}' is not a warm-up: write auto (until the run settles), a time (30s, 2m), a number of operations \
+             (10000), or 0 for none"
         )),
+    }
+}
+
+/// The warm-up `--warmup` and `--warmup-max` ask for together: a maximum only bounds an
+/// automatic warm-up.
+pub fn resolve_warmup(warmup: Warmup, max: Option<Duration>) -> Result<Warmup> {
+    match (warmup, max) {
+        (Warmup::Auto { .. }, Some(max)) if max < Duration::from_secs(crate::steady::settle::WINDOW as u64) => {
+            anyhow::bail!(
+                "--warmup-max {} is shorter than the {} s an automatic warm-up judges at a time: give at least {}s",
+                humantime::format_duration(max),
+                crate::steady::settle::WINDOW,
+                crate::steady::settle::WINDOW
+            )
+        }
+        (Warmup::Auto { .. }, Some(max)) => Ok(Warmup::Auto { max }),
+        (w, Some(_)) => anyhow::bail!(
+            "--warmup-max bounds an automatic warm-up, but --warmup is {}: give --warmup auto, or drop --warmup-max",
+            w.describe()
+        ),
+        (w, None) => Ok(w),
     }
 }
 
@@ -238,9 +269,15 @@ pub struct RunOptions {
     /// Number of measured operations instead of a duration.
     #[arg(short = 'n', long = "count", conflicts_with = "duration")]
     pub ops: Option<u64>,
-    /// Excluded from results: a time (30s) or a number of operations (10000).
-    #[arg(long, value_parser = parse_warmup, default_value = "0s")]
+    /// Excluded from results: auto (until throughput, or service times at a fixed rate, have no
+    /// trend and bounded variation, and local nodes' JIT has gone quiet), a time (30s), a
+    /// number of operations (10000), or 0.
+    #[arg(long, value_parser = parse_warmup, default_value = "auto")]
     pub warmup: Warmup,
+    /// The longest an automatic warm-up waits; a run that has not settled by then is measured
+    /// anyway and marked not steady.
+    #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+    pub warmup_max: Option<Duration>,
     /// Operations per second on an open-model schedule (2000, 50k); 0 runs flat out.
     #[arg(long, value_parser = parse_rate, default_value = "0")]
     pub rate: f64,
@@ -260,9 +297,12 @@ pub struct CapacityOptions {
     /// The search stops when the failing rate is within this share above the passing one.
     #[arg(long, value_parser = parse_share, default_value = "5%")]
     pub precision: f64,
-    /// Warm-up before each step's measured window.
-    #[arg(long, value_parser = parse_duration, default_value = "30s")]
-    pub warmup: Duration,
+    /// Warm-up before each step's measured window: auto (until it settles), a time, or 0.
+    #[arg(long, value_parser = parse_warmup, default_value = "auto")]
+    pub warmup: Warmup,
+    /// The longest each step's automatic warm-up waits.
+    #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+    pub warmup_max: Option<Duration>,
     /// Measured window of each step.
     #[arg(long, value_parser = parse_duration, default_value = "60s")]
     pub measure: Duration,
@@ -317,7 +357,21 @@ mod tests {
         assert_eq!(parse_warmup("30s").unwrap(), Warmup::Time(Duration::from_secs(30)));
         assert_eq!(parse_warmup("10000").unwrap(), Warmup::Ops(10_000));
         assert_eq!(parse_warmup("0s").unwrap(), Warmup::None);
-        assert!(parse_warmup("a while").is_err());
+        assert_eq!(parse_warmup("auto").unwrap(), Warmup::Auto { max: WARMUP_MAX });
+        let err = parse_warmup("a while").unwrap_err();
+        assert!(err.contains("write auto") && err.contains("30s"), "{err}");
+        let two = Some(Duration::from_secs(120));
+        assert_eq!(
+            resolve_warmup(Warmup::Auto { max: WARMUP_MAX }, two).unwrap(),
+            Warmup::Auto {
+                max: Duration::from_secs(120)
+            }
+        );
+        let err = resolve_warmup(Warmup::Time(Duration::from_secs(30)), two)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("give --warmup auto, or drop --warmup-max"), "{err}");
+        assert!(resolve_warmup(Warmup::Auto { max: WARMUP_MAX }, Some(Duration::from_secs(5))).is_err());
         assert!(parse_duration("-5s").unwrap_err().contains("like 30s, 5m"));
         assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
     }

@@ -60,6 +60,38 @@ impl RunStatus {
     }
 }
 
+/// How warm-up went: what was asked, when the measured window began, and for an automatic
+/// warm-up whether it settled (and what its rule last measured).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WarmupRecord {
+    /// `auto (max 5m)`, `30s`, `10000 ops` or `none`.
+    pub asked: String,
+    /// Seconds of warm-up before the measured window (None when nothing was measured).
+    pub length_s: Option<f64>,
+    /// An automatic warm-up: true it settled, false it reached its maximum (the window was
+    /// measured anyway, not steady); None for other warm-ups.
+    pub settled: Option<bool>,
+    /// What the settle rule measured last (an automatic warm-up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+}
+
+impl WarmupRecord {
+    /// The summary line.
+    pub fn render(&self) -> String {
+        let length = self.length_s.map_or("nothing measured".into(), |s| format!("{s:.0} s"));
+        let what = match (self.settled, &self.check) {
+            (Some(true), Some(c)) => format!("settled after {length} ({c})"),
+            (Some(false), c) => format!(
+                "NOT SETTLED within its maximum ({length}{}): the window was measured anyway and is not steady",
+                c.as_ref().map(|c| format!("; last: {c}")).unwrap_or_default()
+            ),
+            _ => length,
+        };
+        format!("Warm-up                       : {} — {what}", self.asked)
+    }
+}
+
 /// The engine's settings, as recorded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EngineRecord {
@@ -161,6 +193,12 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sla: Option<SlaVerdict>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupRecord>,
+    /// The measured window's steady-state verdict (`steady`: flat, and any automatic warm-up
+    /// settled). Absent from results written before verdicts were made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<crate::steady::SteadyState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerReport>,
     /// The server profile of the measured window (`--server-profile`): its presence says the
     /// run was profiled.
@@ -191,6 +229,12 @@ impl RunResult {
             RunStatus::Completed if self.sla.as_ref().is_some_and(|v| !v.pass) || !self.incomplete.is_empty() => 1,
             s => s.exit_code(),
         }
+    }
+
+    /// Whether the measured window is known not to be steady (a verdict other than flat, or an
+    /// automatic warm-up that never settled).
+    pub fn unsteady(&self) -> bool {
+        self.steady_state.as_ref().is_some_and(|s| !s.steady)
     }
 
     /// Successful operations per second over the measured window.

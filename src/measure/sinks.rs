@@ -1,8 +1,10 @@
 //! Where each interval goes as it closes, in this order: the server's telemetry is sampled for
-//! the same second; the interval is appended to the interval log and the CSV (with that
-//! second's GC pause and server CPU); a progress line is printed; and the service-level judge
-//! takes it, printing each window's verdict as it closes. A file that cannot be written (a
-//! full disk) is closed where it was, whole, and noted as incomplete; measuring goes on.
+//! the same second; during an automatic warm-up, the settle rule judges it (and the engine asks
+//! whether warm-up may end); the interval is appended to the interval log and the CSV (with
+//! that second's GC pause and server CPU); a progress line is printed; the service-level judge
+//! takes it, printing each window's verdict as it closes; and its throughput and latency are
+//! kept for the window's steady-state verdict. A file that cannot be written (a full disk) is
+//! closed where it was, whole, and noted as incomplete; measuring goes on.
 
 use anyhow::Result;
 use hdrhistogram::Histogram;
@@ -12,8 +14,10 @@ use crate::console::group;
 use crate::engine::{IntervalSink, Warmup};
 use crate::metrics::csv::CsvLog;
 use crate::metrics::hdrlog::HdrLog;
+use crate::metrics::recorder::warmup_histogram;
 use crate::metrics::{Interval, OpStats};
 use crate::sla::Judge;
+use crate::steady::{self, Check, Settle};
 use crate::telemetry::Watch;
 
 /// What the user sees while a step runs.
@@ -50,15 +54,75 @@ pub struct Outputs {
     pub warmup: Warmup,
     pub judge: Option<Judge>,
     pub watch: Option<Watch>,
+    /// The automatic warm-up's rule (with `Warmup::Auto`), and its last judgement.
+    pub settle: Option<Settle>,
+    pub check: Option<Check>,
+    /// The measured seconds, for the window's steady-state verdict (times from the anchor).
+    pub seconds: Vec<steady::Second>,
+    /// Scratch space for the merged histograms of a second.
+    pub merged: Histogram<u64>,
+    pub merged_warmup: Histogram<u64>,
+}
+
+impl Outputs {
+    /// The outputs of a step, with nothing written yet.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        hlog: HdrLog,
+        csv: CsvLog,
+        names: Vec<String>,
+        csv_ops: Vec<(String, String)>,
+        started: SystemTime,
+        show: Show,
+        planned: Option<Duration>,
+        warmup: Warmup,
+        flat_out: bool,
+        judge: Option<Judge>,
+        watch: Option<Watch>,
+    ) -> Outputs {
+        Outputs {
+            hlog: Some(hlog),
+            csv: Some(csv),
+            incomplete: Vec::new(),
+            names,
+            csv_ops,
+            started,
+            all: crate::metrics::recorder::new_histogram(),
+            show,
+            windows_shown: 0,
+            planned,
+            warmup,
+            judge,
+            watch,
+            settle: matches!(warmup, Warmup::Auto { .. }).then(|| Settle::new(flat_out)),
+            check: None,
+            seconds: Vec::new(),
+            merged: crate::metrics::recorder::new_histogram(),
+            merged_warmup: warmup_histogram(),
+        }
+    }
 }
 
 impl IntervalSink for Outputs {
+    fn settled(&mut self) -> bool {
+        self.check.as_ref().is_some_and(|c| c.settled)
+    }
+
     fn interval(&mut self, iv: &Interval) -> Result<()> {
         let end = iv.start + iv.length;
+        let mut jit = None;
         let server = self.watch.as_mut().map(|w| {
             let s = w.tick(self.started + end, iv.length.as_secs_f64(), !iv.warmup);
+            jit = Some(s.jit_cpu_cores);
             (s.gc_pause_ms, s.server_cpu_cores)
         });
+        let whole = iv.length >= Duration::from_millis(500);
+        if iv.warmup && whole && self.check.as_ref().is_none_or(|c| !c.settled) {
+            self.judge_warmup(iv, jit, server.map(|s| s.1));
+        }
+        if !iv.warmup && whole {
+            self.keep_second(iv);
+        }
         if iv.is_reported() {
             let at = humantime::format_rfc3339_seconds(self.started + iv.start);
             if let Some(h) = &mut self.hlog
@@ -103,6 +167,46 @@ impl Outputs {
         });
     }
 
+    /// Feeds a warm-up second to the automatic warm-up's rule.
+    fn judge_warmup(&mut self, iv: &Interval, jit_cores: Option<f64>, server_cores: Option<f64>) {
+        let Some(settle) = &mut self.settle else {
+            return;
+        };
+        let secs = iv.length.as_secs_f64();
+        let done: u64 = iv.ops.iter().map(|o| o.warmup_ops + o.ok).sum();
+        self.merged_warmup.reset();
+        for o in &iv.ops {
+            self.merged_warmup.add(&o.warmup_service).expect("same bounds");
+        }
+        let h = &self.merged_warmup;
+        let ms = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6);
+        self.check = Some(settle.push(steady::Sample {
+            ops_per_s: done as f64 / secs,
+            service_p50_ms: ms(0.5),
+            service_p99_ms: ms(0.99),
+            jit_cores,
+            server_cores,
+        }));
+    }
+
+    /// Keeps a measured second's throughput and response-time percentiles.
+    fn keep_second(&mut self, iv: &Interval) {
+        self.merged.reset();
+        let mut ok = 0;
+        for o in &iv.ops {
+            self.merged.add(&o.response).expect("same bounds");
+            ok += o.ok;
+        }
+        let h = &self.merged;
+        let ms = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6);
+        self.seconds.push(steady::Second {
+            at_s: iv.start.as_secs_f64(),
+            ops_per_s: ok as f64 / iv.length.as_secs_f64(),
+            p50_ms: ms(0.5),
+            p99_ms: ms(0.99),
+        });
+    }
+
     fn progress(&self, iv: &Interval) -> String {
         let secs = iv.length.as_secs_f64();
         let end = iv.start + iv.length;
@@ -110,10 +214,16 @@ impl Outputs {
             let warm: u64 = iv.ops.iter().map(|o| o.warmup_ops).sum();
             let of = match self.warmup {
                 Warmup::Time(d) => format!("/{:.0}s", d.as_secs_f64()),
+                Warmup::Auto { max } => format!(" (auto, max {})", humantime::format_duration(max)),
                 _ => String::new(),
             };
+            let why = match &self.check {
+                Some(c) if c.settled => format!("  settled: {}; measuring from the next second", c.text),
+                Some(c) => format!("  warming up: {}", c.text),
+                None => String::new(),
+            };
             return format!(
-                "warm-up {:>4.0}s{of}  {:>9} op/s",
+                "warm-up {:>4.0}s{of}  {:>9} op/s{why}",
                 end.as_secs_f64(),
                 group(warm as f64 / secs)
             );
@@ -122,7 +232,13 @@ impl Outputs {
         iv.ops.iter().for_each(|o| all.add(o));
         let h = &all.response;
         let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
+        let since = self.seconds.first().map(|s| Duration::from_secs_f64(s.at_s));
         let elapsed = match (self.warmup, self.planned) {
+            (Warmup::Auto { .. }, Some(p)) => format!(
+                "{:>4.0}s/{:.0}s",
+                end.saturating_sub(since.unwrap_or(iv.start)).as_secs_f64(),
+                p.as_secs_f64()
+            ),
             (Warmup::Time(w), Some(p)) => format!(
                 "{:>4.0}s/{:.0}s",
                 (end.saturating_sub(w)).as_secs_f64(),

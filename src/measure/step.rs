@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::result::{CapacityStep, EngineRecord, Files, RESULT_FILE, RunConfig, RunResult, RunStatus};
+use super::result::{CapacityStep, EngineRecord, Files, RESULT_FILE, RunConfig, RunResult, RunStatus, WarmupRecord};
 use super::sinks::{Incomplete, Outputs, Show};
 use super::target::Site;
 use super::workload::About;
@@ -122,7 +122,7 @@ impl Step {
                     threads: self.threads,
                     duration_s: ecfg.duration.map(|d| d.as_secs_f64()),
                     ops: ecfg.ops,
-                    warmup: format!("{:?}", ecfg.warmup),
+                    warmup: ecfg.warmup.describe(),
                     interval_s: ecfg.interval.as_secs_f64(),
                     loader: self.loader.to_string(),
                 },
@@ -145,6 +145,8 @@ impl Step {
             finished_at: None,
             summary: None,
             sla: None,
+            warmup: None,
+            steady_state: None,
             server: None,
             profile: None,
             started_ops: None,
@@ -204,21 +206,19 @@ impl Step {
             }
             _ => (None, None),
         };
-        let sink = Outputs {
-            hlog: Some(HdrLog::create(&out.join(HDR_LOG), started)?),
-            csv: Some(csv),
-            incomplete: Vec::new(),
-            csv_ops: names.iter().cloned().zip(about.tables).collect(),
-            names: names.clone(),
+        let sink = Outputs::new(
+            HdrLog::create(&out.join(HDR_LOG), started)?,
+            csv,
+            names.clone(),
+            names.iter().cloned().zip(about.tables).collect(),
             started,
-            all: crate::metrics::recorder::new_histogram(),
-            show: self.show,
-            windows_shown: 0,
-            planned: ecfg.duration,
-            warmup: ecfg.warmup,
-            judge: self.sla.as_ref().map(|s| Judge::new(s, target_rate)),
-            watch: Watch::new(&site.local_nodes),
-        };
+            self.show,
+            ecfg.duration,
+            ecfg.warmup,
+            target_rate.is_none(),
+            self.sla.as_ref().map(|s| Judge::new(s, target_rate)),
+            Watch::new(&site.local_nodes),
+        );
         let retries_before = site.retries.load(std::sync::atomic::Ordering::Relaxed);
         let (end, mut sink) = engine::run(workload, ecfg, anchor, stop.clone(), sink).await;
         if let Some(tx) = cancel_profile {
@@ -252,6 +252,26 @@ impl Step {
             }
         }
         result.incomplete = std::mem::take(&mut sink.incomplete);
+        result.warmup = Some(WarmupRecord {
+            asked: ecfg.warmup.describe(),
+            length_s: end.window.map(|(from, _)| from.as_secs_f64()),
+            settled: end.settled,
+            check: sink.check.take().map(|c| c.text),
+        });
+        if let Some((from, _)) = end.window {
+            let from = from.as_secs_f64();
+            for s in &mut sink.seconds {
+                s.at_s -= from;
+            }
+            let mut verdict = crate::steady::judge(&sink.seconds);
+            if end.settled == Some(false) {
+                verdict.steady = false;
+                verdict
+                    .summary
+                    .push_str("; warm-up did not settle within its maximum (--warmup-max)");
+            }
+            result.steady_state = Some(verdict);
+        }
         drop(sink);
         if !self.jmx.is_empty() {
             let targets = self.jmx.clone();
@@ -347,6 +367,16 @@ impl RunResult {
             }
             parts.push(text);
         }
+        let steadiness: Vec<String> = [
+            self.warmup.as_ref().map(WarmupRecord::render),
+            self.steady_state.as_ref().map(|s| s.render()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !steadiness.is_empty() {
+            parts.push(steadiness.join("\n"));
+        }
         if let Some(s) = &self.server {
             parts.push(s.render());
         }
@@ -378,6 +408,10 @@ fn describe_load(c: &EngineConfig) -> String {
         Warmup::None => String::new(),
         Warmup::Time(d) => format!(" after {} warm-up", humantime::format_duration(d)),
         Warmup::Ops(n) => format!(" after {} warm-up ops", group(n as f64)),
+        Warmup::Auto { max } => format!(
+            " after a warm-up that ends when it settles (at most {})",
+            humantime::format_duration(max)
+        ),
     };
     format!("{rate} {length}{warm}, {} in flight", c.concurrency)
 }
@@ -514,6 +548,37 @@ mod tests {
         assert!(rows.iter().all(|r| r[2] == "t" && r[3] == "op" && r[10].is_empty()));
         let csv_total: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
         assert_eq!(csv_total, total.ops);
+        std::fs::remove_dir_all(&s.out).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_warm_up_that_never_settles_is_measured_and_marked_not_steady() {
+        // An automatic warm-up of at most 2 s cannot settle (the rule judges 30 s at a time).
+        let mut s = step("unsettled", 500.0, 2, None);
+        s.engine.warmup = Warmup::Auto {
+            max: Duration::from_secs(2),
+        };
+        let w = Arc::new(Stalling::steady(Duration::from_millis(1)));
+        let r = s.run(&site(), w, about(), Stop::new()).await.unwrap();
+        assert_eq!(
+            (r.status, r.exit_code()),
+            (RunStatus::Completed, 0),
+            "it exits as any run"
+        );
+        let back = RunResult::load(&s.out).unwrap();
+        let warm = back.warmup.as_ref().unwrap();
+        assert_eq!(
+            (warm.asked.as_str(), warm.settled, warm.length_s),
+            ("auto (max 2s)", Some(false), Some(2.0))
+        );
+        assert!(back.unsteady(), "{:?}", back.steady_state);
+        let text = back.render();
+        assert!(text.contains("NOT SETTLED within its maximum"), "{text}");
+        assert!(
+            text.contains("did not settle within its maximum (--warmup-max)"),
+            "{text}"
+        );
+        assert_eq!(back.summary.unwrap().total.ops, 1000, "2 s measured at 500/s after it");
         std::fs::remove_dir_all(&s.out).unwrap();
     }
 

@@ -30,6 +30,8 @@ struct StepView {
     link: Option<String>,
     series: bool,
     note: Option<String>,
+    /// Its window's steady-state class, when it was not steady.
+    unsteady: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -234,9 +236,14 @@ pub fn page(dir: &Path) -> Result<String> {
             let sdir = dir.join(&s.dir);
             let mut series = None;
             let mut note = None;
+            let mut unsteady = None;
             if s.status == Some(RunStatus::Completed) && sdir.join("result.json").is_file() {
                 match RunSeries::load(&sdir, &s.variant_name) {
                     Ok((r, rs)) => {
+                        unsteady = r.steady_state.as_ref().filter(|v| !v.steady).map(|v| {
+                            v.class
+                                .map_or("warm-up did not settle".to_string(), |c| c.name().to_string())
+                        });
                         merged
                             .entry(s.at.variant)
                             .or_insert_with(new_histogram)
@@ -269,6 +276,7 @@ pub fn page(dir: &Path) -> Result<String> {
                     .then(|| format!("{}/{}", s.dir, super::REPORT_FILE)),
                 series: series.is_some(),
                 note,
+                unsteady,
             });
             step_data.push(StepData { index: s.index, series });
         }

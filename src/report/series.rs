@@ -36,6 +36,16 @@ pub struct SlaWindow {
     pub why: String,
 }
 
+/// One series' segments between its changepoints, as the verdict found them.
+#[derive(Debug, Clone, Serialize)]
+pub struct SteadySegments {
+    /// `throughput`, `p50` or `p99`.
+    pub metric: String,
+    pub class: String,
+    /// (from, to, mean) of each segment.
+    pub segments: Vec<(f64, f64, f64)>,
+}
+
 /// Everything a run's charts draw; times are Unix seconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSeries {
@@ -65,6 +75,8 @@ pub struct RunSeries {
     pub client_cpu: Vec<f64>,
     pub flush_cpu: Vec<f64>,
     pub sla: Vec<SlaWindow>,
+    /// The steady-state verdict's segments, per series (times are Unix seconds).
+    pub steady: Vec<SteadySegments>,
     /// Response time (every due operation) and service time, all operation types; then the
     /// response time of each operation type when there are several.
     pub distribution: Vec<Curve>,
@@ -156,6 +168,7 @@ impl RunSeries {
             client_cpu: Vec::new(),
             flush_cpu: Vec::new(),
             sla: Vec::new(),
+            steady: Vec::new(),
             distribution: Vec::new(),
         };
         let entries: Vec<(&Duration, &Bucket)> = intervals.iter().collect();
@@ -212,6 +225,19 @@ impl RunSeries {
                     judged: w.judged,
                     pass: w.pass,
                     why: w.reasons.join("; "),
+                });
+            }
+        }
+        if let (Some(v), Some(t0)) = (&r.steady_state, s.t.first()) {
+            for series in &v.series {
+                s.steady.push(SteadySegments {
+                    metric: series.metric.clone(),
+                    class: series.class.name().to_string(),
+                    segments: series
+                        .segments
+                        .iter()
+                        .map(|g| (t0 + g.from_s, t0 + g.to_s, g.mean))
+                        .collect(),
                 });
             }
         }

@@ -30,6 +30,9 @@ pub(crate) fn total(values: impl Iterator<Item = f64>) -> f64 {
 /// Thread names (truncated to 15 characters) of Cassandra's memtable flush writers.
 const FLUSH_THREADS: &[&str] = &["PerDiskMemtable", "MemtableFlushWr"];
 
+/// Thread names of HotSpot's JIT compilers (C1, C2, and Graal's through JVMCI).
+const JIT_THREADS: &[&str] = &["C1 CompilerThre", "C2 CompilerThre", "JVMCI CompilerT"];
+
 struct NodeWatch {
     name: String,
     pid: u32,
@@ -40,6 +43,8 @@ struct NodeWatch {
     last: ProcSample,
     flush_threads: NamedThreads,
     last_flush_ticks: u64,
+    jit_threads: NamedThreads,
+    last_jit_ticks: u64,
     rss_max: u64,
     /// Whether its process has been seen gone.
     exited: bool,
@@ -60,6 +65,9 @@ pub struct Second {
     pub gc_pauses: usize,
     pub server_cpu_cores: f64,
     pub flush_cpu_cores: f64,
+    /// The JIT compiler threads' CPU (what an automatic warm-up waits to fall).
+    #[serde(default)]
+    pub jit_cpu_cores: f64,
     pub server_rss_mb: f64,
     pub client_cpu_cores: f64,
     /// Whether it lies in the measured window.
@@ -142,6 +150,8 @@ impl Watch {
                 let last = procfs::sample(pid)?;
                 let mut flush_threads = NamedThreads::new(pid, FLUSH_THREADS);
                 let last_flush_ticks = flush_threads.ticks();
+                let mut jit_threads = NamedThreads::new(pid, JIT_THREADS);
+                let last_jit_ticks = jit_threads.ticks();
                 Some(NodeWatch {
                     name: n.name.clone(),
                     pid,
@@ -152,6 +162,8 @@ impl Watch {
                     last,
                     flush_threads,
                     last_flush_ticks,
+                    jit_threads,
+                    last_jit_ticks,
                     rss_max: last.rss_bytes,
                     exited: false,
                     measured_ticks: 0,
@@ -216,6 +228,9 @@ impl Watch {
             if measured {
                 n.measured_flush_ticks += ticks;
             }
+            let jit = n.jit_threads.ticks();
+            s.jit_cpu_cores += (jit - n.last_jit_ticks) as f64 / self.tck / secs;
+            n.last_jit_ticks = jit;
             let gc = n.read_new_gc();
             s.gc_pause_ms += gc.pause_total_ms;
             s.gc_pauses += gc.pause_count;
@@ -283,6 +298,7 @@ impl Watch {
                 "rss": "/proc/<pid>/stat rss",
                 "flushes": "each node's system.log: 'Writing Memtable-…' and 'Completed flushing …' by writer thread",
                 "flush_cpu": "/proc/<pid>/task/*/stat of the threads named PerDiskMemtableFlushWriter/MemtableFlushWriter",
+                "jit_cpu": "/proc/<pid>/task/*/stat of the JIT compiler threads (C1/C2 CompilerThread, JVMCI CompilerThread)",
                 "client_cpu": "/proc/self/stat utime+stime of caplab",
             }),
             window_from_ms: from_ms,

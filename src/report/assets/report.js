@@ -56,6 +56,39 @@
     return o;
   }
 
+  // The steady-state verdict's segments of `metric`: shaded bands (alternating) when `bands`,
+  // and each segment's mean drawn across it. Returns a uPlot draw hook.
+  function segmentHook(steady, metric, color, bands) {
+    var found = (steady || []).filter(function (v) { return v.metric === metric; })[0];
+    if (!found) return null;
+    caplabCheck.segments[metric] = found.segments.length;
+    return function (u) {
+      var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+      ctx.save();
+      found.segments.forEach(function (g, i) {
+        var x0 = u.valToPos(g[0], "x", true), x1 = u.valToPos(g[1], "x", true);
+        if (bands && i % 2 === 1) {
+          ctx.fillStyle = "rgba(120, 130, 145, 0.12)";
+          ctx.fillRect(x0, top, x1 - x0, h);
+        }
+        var y = u.valToPos(g[2], "y", true);
+        if (isFinite(y)) {
+          ctx.strokeStyle = color; ctx.lineWidth = 2; ctx.setLineDash([8, 3]);
+          ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x1, y); ctx.stroke();
+        }
+      });
+      ctx.restore();
+    };
+  }
+  function hooks(list) {
+    list = list.filter(function (h) { return h; });
+    return list.length ? { draw: list } : {};
+  }
+  function verdictTitle(steady) {
+    var t = (steady || []).filter(function (v) { return v.metric === "throughput"; })[0];
+    return t ? " (" + t.class + ", " + (t.segments.length - 1) + " changepoint" + (t.segments.length === 2 ? ")" : "s)") : "";
+  }
+
   // ---- run pages (one run, or several overlaid) ----
   function runCharts(runs) {
     var overlay = runs.length > 1;
@@ -71,7 +104,7 @@
         line("p50", COLORS[0], { value: msValue }), line("p99", COLORS[4], { value: msValue }),
         line("p99.9", COLORS[1], { value: msValue }), line("max", "#444", { value: msValue, width: 1 }),
         line("service p99", COLORS[2], { value: msValue, dash: [5, 4] }), dots("GC pause", "#d62728", 8),
-      ], true), lat, n);
+      ], true, { hooks: hooks([segmentHook(s.steady, "p50", COLORS[0], false), segmentHook(s.steady, "p99", COLORS[4], false)]) }), lat, n);
       // The GC pauses as drawn: (time, ms) of every point of the pause series.
       if (latency) caplabCheck.gc = latency.data[0].map(function (x, i) { return [x, latency.data[6][i]]; })
         .filter(function (p) { return p[1] != null; });
@@ -82,7 +115,8 @@
         tput.push(s.t.map(function () { return s.target; }));
         tputSeries.push(line("target op/s", "#888", { dash: [6, 4], width: 1 }));
       }
-      chart("chart-throughput", timeOpts("Throughput: target and achieved", "op/s", tputSeries, false), tput, n);
+      chart("chart-throughput", timeOpts("Throughput: target and achieved" + verdictTitle(s.steady), "op/s", tputSeries, false,
+        { hooks: hooks([segmentHook(s.steady, "throughput", "#17612c", true)]) }), tput, n);
       if (s.cpu_t.length) {
         var flT = s.flushes.map(function (f) { return f[0]; }), flMb = s.flushes.map(function (f) { return f[1]; });
         var cpu = uPlot.join([[s.cpu_t, s.server_cpu, s.client_cpu, s.flush_cpu], [flT, flMb]]);

@@ -1,0 +1,118 @@
+//! Steady state on real nodes: a fresh node measured flat out from its first second is classed
+//! warm-up, with its changepoints in the window; the automatic warm-up waits for the JIT
+//! compilers to go quiet and the window after it is flat (and the run page names the class and
+//! shades its segments); at a fixed rate the automatic warm-up watches latency and the window
+//! after it is flat.
+
+mod common;
+
+use common::{Lab, browse, jvm_lock, ok, result_json, stdout};
+use serde_json::Value;
+
+/// The JIT compilers' share of the server's CPU over `seconds` of result.json's timeline.
+fn jit_share(seconds: &[&Value]) -> f64 {
+    let sum = |k: &str| seconds.iter().map(|s| s[k].as_f64().unwrap()).sum::<f64>();
+    sum("jit_cpu_cores") / sum("server_cpu_cores").max(1e-9)
+}
+
+/// The verdict of series `metric` in a result's steady_state.
+fn series<'a>(doc: &'a Value, metric: &str) -> &'a Value {
+    doc["steady_state"]["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["metric"] == metric)
+        .unwrap_or_else(|| panic!("no {metric} verdict in {}", doc["steady_state"]))
+}
+
+#[test]
+fn a_fresh_node_warms_up_and_the_automatic_warm_up_waits_for_it() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("steady", "127.0.52.1", 7820);
+    let hosts = lab.cql();
+    let run = |name: &str, extra: &[&str]| {
+        let out = lab.home.join(name);
+        let base = ["run", "--hosts", &hosts, "-q", "--out", out.to_str().unwrap()];
+        let o = ok(lab.caplab(&[&base[..], extra].concat()));
+        (result_json(&out), stdout(&o), out)
+    };
+
+    // A fresh node, measured from its first second: its JIT is still compiling the write path.
+    ok(lab.start(&[]));
+    let (cold, text, _) = run("cold", &["--warmup", "0s", "--duration", "45s"]);
+    assert_eq!(cold["steady_state"]["class"], "warmup", "{}", cold["steady_state"]);
+    assert_eq!(cold["steady_state"]["steady"], false);
+    assert!(
+        text.contains("Steady state                  : WARM-UP over 45 s"),
+        "{text}"
+    );
+    let t = series(&cold, "throughput");
+    let cps = t["changepoints_s"].as_array().unwrap();
+    assert!(!cps.is_empty(), "{t}");
+    assert!(cps.iter().all(|c| (1.0..45.0).contains(&c.as_f64().unwrap())), "{t}");
+    let segments = t["segments"].as_array().unwrap();
+    let (first, last) = (&segments[0]["mean"], &segments[segments.len() - 1]["mean"]);
+    assert!(first.as_f64().unwrap() < 0.8 * last.as_f64().unwrap(), "{t}");
+
+    // A fresh node again, with the default automatic warm-up.
+    ok(lab.start(&["--wipe"]));
+    let (auto, text, out) = run("auto", &["--duration", "30s", "--warmup-max", "4m"]);
+    let w = &auto["warmup"];
+    assert_eq!(
+        (w["asked"].as_str(), w["settled"].as_bool()),
+        (Some("auto (max 4m)"), Some(true)),
+        "{w}"
+    );
+    let length = w["length_s"].as_f64().unwrap();
+    assert!(length >= 30.0, "one judged window at least: {w}");
+    assert!(
+        text.contains("Warm-up                       : auto (max 4m) — settled after"),
+        "{text}"
+    );
+    // Its timeline holds the warm-up seconds too: the JIT was busy as warm-up began, and quiet
+    // over the 30 s the rule judged last (those before the boundary second that ended it).
+    let timeline = auto["server"]["timeline"].as_array().unwrap();
+    let warm: Vec<&Value> = timeline.iter().filter(|s| s["measured"] == false).collect();
+    assert!(warm.len() as f64 >= length - 1.0, "{} warm-up seconds", warm.len());
+    let early = jit_share(&warm[..10]);
+    let judged = jit_share(&warm[warm.len() - 31..warm.len() - 1]);
+    assert!(
+        early > 0.03,
+        "the JIT compiles as a fresh node starts: {early:.3} of server CPU"
+    );
+    assert!(
+        judged <= 0.03,
+        "warm-up ended with the JIT at {judged:.3} of server CPU"
+    );
+    assert_eq!(auto["steady_state"]["class"], "flat", "{}", auto["steady_state"]);
+    assert_eq!(auto["steady_state"]["steady"], true);
+
+    // Its page names the class and draws the verdict's segments on the throughput chart.
+    let page = browse(&out.join("report.html"));
+    page.assert_clean();
+    assert_eq!(page.cell("steady.class"), "flat");
+    let drawn = page.check["segments"]["throughput"].as_u64();
+    let found = series(&auto, "throughput")["segments"].as_array().unwrap().len() as u64;
+    assert_eq!(drawn, Some(found), "{}", page.check);
+    assert!(page.dom.contains("settled ("), "the warm-up line");
+
+    // At a fixed rate the rule watches service latency instead of throughput (a new rate moves
+    // the JIT's profile again, so the node's flat-out warm-up does not carry over): the window it
+    // hands over holds still.
+    let (fixed, _, _) = run(
+        "fixed",
+        &[
+            "--rate",
+            "2000",
+            "--warmup",
+            "auto",
+            "--warmup-max",
+            "2m",
+            "--duration",
+            "20s",
+        ],
+    );
+    assert_eq!(fixed["warmup"]["settled"], true, "{}", fixed["warmup"]);
+    assert_eq!(fixed["steady_state"]["class"], "flat", "{}", fixed["steady_state"]);
+    assert_eq!(series(&fixed, "throughput")["segments"].as_array().unwrap().len(), 1);
+}
