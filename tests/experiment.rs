@@ -51,7 +51,7 @@ fn identical_variants_do_not_differ() {
     let o = ok(lab.caplab(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]));
     let text = stdout(&o);
     assert!(
-        text.contains("insert: baseline a, 3/3 per variant (repeats, steady runs only)"),
+        text.contains("insert: baseline a, runs compared: a 3, a-again 3 (repeats, steady runs only)"),
         "{text}"
     );
     let doc = experiment_json(&out);

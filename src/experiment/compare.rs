@@ -359,7 +359,8 @@ pub struct Comparison {
     pub measurement: String,
     pub baseline: String,
     pub floor: f64,
-    /// `repeats` or `per-second series (one repeat: weaker evidence)`.
+    /// `repeats`, `per-second series (one repeat: weaker evidence)`, or that a variant has too
+    /// few steady repeats to be tested.
     pub evidence: String,
     /// Repeats compared per variant (steady ones, unless unsteady ones were included).
     pub repeats: Vec<usize>,
@@ -372,7 +373,6 @@ pub struct Comparison {
     pub rows: Vec<Row>,
 }
 
-/// Compares `variants` (each a name and its repeats' observations) with variant `baseline`.
 /// The keys of the metrics a comparison can hold (an experiment's `metrics` names some).
 pub fn metric_keys() -> Vec<&'static str> {
     metrics().iter().map(|m| m.key).collect()
@@ -532,7 +532,9 @@ pub fn compare(
         measurement: measurement.to_string(),
         baseline: variants[baseline].0.clone(),
         floor,
-        evidence: if by_repeats {
+        evidence: if short.iter().any(Option::is_some) {
+            "too few steady repeats to test every variant".into()
+        } else if by_repeats {
             "repeats".into()
         } else {
             "per-second series of single runs (weaker evidence: one JVM each)".into()
@@ -614,10 +616,16 @@ impl Comparison {
     /// The table for the terminal.
     pub fn render(&self) -> String {
         let mut s = format!(
-            "{}: baseline {}, {} per variant ({}{}), floor {:.0}%\n",
+            "{}: baseline {}, runs compared: {} ({}{}), floor {:.0}%\n",
             self.measurement,
             self.baseline,
-            self.repeats.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("/"),
+            self.rows.first().map_or_else(String::new, |r| r
+                .cells
+                .iter()
+                .zip(&self.repeats)
+                .map(|(c, n)| format!("{} {n}", c.variant))
+                .collect::<Vec<_>>()
+                .join(", ")),
             self.evidence,
             if self.steady_only {
                 ", steady runs only"
@@ -839,6 +847,15 @@ mod tests {
         assert_eq!(t.verdict, "too few steady repeats (1 of 3 steady)", "{t:?}");
         assert_eq!((t.p, t.ratio_ci), (None, None));
         assert_eq!(cmp.excluded.len(), 2);
+        // The header names each variant's count and does not claim a weaker test was made.
+        let head = cmp.render();
+        assert!(
+            head.starts_with(
+                "insert: baseline b, runs compared: b 3, c 1 (too few steady repeats to test \
+                 every variant, steady runs only)"
+            ),
+            "{head}"
+        );
     }
 
     #[test]
