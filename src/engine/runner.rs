@@ -12,7 +12,7 @@
 
 use anyhow::Result;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::task::JoinSet;
 use tokio::time::sleep_until;
@@ -198,7 +198,7 @@ struct Shared {
     /// Operations from this index on are not taken (a count on a schedule; u64::MAX: none).
     limit: AtomicU64,
     /// How an automatic warm-up ended: 0 not yet, 1 settled, 2 its maximum.
-    auto_end: std::sync::atomic::AtomicU8,
+    auto_end: AtomicU8,
 }
 
 impl Shared {

@@ -178,12 +178,11 @@ impl Outputs {
         for o in &iv.ops {
             self.merged_warmup.add(&o.warmup_service).expect("same bounds");
         }
-        let h = &self.merged_warmup;
-        let ms = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6);
+        let (p50, p99) = p50_p99_ms(&self.merged_warmup);
         self.check = Some(settle.push(steady::Sample {
             ops_per_s: done as f64 / secs,
-            service_p50_ms: ms(0.5),
-            service_p99_ms: ms(0.99),
+            service_p50_ms: p50,
+            service_p99_ms: p99,
             jit_cores,
             server_cores,
         }));
@@ -197,13 +196,12 @@ impl Outputs {
             self.merged.add(&o.response).expect("same bounds");
             ok += o.ok;
         }
-        let h = &self.merged;
-        let ms = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6);
+        let (p50_ms, p99_ms) = p50_p99_ms(&self.merged);
         self.seconds.push(steady::Second {
             at_s: iv.start.as_secs_f64(),
             ops_per_s: ok as f64 / iv.length.as_secs_f64(),
-            p50_ms: ms(0.5),
-            p99_ms: ms(0.99),
+            p50_ms,
+            p99_ms,
         });
     }
 
@@ -273,4 +271,10 @@ impl Outputs {
         }
         line
     }
+}
+
+/// A histogram's median and p99 in ms; None when it holds nothing.
+fn p50_p99_ms(h: &Histogram<u64>) -> (Option<f64>, Option<f64>) {
+    let ms = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6);
+    (ms(0.5), ms(0.99))
 }
