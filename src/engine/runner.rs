@@ -758,10 +758,21 @@ mod tests {
         assert_eq!(t.late, 0, "nothing started 10 ms late");
     }
 
-    /// Collects intervals, and says warm-up has settled once it has seen `after` of them.
+    /// Collects intervals, and says warm-up has settled once it has seen `after` of them
+    /// (noting when it first said so).
     struct SettleAfter {
         seen: Vec<Interval>,
         after: Option<usize>,
+        said_at: Option<Instant>,
+    }
+    impl SettleAfter {
+        fn new(after: Option<usize>) -> SettleAfter {
+            SettleAfter {
+                seen: Vec::new(),
+                after,
+                said_at: None,
+            }
+        }
     }
     impl IntervalSink for SettleAfter {
         fn interval(&mut self, i: &Interval) -> Result<()> {
@@ -769,8 +780,13 @@ mod tests {
             Ok(())
         }
         fn settled(&mut self) -> bool {
-            self.after
-                .is_some_and(|n| self.seen.iter().filter(|i| i.warmup).count() >= n)
+            let yes = self
+                .after
+                .is_some_and(|n| self.seen.iter().filter(|i| i.warmup).count() >= n);
+            if yes && self.said_at.is_none() {
+                self.said_at = Some(Instant::now());
+            }
+            yes
         }
     }
 
@@ -800,16 +816,21 @@ mod tests {
         let mut c = auto(200.0, 64, 5_000);
         c.duration = Some(Duration::from_millis(500));
         let w = Arc::new(Stalling::steady(Duration::from_micros(100)));
-        let sink = SettleAfter {
-            seen: Vec::new(),
-            after: Some(5),
-        };
-        let (end, sink) = run(w, &c, Anchor::after(Duration::from_millis(50)), Stop::new(), sink).await;
+        let anchor = Anchor::after(Duration::from_millis(50));
+        let t0 = anchor.instant;
+        let (end, sink) = run(w, &c, anchor, Stop::new(), SettleAfter::new(Some(5))).await;
         assert_eq!((end.reason.clone(), end.settled), (EndReason::Completed, Some(true)));
         let ((from, to), ok, logged, warm) = window(&end, &sink);
-        // Judged when the fifth interval closed (0.5 s): the window starts at a later boundary
-        // (0.6 s unless the interval thread was held up), and lasts the duration.
-        assert!(from >= 600 && from % 100 == 0 && from <= 900, "window from {from} ms");
+        // Judged when the fifth interval closed (0.5 s): the window starts on the first boundary
+        // at least 50 ms after the sink said so (0.6 s unless the interval thread was held up;
+        // the bound follows the sink's own clock, so a slow machine moves it, not the test's
+        // verdict), and lasts the duration.
+        let said = sink.said_at.expect("the sink said it settled").duration_since(t0);
+        let first = (said + Duration::from_millis(50)).as_millis().div_ceil(100) * 100;
+        assert!(
+            from >= 600 && from % 100 == 0 && (first..=first + 100).contains(&from),
+            "window from {from} ms; settled at {said:?}"
+        );
         assert_eq!(to - from, 500);
         assert_eq!(ok, 100, "every operation due in 0.5 s at 200/s");
         assert_eq!(logged, ok, "the intervals hold exactly the measured operations");
@@ -828,10 +849,7 @@ mod tests {
         let mut c = auto(0.0, 4, 550);
         c.duration = Some(Duration::from_millis(300));
         let w = Arc::new(Stalling::steady(Duration::from_millis(1)));
-        let sink = SettleAfter {
-            seen: Vec::new(),
-            after: None,
-        };
+        let sink = SettleAfter::new(None);
         let (end, sink) = run(w, &c, Anchor::after(Duration::from_millis(50)), Stop::new(), sink).await;
         assert_eq!(end.settled, Some(false));
         let ((from, to), ok, logged, _) = window(&end, &sink);
@@ -851,10 +869,7 @@ mod tests {
             c.duration = None;
             c.ops = Some(700);
             let w = Arc::new(Stalling::steady(Duration::from_micros(200)));
-            let sink = SettleAfter {
-                seen: Vec::new(),
-                after: Some(3),
-            };
+            let sink = SettleAfter::new(Some(3));
             let (end, sink) = run(w, &c, Anchor::after(Duration::from_millis(50)), Stop::new(), sink).await;
             assert_eq!(end.settled, Some(true), "rate {rate}");
             let (_, ok, logged, warm) = window(&end, &sink);
