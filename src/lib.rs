@@ -5,12 +5,13 @@
 //! one measured step (or a capacity search made of steps) with all of that attached and
 //! leaves a typed result on disk. `steady` decides when warm-up ends and whether a measured window
 //! was steady; `sla` judges results against service levels and plans
-//! capacity searches; `telemetry` reads what the server did meanwhile, and `profile` where its
+//! capacity searches; `telemetry` reads what the server did meanwhile, and `server_profile` where its
 //! time went (async-profiler over the measured window); `cluster` provisions the nodes being
 //! measured. `experiment` runs measurements per configuration on fresh nodes and compares them
 //! with `stats`; `report` turns any of those results on disk into an HTML page. The command
 //! line (`cli`) only parses options into settings, calls, and prints. `console` (printing and
-//! number formats) and `procfs` (/proc) are small helpers any folder may use.
+//! number formats), `files` (writing a file whole) and `procfs` (/proc) are small helpers any
+//! folder may use.
 
 pub mod cli;
 pub mod client;
@@ -18,11 +19,12 @@ pub mod cluster;
 pub mod console;
 pub mod engine;
 pub mod experiment;
+pub mod files;
 pub mod measure;
 pub mod metrics;
 pub mod procfs;
-pub mod profile;
 pub mod report;
+pub mod server_profile;
 pub mod sla;
 pub mod stats;
 pub mod steady;

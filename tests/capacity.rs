@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Lab, fails, jvm_lock, ok, result_json, stderr, stdout};
+use common::{Lab, fails, jvm_lock, ok, result_json, spawn, stderr, stdout};
 use std::time::Instant;
 
 #[test]
@@ -89,7 +89,7 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
     // Every step at the capacity passed, and its own result.json says so.
     for s in steps.iter().filter(|s| s["rate"].as_f64() == Some(capacity)) {
         assert_eq!(s["pass"], true, "{s}");
-        let step = result_json(std::path::Path::new(s["dir"].as_str().unwrap()));
+        let step = result_json(&lab.home.join("adaptive").join(s["dir"].as_str().unwrap()));
         assert_eq!(step["sla"]["pass"], true);
         assert_eq!(step["config"]["capacity_step"]["rate"].as_f64(), Some(capacity));
         assert!(step["summary"]["total"]["op_rate"].as_f64().unwrap() >= capacity * 0.97);
@@ -106,7 +106,8 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
         "capacity {capacity}, lowest failure above {failed_above}, ceiling {ceiling}"
     );
 
-    // A sweep, as E3: each rate twice, priced. Short steps with a loose SLA.
+    // A sweep, as E3: each rate twice, priced. Short steps with a loose SLA. Into the default
+    // (relative) results directory: every step still gets its page, linked from the search's.
     let quick = [
         "capacity",
         "--sla",
@@ -117,7 +118,6 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
         "2s",
         "-q",
     ];
-    let sweep = dir("sweep");
     let priced = [
         "--rates",
         "500,1k",
@@ -130,10 +130,33 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
         "--target",
         "10k",
     ];
-    let o = ok(lab.caplab(&[&quick[..], &priced, &["--hosts", &hosts, "--out", &sweep]].concat()));
-    let cap = result_json_named(&lab.home.join("sweep"), "capacity.json");
+    let o = spawn(&lab, None, &[&quick[..], &priced, &["--hosts", &hosts]].concat())
+        .wait_with_output()
+        .unwrap();
+    let o = ok(o);
+    let results: Vec<_> = std::fs::read_dir(lab.home.join("caplab-results"))
+        .expect("the default results directory, under the working directory")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let sweep = &results[0];
+    let cap = result_json_named(sweep, "capacity.json");
     assert_eq!(cap["mode"], "sweep");
     assert_eq!(cap["steps"].as_array().unwrap().len(), 4);
+    assert!(!stderr(&o).contains("no report page"), "{}", stderr(&o));
+    // (The page escapes the links' slashes, as HTML allows.)
+    let page = std::fs::read_to_string(sweep.join("report.html"))
+        .unwrap()
+        .replace("&#x2f;", "/");
+    for s in cap["steps"].as_array().unwrap() {
+        let step = s["dir"].as_str().unwrap();
+        assert!(step.starts_with("steps/"), "named from the search's directory: {step}");
+        assert!(sweep.join(step).join("report.html").is_file(), "a page for {step}");
+        assert!(
+            page.contains(&format!("href=\"{step}/report.html\"")),
+            "a link to {step}"
+        );
+    }
     assert_eq!(cap["capacity"].as_f64(), Some(1000.0));
     assert_eq!(cap["cost"]["nodes_for_target"].as_f64(), Some(30.0));
     assert!(

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Lab, jvm_lock, ok, spawn, stdout};
+use common::{Lab, fails, jvm_lock, ok, spawn, stdout};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::path::Path;
@@ -29,6 +29,33 @@ fn cell<'a>(doc: &'a serde_json::Value, metric: &str, variant: &str) -> &'a serd
         .iter()
         .find(|c| c["variant"] == variant)
         .unwrap()
+}
+
+#[test]
+fn a_bad_file_is_refused_before_any_node_starts() {
+    let lab = Lab::new("experiment-bad", "127.0.42.9", 7719);
+    std::fs::create_dir_all(&lab.home).unwrap();
+    let file = lab.home.join("bad.yaml");
+    std::fs::write(
+        &file,
+        "name: bad\nnode: {version: 5.0.9}\nrun: {sla: 'p99<10ms/5s'}\nvariants: [{name: a}]\n\
+         measure:\n  - {name: sweep, capacity: true, rates: '1k,fast'}\n",
+    )
+    .unwrap();
+    let out = lab.home.join("out");
+    let began = Instant::now();
+    let said = fails(lab.caplab(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]));
+    let took = began.elapsed();
+    assert!(
+        said.contains(&format!("{}: measurement 'sweep' of variant 'a'", file.display()))
+            && said.contains("--rates")
+            && said.contains("'1k,fast' is not a list of rates"),
+        "the file, the measurement, the key and the fix: {said}"
+    );
+    // Refused while reading the file: no results directory, so no node (an experiment's nodes
+    // live in it) and no jars fetched.
+    assert!(!out.exists(), "refused after {took:?}, yet {} exists", out.display());
+    eprintln!("a bad rates: refused in {took:?}");
 }
 
 #[test]

@@ -55,6 +55,13 @@ fn report_pages_show_what_was_measured() {
         assert_eq!(shown.points(chart), Some(10), "{chart}: {}", shown.check);
     }
     assert!(shown.points("chart-distribution").unwrap() > 20, "{}", shown.check);
+    // One time axis: the CPU chart covers the seconds the latency and throughput charts cover.
+    let spans = &shown.check["spans"];
+    for end in 0..2 {
+        let (cpu, intervals) = (&spans["cpu"][end], &spans["intervals"][end]);
+        let gap = (cpu.as_f64().unwrap() - intervals.as_f64().unwrap()).abs();
+        assert!(gap < 0.01, "CPU from/to {cpu}, intervals {intervals}: {}", shown.check);
+    }
     // The tables say what result.json says.
     let doc = result_json(&lab.home.join("r300"));
     let total = &doc["summary"]["total"];
@@ -99,6 +106,10 @@ fn report_pages_show_what_was_measured() {
     // The configuration names what ran.
     assert!(shown.dom.contains("Cassandra 5.0.9 · JDK 17"), "no node configuration");
     assert!(shown.dom.contains("300.0 op/s (open model)"));
+    assert!(
+        shown.dom.contains("warm-up 2s · 10.0 s measured"),
+        "the run's length in words"
+    );
     // Nothing is fetched: no external script, style or image, only what is inline.
     assert!(
         !shown.dom.contains("<script src") && !shown.dom.contains("<link"),
@@ -145,6 +156,10 @@ fn report_pages_show_what_was_measured() {
     let cap = browse(&lab.home.join("sweep/report.html"));
     cap.assert_clean();
     assert_eq!(cap.points("chart-capacity"), Some(2), "{}", cap.check);
+    assert_eq!(
+        cap.check["logY"]["chart-capacity"], true,
+        "latencies far under their bound are drawn on a log axis"
+    );
     assert_eq!(cap.points("chart-achieved"), Some(2));
     let link = cap
         .dom

@@ -27,6 +27,10 @@ pub struct ExperimentArgs {
     /// Continue an interrupted experiment in DIR, without redoing its finished steps.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// Only read and check the file (and this machine's JDKs), and print the plan: every step
+    /// in order and an estimate of the time. Starts nothing.
+    #[arg(long, requires = "file", conflicts_with_all = ["out", "force", "resume"])]
+    pub check: bool,
 }
 
 #[derive(Debug, Args)]
@@ -53,12 +57,18 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
         (_, Some(dir)) => {
             let record = ExperimentRecord::load(dir)?;
             let exp = Experiment::parse(&record.text, &record.origin)?;
+            exp.check_here()?;
             (exp, dir.clone(), Some(record))
         }
         (Some(file), None) => {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| anyhow::anyhow!("cannot read experiment {}: {e}", file.display()))?;
             let exp = Experiment::parse(&text, &file.display().to_string())?;
+            exp.check_here()?;
+            if args.check {
+                print!("{}", experiment::check::plan_text(&exp));
+                return Ok(0);
+            }
             let out = match &args.out {
                 Some(dir) => {
                     claim(dir, args.force)?;

@@ -77,10 +77,7 @@ impl NodeState {
 
     /// Written to a temporary file and renamed, so readers never see half a state.
     pub fn save(&self) -> Result<()> {
-        let path = Self::state_file(&self.dir);
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_string_pretty(self)?)?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))
+        crate::files::write_json(&Self::state_file(&self.dir), self)
     }
 
     pub fn cql_addr(&self) -> SocketAddr {

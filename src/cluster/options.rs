@@ -66,11 +66,43 @@ impl NodeOptions {
         <Defaults as clap::Parser>::parse_from(["caplab"]).start.spec()
     }
 
-    /// Validates the flags and turns them into a cluster specification.
-    pub fn spec(&self) -> Result<ClusterSpec> {
+    /// Checks what the flags say on their own, whatever the machine has: cassandra.yaml
+    /// overrides, the heap's form, room for the nodes' addresses and ports, and the collector
+    /// against a JDK asked for by its major version. (`spec` then checks them against the
+    /// machine: its JDKs and memory.)
+    pub fn check(&self) -> Result<()> {
         for o in &self.overrides {
             yaml::Override::parse(o)?;
         }
+        if let Some(h) = &self.heap {
+            jvm::parse_heap(h)?;
+        }
+        if let Some(major) = self.java.as_deref().and_then(|j| j.parse::<u32>().ok()) {
+            if !self.unsupported_java {
+                let ok = java::supported_majors(&self.cassandra_version);
+                if !ok.contains(&major) {
+                    bail!(
+                        "Cassandra {} does not run on JDK {major}; it supports JDK {}. Pass --java {}, \
+                         or --unsupported-java to try anyway",
+                        self.cassandra_version,
+                        ok.iter().map(u32::to_string).collect::<Vec<_>>().join(" and "),
+                        ok.last().unwrap()
+                    );
+                }
+            }
+            jvm::Gc::flags(self.gc, major)?;
+        }
+        if u32::from(self.address).checked_add(self.nodes - 1).is_none()
+            || u32::from(self.jmx_port) + self.nodes > 65535
+        {
+            bail!("--address/--jmx-port leave no room for {} nodes", self.nodes);
+        }
+        Ok(())
+    }
+
+    /// Validates the flags, on this machine, and turns them into a cluster specification.
+    pub fn spec(&self) -> Result<ClusterSpec> {
+        self.check()?;
         let jdk = java::find(self.java.as_deref(), &self.cassandra_version)?;
         if !self.unsupported_java {
             java::check_supported(&self.cassandra_version, &jdk)?;
@@ -95,11 +127,6 @@ impl NodeOptions {
             None => jvm::default_heap(procfs::total_ram(), self.nodes),
         };
         jvm::Gc::flags(self.gc, jdk.major)?;
-        if u32::from(self.address).checked_add(self.nodes - 1).is_none()
-            || u32::from(self.jmx_port) + self.nodes > 65535
-        {
-            bail!("--address/--jmx-port leave no room for {} nodes", self.nodes);
-        }
         Ok(ClusterSpec {
             version: self.cassandra_version.clone(),
             jdk,

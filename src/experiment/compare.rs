@@ -324,9 +324,23 @@ fn metrics() -> Vec<Metric> {
     ]
 }
 
+/// The 95 % interval of a mean whose (t-based) half-width is `half`, on the log scale: every
+/// metric compared is a count, rate, time or share, none negative, and latencies are skewed, so
+/// the interval is ln(mean) ± half/mean (the delta method) taken back, `[mean/f, mean·f]` with
+/// f = e^(half/mean). It never goes below zero, and it is the linear interval when that is
+/// narrow. A mean of zero keeps `[0, half]`.
+fn positive_interval(mean: f64, half: f64) -> (f64, f64) {
+    if mean > 0.0 {
+        let f = (half / mean).exp();
+        (mean / f, mean * f)
+    } else {
+        (0.0, mean.max(0.0) + half)
+    }
+}
+
 /// One variant's figure for one metric.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Cell {
+pub struct Figure {
     pub variant: String,
     /// Values behind it: repeats, or the effective number of per-second values.
     pub n: f64,
@@ -351,7 +365,7 @@ pub struct Row {
     pub label: String,
     pub unit: String,
     pub higher_is_better: bool,
-    pub cells: Vec<Cell>,
+    pub cells: Vec<Figure>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -447,14 +461,13 @@ pub fn compare(
         let mut cells = Vec::new();
         for (i, ((name, obs), est)) in variants.iter().zip(&estimates).enumerate() {
             metric.pooled = pooled(metric.key, obs);
-            let mut cell = Cell {
+            let mut cell = Figure {
                 variant: name.clone(),
                 n: est.map_or(0.0, |e| e.n),
                 mean: est.map(|e| e.mean),
                 ci: est
                     .filter(|e| e.half_width.is_finite())
-                    // Every metric compared is a count, rate, time or share: none is negative.
-                    .map(|e| ((e.mean - e.half_width).max(0.0), e.mean + e.half_width)),
+                    .map(|e| positive_interval(e.mean, e.half_width)),
                 pooled: metric.pooled.filter(|_| obs.len() > 1),
                 ratio: None,
                 ratio_ci: None,
@@ -572,7 +585,7 @@ fn pooled(metric: &str, obs: &[Observation]) -> Option<f64> {
 
 /// `base_mean` gives the direction when there is no ratio (a baseline of 0: no GC pause in any
 /// repeat, say).
-fn verdict(cell: &Cell, base_mean: Option<f64>, floor: f64, higher_is_better: bool) -> String {
+fn verdict(cell: &Figure, base_mean: Option<f64>, floor: f64, higher_is_better: bool) -> String {
     let Some(p) = cell.p_adjusted else {
         return "too few repeats to test".into();
     };
@@ -695,6 +708,22 @@ mod tests {
             "started_at": "", "elapsed_s": 0.0
         });
         Observation::Capacity(Box::new(serde_json::from_value::<CapacityReport>(json).unwrap()))
+    }
+
+    #[test]
+    fn intervals_of_skewed_positive_figures_stay_positive() {
+        // Three repeats this far apart: mean 1,133, t-based half-width ~4,000. A symmetric
+        // interval would reach -2,900 (what the page once printed for latencies).
+        let spread = vec![capacity(100.0), capacity(300.0), capacity(3000.0)];
+        let cmp = compare("cap", &[("a".into(), spread)], 0, 0.02, None, true);
+        let cell = &cmp.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[0];
+        let (mean, (lo, hi)) = (cell.mean.unwrap(), cell.ci.unwrap());
+        assert!(0.0 < lo && lo < mean && mean < hi, "{cell:?}");
+        assert!(hi - mean > mean - lo, "skewed upward: {cell:?}");
+        // A narrow interval is the linear one, to first order.
+        let (lo, hi) = positive_interval(100.0, 1.0);
+        assert!((lo - 99.0).abs() < 0.01 && (hi - 101.0).abs() < 0.01, "{lo} {hi}");
+        assert_eq!(positive_interval(0.0, 2.0), (0.0, 2.0));
     }
 
     #[test]

@@ -4,11 +4,12 @@
 //! the same code as `caplab run` / `capacity`; experiment.json (`record`) is rewritten after
 //! every step so an interrupted experiment keeps what it did and resumes where it stopped; and
 //! each measurement's variants are compared metric by metric (`compare`), and their server
-//! profiles frame by frame (`profiles`).
+//! profiles frame by frame (`profile_diff`). `check` prints the plan of a file without running it.
 
+pub mod check;
 pub mod compare;
 pub mod plan;
-pub mod profiles;
+pub mod profile_diff;
 pub mod record;
 pub mod spec;
 
@@ -24,7 +25,7 @@ use crate::console::say;
 use crate::engine::Stop;
 use crate::measure::{RunStatus, commands};
 use compare::{Comparison, Observation, compare};
-use record::{ExperimentRecord, StepRecord};
+use record::{ExperimentRecord, ExperimentStep};
 use spec::{Experiment, What};
 
 /// Runs (or, given the record of an interrupted run, resumes) `exp` into `out`. Nodes live
@@ -42,13 +43,44 @@ pub fn run(
         cache: cache.to_path_buf(),
     };
     let began = Instant::now();
+    let mut record = open_record(exp, out, resume)?;
+    let prior_elapsed = record.elapsed_s;
+    let fresh = exp.file.fresh;
+    run_steps(exp, &mut record, out, stop, &mut |cell, dir| {
+        run_step(&home, fresh, cell, dir, stop)
+    })?;
+    stop_nodes(&home);
+    record.status = final_status(&record, stop);
+    if record.status == RunStatus::Interrupted {
+        record.interrupted_by = stop.cause().map(str::to_string);
+    }
+    record.comparison = comparisons(exp, &record, out);
+    let profiled = exp
+        .cells
+        .iter()
+        .flatten()
+        .any(|c| matches!(&c.what, What::Run(o) if o.common.telemetry.server_profile.is_some()));
+    if profiled {
+        let tools = crate::server_profile::Tools::get(&home, &mut |m| say(m))
+            .map_err(|e| say(&format!("differential flame graphs not made: {e:#}")))
+            .ok();
+        record.profile_diffs = profile_diff::diffs(exp, &record, out, tools.as_ref());
+    }
+    record.elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();
+    record.save(out)?;
+    Ok(record)
+}
+
+/// The record to run: the interrupted one given (which must have `exp`'s plan), or a new one
+/// with every step of the plan, none run.
+fn open_record(exp: &Experiment, out: &Path, resume: Option<ExperimentRecord>) -> Result<ExperimentRecord> {
     let plan = plan::steps(
         exp.cells.len(),
         exp.file.measure.len(),
         exp.file.repeats,
         exp.file.order,
     );
-    let mut record = match resume {
+    let record = match resume {
         Some(mut r) => {
             r.status = RunStatus::Running;
             r.interrupted_by = None;
@@ -71,7 +103,7 @@ pub fn run(
                 .map(|(i, at)| {
                     let variant = exp.file.variants[at.variant].name.clone();
                     let measurement = exp.file.measure[at.measurement].name.clone();
-                    StepRecord {
+                    ExperimentStep {
                         index: i + 1,
                         at: *at,
                         dir: format!("steps/{:03}-{variant}-r{}-{measurement}", i + 1, at.repeat),
@@ -89,12 +121,33 @@ pub fn run(
             profile_diffs: Vec::new(),
         },
     };
-    if record.steps.len() != plan.len() {
+    if record.steps.len() != plan.len() || record.steps.iter().zip(&plan).any(|(s, at)| s.at != *at) {
         bail!(
             "{} does not match its experiment file's steps: it cannot be resumed",
             out.display()
         );
     }
+    Ok(record)
+}
+
+/// What one step left: its status, a line saying what it measured, and (a run's) steady-state
+/// verdict.
+pub struct StepOutcome {
+    pub status: RunStatus,
+    pub line: String,
+    pub steady: Option<crate::steady::SteadyState>,
+}
+
+/// Runs the steps of `record` not completed yet, in order, with `step` (a cell into its
+/// directory), until they are done or `stop` is requested; says each one's progress with an
+/// estimate of the time left, and rewrites experiment.json after each.
+fn run_steps(
+    exp: &Experiment,
+    record: &mut ExperimentRecord,
+    out: &Path,
+    stop: &Arc<Stop>,
+    step: &mut dyn FnMut(&spec::Cell, &Path) -> Result<StepOutcome>,
+) -> Result<()> {
     let total = record.steps.len();
     let already = record
         .steps
@@ -114,7 +167,7 @@ pub fn run(
         },
         out.display()
     ));
-    let prior_elapsed = record.elapsed_s;
+    let (began, prior_elapsed) = (Instant::now(), record.elapsed_s);
     let mut timed: Vec<f64> = Vec::new();
     for i in 0..total {
         if record.steps[i].status == Some(RunStatus::Completed) {
@@ -123,43 +176,38 @@ pub fn run(
         if stop.is_requested() {
             break;
         }
-        let step = record.steps[i].clone();
+        let at = record.steps[i].clone();
         let left = record.steps[i..]
             .iter()
             .filter(|s| s.status != Some(RunStatus::Completed))
             .count();
-        let eta = if timed.is_empty() {
-            String::new()
-        } else {
-            let per = timed.iter().sum::<f64>() / timed.len() as f64;
-            format!(
-                ", about {} left",
-                humantime::format_duration(Duration::from_secs((per * left as f64) as u64))
-            )
-        };
         say(&format!(
-            "Step {} of {total}: variant {}, repeat {}/{}, {}{eta}",
-            step.index, step.variant_name, step.at.repeat, exp.file.repeats, step.measurement_name
+            "Step {} of {total}: variant {}, repeat {}/{}, {}{}",
+            at.index,
+            at.variant_name,
+            at.at.repeat,
+            exp.file.repeats,
+            at.measurement_name,
+            eta(&timed, left)
         ));
         let begin = Instant::now();
-        let cell = &exp.cells[step.at.variant][step.at.measurement];
-        let outcome = run_step(&home, exp.file.fresh, cell, &out.join(&step.dir), stop);
+        let outcome = step(&exp.cells[at.at.variant][at.at.measurement], &out.join(&at.dir));
         let elapsed = begin.elapsed().as_secs_f64();
         let s = &mut record.steps[i];
         s.elapsed_s = Some(elapsed);
         match outcome {
-            Ok((status, line, steady)) => {
-                s.status = Some(status);
+            Ok(o) => {
+                s.status = Some(o.status);
                 s.error = None;
-                s.window = steady.as_ref().and_then(|v| v.class);
-                s.steady = steady.map(|v| v.steady);
-                say(&format!("  {line}"));
-                if status == RunStatus::Completed {
+                s.window = o.steady.as_ref().and_then(|v| v.class);
+                s.steady = o.steady.map(|v| v.steady);
+                say(&format!("  {}", o.line));
+                if o.status == RunStatus::Completed {
                     timed.push(elapsed);
                 }
             }
             Err(e) => {
-                say(&format!("  step {} failed: {e:#}", step.index));
+                say(&format!("  step {} failed: {e:#}", at.index));
                 s.status = Some(RunStatus::Failed);
                 s.error = Some(format!("{e:#}"));
             }
@@ -167,41 +215,36 @@ pub fn run(
         record.elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();
         record.save(out)?;
     }
-    stop_nodes(&home);
-    record.status = if let Some(cause) = stop.cause() {
-        record.interrupted_by = Some(cause.to_string());
+    Ok(())
+}
+
+/// `, about 12m left` from the completed steps' times (nothing before one has completed).
+fn eta(timed: &[f64], left: usize) -> String {
+    if timed.is_empty() {
+        return String::new();
+    }
+    let per = timed.iter().sum::<f64>() / timed.len() as f64;
+    format!(
+        ", about {} left",
+        humantime::format_duration(Duration::from_secs((per * left as f64) as u64))
+    )
+}
+
+/// Interrupted when a stop was requested; otherwise completed when every step completed, and
+/// failed when any did not.
+fn final_status(record: &ExperimentRecord, stop: &Stop) -> RunStatus {
+    if stop.cause().is_some() {
         RunStatus::Interrupted
     } else if record.steps.iter().all(|s| s.status == Some(RunStatus::Completed)) {
         RunStatus::Completed
     } else {
         RunStatus::Failed
-    };
-    record.comparison = comparisons(exp, &record, out);
-    let profiled = exp
-        .cells
-        .iter()
-        .flatten()
-        .any(|c| matches!(&c.what, What::Run(o) if o.common.telemetry.server_profile.is_some()));
-    if profiled {
-        let tools = crate::profile::Tools::get(&home, &mut |m| say(m))
-            .map_err(|e| say(&format!("differential flame graphs not made: {e:#}")))
-            .ok();
-        record.profile_diffs = profiles::diffs(exp, &record, out, tools.as_ref());
     }
-    record.elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();
-    record.save(out)?;
-    Ok(record)
 }
 
 /// Starts the variant's nodes (fresh: wiped first), runs the measurement into `dir`; returns
 /// its status, a line saying what it measured, and (a run's) steady-state verdict.
-fn run_step(
-    home: &Home,
-    fresh: bool,
-    cell: &spec::Cell,
-    dir: &Path,
-    stop: &Arc<Stop>,
-) -> Result<(RunStatus, String, Option<crate::steady::SteadyState>)> {
+fn run_step(home: &Home, fresh: bool, cell: &spec::Cell, dir: &Path, stop: &Arc<Stop>) -> Result<StepOutcome> {
     let spec = cell.node.spec()?;
     let mut tell = |m: &str| say(&format!("  {m}"));
     if fresh {
@@ -239,9 +282,9 @@ fn run_step(
                 ),
                 _ => String::new(),
             };
-            Ok((
-                r.status,
-                match t {
+            Ok(StepOutcome {
+                status: r.status,
+                line: match t {
                     Some(t) => format!(
                         "{}: {} op/s, p99 {:.2} ms, p99.9 {:.2} ms, {} errors{window}",
                         r.status.name(),
@@ -252,8 +295,8 @@ fn run_step(
                     ),
                     None => r.status.name().to_string(),
                 },
-                r.steady_state,
-            ))
+                steady: r.steady_state,
+            })
         }
         What::Capacity(o) => {
             let mut o = (**o).clone();
@@ -262,9 +305,9 @@ fn run_step(
             o.common.quiet = true;
             let (r, _, _) = commands::capacity(home, &o, stop)?;
             let unsteady = r.steps.iter().filter(|s| s.steady == Some(false)).count();
-            Ok((
-                r.status,
-                format!(
+            Ok(StepOutcome {
+                status: r.status,
+                line: format!(
                     "{}: capacity {}{}",
                     r.status.name(),
                     r.capacity
@@ -275,8 +318,8 @@ fn run_step(
                         String::new()
                     }
                 ),
-                None,
-            ))
+                steady: None,
+            })
         }
     }
 }
@@ -362,4 +405,141 @@ pub fn compare_dirs(args: &[String], floor: f64, include_unsteady: bool) -> Resu
         variants.push((name, obs));
     }
     Ok(vec![compare("compare", &variants, 0, floor, None, !include_unsteady)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// Two variants, two repeats, one run measurement: four steps, rotated.
+    fn exp() -> Experiment {
+        let text = "name: t\nrepeats: 2\nnode: {version: 5.0.9, java: 17}\nrun: {duration: 5s}\n\
+                    variants: [{name: a}, {name: b}]\nmeasure: [{name: insert, workload: insert}]\n";
+        Experiment::parse(text, "t.yaml").unwrap()
+    }
+
+    fn done(line: &str) -> Result<StepOutcome> {
+        Ok(StepOutcome {
+            status: RunStatus::Completed,
+            line: line.into(),
+            steady: None,
+        })
+    }
+
+    /// Runs the record's remaining steps with `fake`, noting the directories it was given.
+    fn steps_run(
+        record: &mut ExperimentRecord,
+        out: &Path,
+        stop: &Arc<Stop>,
+        mut fake: impl FnMut(usize) -> Result<StepOutcome>,
+    ) -> Vec<String> {
+        let e = exp();
+        let seen = RefCell::new(Vec::new());
+        run_steps(&e, record, out, stop, &mut |_, dir| {
+            seen.borrow_mut()
+                .push(dir.strip_prefix(out).unwrap().display().to_string());
+            fake(seen.borrow().len())
+        })
+        .unwrap();
+        seen.into_inner()
+    }
+
+    #[test]
+    fn every_step_runs_once_in_order_and_the_record_is_saved_after_each() {
+        let out = tempfile::tempdir().unwrap();
+        let mut record = open_record(&exp(), out.path(), None).unwrap();
+        let stop = Stop::new();
+        let ran = steps_run(&mut record, out.path(), &stop, |_| done("ok"));
+        assert_eq!(
+            ran,
+            [
+                "steps/001-a-r1-insert",
+                "steps/002-b-r1-insert",
+                "steps/003-b-r2-insert",
+                "steps/004-a-r2-insert"
+            ]
+        );
+        assert_eq!(final_status(&record, &stop), RunStatus::Completed);
+        let saved = ExperimentRecord::load(out.path()).unwrap();
+        assert!(
+            saved
+                .steps
+                .iter()
+                .all(|s| s.status == Some(RunStatus::Completed) && s.elapsed_s.is_some())
+        );
+    }
+
+    #[test]
+    fn a_failed_step_is_recorded_and_the_rest_still_run() {
+        let out = tempfile::tempdir().unwrap();
+        let mut record = open_record(&exp(), out.path(), None).unwrap();
+        let stop = Stop::new();
+        let ran = steps_run(&mut record, out.path(), &stop, |n| {
+            if n == 2 {
+                Err(anyhow::anyhow!("node1 exited during startup"))
+            } else {
+                done("ok")
+            }
+        });
+        assert_eq!(ran.len(), 4);
+        let failed = &record.steps[1];
+        assert_eq!(
+            (failed.status, failed.error.as_deref()),
+            (Some(RunStatus::Failed), Some("node1 exited during startup"))
+        );
+        assert_eq!(final_status(&record, &stop), RunStatus::Failed);
+    }
+
+    #[test]
+    fn an_interrupted_experiment_resumes_where_it_stopped() {
+        let out = tempfile::tempdir().unwrap();
+        let mut record = open_record(&exp(), out.path(), None).unwrap();
+        let stop = Stop::new();
+        // Ctrl-C during the second step: it ends (interrupted, as a run does), no third starts.
+        let ran = steps_run(&mut record, out.path(), &stop, |n| {
+            if n == 2 {
+                stop.request_because("SIGINT");
+                Ok(StepOutcome {
+                    status: RunStatus::Interrupted,
+                    line: "interrupted".into(),
+                    steady: None,
+                })
+            } else {
+                done("ok")
+            }
+        });
+        assert_eq!(ran.len(), 2);
+        assert_eq!(final_status(&record, &stop), RunStatus::Interrupted);
+        // Resumed from what was saved: the finished step is not run again, the interrupted one is.
+        let saved = ExperimentRecord::load(out.path()).unwrap();
+        let mut resumed = open_record(&exp(), out.path(), Some(saved)).unwrap();
+        assert_eq!(resumed.status, RunStatus::Running);
+        let stop = Stop::new();
+        let ran = steps_run(&mut resumed, out.path(), &stop, |_| done("ok"));
+        assert_eq!(
+            ran,
+            [
+                "steps/002-b-r1-insert",
+                "steps/003-b-r2-insert",
+                "steps/004-a-r2-insert"
+            ]
+        );
+        assert_eq!(final_status(&resumed, &stop), RunStatus::Completed);
+    }
+
+    #[test]
+    fn a_record_of_another_plan_is_not_resumed() {
+        let out = tempfile::tempdir().unwrap();
+        let mut other = open_record(&exp(), out.path(), None).unwrap();
+        other.steps.pop();
+        let err = open_record(&exp(), out.path(), Some(other)).unwrap_err();
+        assert!(format!("{err}").contains("cannot be resumed"), "{err}");
+    }
+
+    #[test]
+    fn the_time_left_is_the_mean_step_times_the_steps_left() {
+        assert_eq!(eta(&[], 3), "");
+        assert_eq!(eta(&[60.0, 120.0], 4), ", about 6m left");
+    }
 }

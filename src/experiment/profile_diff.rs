@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::record::ExperimentRecord;
 use super::spec::{Experiment, What};
 use crate::measure::{RunResult, RunStatus};
-use crate::profile::{FrameChange, Kind, Stacks, Tools};
+use crate::server_profile::{FrameChange, Kind, Stacks, Tools};
 
 /// Frames listed per comparison.
 const CHANGES: usize = 12;
@@ -196,7 +196,7 @@ impl ProfileDiff {
                     100.0 * b,
                     100.0 * v,
                     100.0 * (v - b),
-                    crate::profile::short(&c.frame)
+                    crate::server_profile::short(&c.frame)
                 ));
             }
         };

@@ -8,14 +8,14 @@ use std::path::Path;
 
 use super::compare::Comparison;
 use super::plan::StepAt;
+use crate::files::write_json;
 use crate::measure::RunStatus;
-use crate::measure::result::write_json;
 
 pub const EXPERIMENT_FILE: &str = "experiment.json";
 pub const FORMAT: u32 = 1;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StepRecord {
+pub struct ExperimentStep {
     pub index: usize,
     #[serde(flatten)]
     pub at: StepAt,
@@ -51,11 +51,11 @@ pub struct ExperimentRecord {
     pub command: Vec<String>,
     pub started_at: String,
     pub elapsed_s: f64,
-    pub steps: Vec<StepRecord>,
+    pub steps: Vec<ExperimentStep>,
     pub comparison: Vec<Comparison>,
     /// Server profiles of each variant against the baseline's (`server-profile:` runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub profile_diffs: Vec<super::profiles::ProfileDiff>,
+    pub profile_diffs: Vec<super::profile_diff::ProfileDiff>,
 }
 
 impl ExperimentRecord {

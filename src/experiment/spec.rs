@@ -223,6 +223,19 @@ impl Experiment {
         })
     }
 
+    /// Checks every variant's node against this machine (its JDKs and memory), so that a JDK
+    /// it lacks is named before the first node starts. (`parse` checks only the file, so a file
+    /// is valid or not wherever it is read.)
+    pub fn check_here(&self) -> Result<()> {
+        for (v, row) in self.file.variants.iter().zip(&self.cells) {
+            row[0]
+                .node
+                .spec()
+                .map_err(|e| anyhow::anyhow!("{}: variant '{}' node: {e:#}", self.origin, v.name))?;
+        }
+        Ok(())
+    }
+
     pub fn name(&self) -> String {
         self.file.name.clone().unwrap_or_else(|| {
             std::path::Path::new(&self.origin)
@@ -331,7 +344,7 @@ fn clap_error(e: clap::Error) -> anyhow::Error {
 
 fn parse_node(opts: &Options) -> Result<NodeOptions> {
     let o = NodeArgs::try_parse_from(to_args(opts)?).map_err(clap_error)?.o;
-    o.spec()?;
+    o.check()?;
     Ok(o)
 }
 
@@ -342,9 +355,12 @@ fn parse_what(capacity: bool, opts: &Options) -> Result<What> {
         if o.common.sla.sla.is_none() {
             bail!("a capacity search needs a service level: add sla: 'p99.9<100ms/10s'");
         }
+        crate::measure::options::resolve_warmup(o.warmup, o.warmup_max)?;
         What::Capacity(Box::new(o))
     } else {
-        What::Run(Box::new(RunArgs::try_parse_from(args).map_err(clap_error)?.o))
+        let o = RunArgs::try_parse_from(args).map_err(clap_error)?.o;
+        crate::measure::options::resolve_warmup(o.warmup, o.warmup_max)?;
+        What::Run(Box::new(o))
     })
 }
 
@@ -437,5 +453,39 @@ measure:
         assert!(e.contains("'hosts' is set by the experiment"), "{e}");
         let e = err(&E1.replace(", sla: \"p99<10ms/5s\"", ""));
         assert!(e.contains("needs a service level"), "{e}");
+        let e = err(&E1.replace(
+            "run: {warmup: 5s, duration: 10s}",
+            "run: {warmup: 5s, warmup_max: 1m, duration: 10s}",
+        ));
+        assert!(
+            e.contains("measurement 'insert' of variant '5.0.9'")
+                && e.contains("--warmup-max bounds an automatic warm-up"),
+            "{e}"
+        );
+        let e = err(&E1.replace("rates: \"1k,2k\"", "rates: \"1k,fast\""));
+        assert!(
+            e.contains("x.yaml: measurement 'cap' of variant '5.0.9'")
+                && e.contains("--rates")
+                && e.contains("'1k,fast' is not a list of rates"),
+            "{e}"
+        );
+        // A JDK or collector a version cannot have, whatever JDKs this machine holds.
+        let e = err(&E1.replace("{version: 5.0.9}", "{version: 5.0.9, java: 21}"));
+        assert!(
+            e.contains("variant '5.0.9' node") && e.contains("does not run on JDK 21"),
+            "{e}"
+        );
+        let e = err(&E1.replace("{version: 5.0.9}", "{version: 5.0.9, java: 17, gc: zgc-generational}"));
+        assert!(e.contains("generational ZGC needs JDK 21"), "{e}");
+    }
+
+    #[test]
+    fn a_file_is_valid_or_not_wherever_it_is_read() {
+        // The machine's JDKs are checked when the experiment starts (`check_here`), not when
+        // the file is read: a JDK that is not here is no mistake in the file.
+        let text = E1.replace("{version: 5.0.9}", "{version: 5.0.9, java: /no/such/jdk}");
+        let e = Experiment::parse(&text, "x.yaml").unwrap();
+        let here = format!("{:#}", e.check_here().unwrap_err());
+        assert!(here.starts_with("x.yaml: variant '5.0.9' node: "), "{here}");
     }
 }

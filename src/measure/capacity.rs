@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::result::{CapacityStep, RunResult, RunStatus, write_json};
+use super::result::{CapacityStep, RunResult, RunStatus};
 use super::sinks::Show;
 use super::step::{Load, Step};
 use super::target::Target;
@@ -20,13 +20,14 @@ use crate::cluster::local::{self, StartOptions, StopOptions};
 use crate::cluster::nodetool::JmxTarget;
 use crate::console::{group, say};
 use crate::engine::{LoaderSlice, Stop, Warmup};
+use crate::files::write_json;
 use crate::sla::{Plan, RateResult, Sla};
 
 pub const CAPACITY_FILE: &str = "capacity.json";
 
 /// One step as capacity.json records it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StepRecord {
+pub struct SearchStep {
     pub rate: f64,
     pub repeat: u32,
     pub pass: bool,
@@ -38,7 +39,7 @@ pub struct StepRecord {
     pub windows_failed: usize,
     /// Why the first failing window failed.
     pub reasons: Vec<String>,
-    /// The step's results directory.
+    /// The step's results directory, relative to the search's (`steps/07-5840-r1`).
     pub dir: String,
     /// Its measured window's steady-state class, and whether it was steady (None: not judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,10 +48,10 @@ pub struct StepRecord {
     pub steady: Option<bool>,
 }
 
-impl StepRecord {
-    fn of(rate: f64, repeat: u32, r: &RunResult, dir: &Path) -> StepRecord {
+impl SearchStep {
+    fn of(rate: f64, repeat: u32, r: &RunResult, dir: &Path) -> SearchStep {
         let verdict = r.sla.as_ref();
-        StepRecord {
+        SearchStep {
             rate,
             repeat,
             pass: r.status == RunStatus::Completed && verdict.is_some_and(|v| v.pass),
@@ -134,8 +135,8 @@ pub struct CapacityReport {
     pub measure_s: f64,
     pub repeats: u32,
     pub fresh_node: bool,
-    pub probe: Option<StepRecord>,
-    pub steps: Vec<StepRecord>,
+    pub probe: Option<SearchStep>,
+    pub steps: Vec<SearchStep>,
     pub rates: Vec<RateResult>,
     pub capacity: Option<f64>,
     pub highest_achieved_rate: f64,
@@ -265,7 +266,7 @@ pub struct Capacity {
     pub jmx: Vec<JmxTarget>,
     pub command: Vec<String>,
     /// Profile the local nodes in each step's measured window.
-    pub profile: Option<Arc<crate::profile::Profiler>>,
+    pub profile: Option<Arc<crate::server_profile::Profiler>>,
     pub pricing: Option<Pricing>,
 }
 
@@ -314,7 +315,34 @@ impl Capacity {
                 .populate(&ecfg, cfg.loader, cfg.quiet, &bench.stop)
                 .await?;
         }
-        let mut report = CapacityReport {
+        let mut report = self.new_report(&plan, choice);
+        save(&mut report, &cfg.out, began)?;
+        say(&format!(
+            "Capacity of {} within SLA {}: {}, {} warm-up + {} measured per step, {} repeat(s); results in {}",
+            choice.name(),
+            cfg.sla.text(),
+            plan.describe(),
+            cfg.warmup.describe(),
+            humantime::format_duration(cfg.measure),
+            plan.repeats(),
+            cfg.out.display()
+        ));
+        search(&mut plan, &mut report, &cfg.out, began, async |rate, repeat, label| {
+            let (result, record) = bench.step(rate, repeat, &label).await?;
+            Ok((StepEnd::of(&result), record))
+        })
+        .await?;
+        if report.status == RunStatus::Completed {
+            report.cost = cfg.pricing.zip(report.capacity).and_then(|(p, cap)| cost(p, cap));
+        }
+        save(&mut report, &cfg.out, began)?;
+        Ok(report)
+    }
+
+    /// The report of a search about to start: its settings, nothing measured.
+    fn new_report(&self, plan: &Plan, choice: &Choice) -> CapacityReport {
+        let cfg = self;
+        CapacityReport {
             caplab_version: env!("CARGO_PKG_VERSION").to_string(),
             command: cfg.command.clone(),
             status: RunStatus::Running,
@@ -343,85 +371,102 @@ impl Capacity {
             cost: None,
             started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
             elapsed_s: 0.0,
-        };
-        save(&mut report, &cfg.out, began)?;
-        say(&format!(
-            "Capacity of {} within SLA {}: {}, {} warm-up + {} measured per step, {} repeat(s); results in {}",
-            choice.name(),
-            cfg.sla.text(),
-            plan.describe(),
-            cfg.warmup.describe(),
-            humantime::format_duration(cfg.measure),
-            plan.repeats(),
-            cfg.out.display()
-        ));
-
-        if plan.wants_probe() {
-            say("Probe: flat out, to bound the search and measure the highest throughput");
-            let (result, record) = bench.step(0.0, 1, "probe").await?;
-            say(&format!("Probe: {} op/s flat out", group(record.achieved_rate)));
-            plan.probed(record.achieved_rate);
-            report.probe = Some(record);
-            if ended(&result, &mut report) {
-                save(&mut report, &cfg.out, began)?;
-                return Ok(report);
-            }
-            save(&mut report, &cfg.out, began)?;
         }
-
-        while let Some(trial) = plan.next_trial() {
-            if trial.repeat == 1 {
-                say(&format!("Trying {} op/s", group(trial.rate)));
-            }
-            let label = format!("{}-r{}", trial.rate as u64, trial.repeat);
-            let (result, record) = bench.step(trial.rate, trial.repeat, &label).await?;
-            say(&format!(
-                "  {} op/s repeat {}/{}: {}",
-                group(trial.rate),
-                trial.repeat,
-                plan.repeats(),
-                record.describe()
-            ));
-            let pass = record.pass;
-            report.steps.push(record);
-            if ended(&result, &mut report) {
-                save(&mut report, &cfg.out, began)?;
-                return Ok(report);
-            }
-            if plan.record(pass).is_some() {
-                report.rates = plan.rates().to_vec();
-                if let Some(b) = plan.bracket() {
-                    say(&format!("  bracket: {b}"));
-                    report.bracket = Some(b);
-                }
-            }
-            save(&mut report, &cfg.out, began)?;
-        }
-
-        report.capacity = plan.capacity();
-        report.stopped_early = plan.caveat();
-        report.status = RunStatus::Completed;
-        if let (Some(p), Some(cap)) = (cfg.pricing, report.capacity)
-            && p.nodes > 0
-        {
-            let per_hour = p.price * p.nodes as f64;
-            report.cost = Some(Cost {
-                price_per_node_hour: p.price,
-                nodes: p.nodes,
-                cluster_per_hour: per_hour,
-                per_1k_ops_per_hour: per_hour / (cap / 1000.0),
-                target_rate: p.target,
-                nodes_for_target: p.target.map(|t| (t / (cap / p.nodes as f64)).ceil()),
-            });
-        }
-        save(&mut report, &cfg.out, began)?;
-        Ok(report)
     }
+}
+
+/// How a step ended, as far as the search is concerned.
+struct StepEnd {
+    status: RunStatus,
+    end_reason: Option<String>,
+    interrupted_by: Option<String>,
+}
+
+impl StepEnd {
+    fn of(r: &RunResult) -> StepEnd {
+        StepEnd {
+            status: r.status,
+            end_reason: r.end_reason.clone(),
+            interrupted_by: r.interrupted_by.clone(),
+        }
+    }
+}
+
+/// The search itself: the flat-out probe when the plan wants one, then every trial the plan
+/// asks for, each run by `step` (rate, 0 flat out; repeat; label) and recorded in `report`,
+/// which is saved after each, until the plan has its answer (status completed, with the
+/// capacity) or a step ends the search (interrupted, or the cluster failed: its status).
+async fn search(
+    plan: &mut Plan,
+    report: &mut CapacityReport,
+    out: &Path,
+    began: Instant,
+    mut step: impl AsyncFnMut(f64, u32, String) -> Result<(StepEnd, SearchStep)>,
+) -> Result<()> {
+    if plan.wants_probe() {
+        say("Probe: flat out, to bound the search and measure the highest throughput");
+        let (end, record) = step(0.0, 1, "probe".into()).await?;
+        say(&format!("Probe: {} op/s flat out", group(record.achieved_rate)));
+        plan.probed(record.achieved_rate);
+        report.probe = Some(record);
+        let over = ended(&end, report);
+        save(report, out, began)?;
+        if over {
+            return Ok(());
+        }
+    }
+    while let Some(trial) = plan.next_trial() {
+        if trial.repeat == 1 {
+            say(&format!("Trying {} op/s", group(trial.rate)));
+        }
+        let label = format!("{}-r{}", trial.rate as u64, trial.repeat);
+        let (end, record) = step(trial.rate, trial.repeat, label).await?;
+        say(&format!(
+            "  {} op/s repeat {}/{}: {}",
+            group(trial.rate),
+            trial.repeat,
+            plan.repeats(),
+            record.describe()
+        ));
+        let pass = record.pass;
+        report.steps.push(record);
+        if ended(&end, report) {
+            return save(report, out, began);
+        }
+        if plan.record(pass).is_some() {
+            report.rates = plan.rates().to_vec();
+            if let Some(b) = plan.bracket() {
+                say(&format!("  bracket: {b}"));
+                report.bracket = Some(b);
+            }
+        }
+        save(report, out, began)?;
+    }
+    report.capacity = plan.capacity();
+    report.stopped_early = plan.caveat();
+    report.status = RunStatus::Completed;
+    save(report, out, began)
+}
+
+/// What the capacity found costs at `p`'s price, and how many nodes `p`'s target needs.
+fn cost(p: Pricing, capacity: f64) -> Option<Cost> {
+    if p.nodes == 0 || capacity <= 0.0 {
+        return None;
+    }
+    let per_hour = p.price * p.nodes as f64;
+    Some(Cost {
+        price_per_node_hour: p.price,
+        nodes: p.nodes,
+        cluster_per_hour: per_hour,
+        per_1k_ops_per_hour: per_hour / (capacity / 1000.0),
+        target_rate: p.target,
+        nodes_for_target: p.target.map(|t| (t / (capacity / p.nodes as f64)).ceil()),
+    })
 }
 
 /// Records a step that ended the search (interrupted, or the cluster failed); false for one
 /// that completed.
-fn ended(step: &RunResult, report: &mut CapacityReport) -> bool {
+fn ended(step: &StepEnd, report: &mut CapacityReport) -> bool {
     if step.status == RunStatus::Completed {
         return false;
     }
@@ -450,7 +495,7 @@ impl Bench<'_> {
     }
 
     /// Runs one step at `rate` (0: flat out) and records it.
-    async fn step(&mut self, rate: f64, repeat: u32, label: &str) -> Result<(RunResult, StepRecord)> {
+    async fn step(&mut self, rate: f64, repeat: u32, label: &str) -> Result<(RunResult, SearchStep)> {
         let engine = self.engine(rate);
         if self.cfg.fresh_node {
             self.restart_fresh().await?;
@@ -481,7 +526,9 @@ impl Bench<'_> {
             profile: self.cfg.profile.clone(),
         };
         let result = self.prepared.run(&step, &self.target.site, self.stop.clone()).await?;
-        let record = StepRecord::of(rate, repeat, &result, &dir);
+        // Named from the search's directory, so the record still finds it when the search was
+        // given a relative directory, or was moved.
+        let record = SearchStep::of(rate, repeat, &result, dir.strip_prefix(&self.cfg.out).unwrap_or(&dir));
         Ok((result, record))
     }
 
@@ -510,5 +557,146 @@ impl Bench<'_> {
             self.prepared.populate(&ecfg, self.cfg.loader, true, &self.stop).await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report as a search starts it (settings elided), and a directory for capacity.json.
+    fn start() -> (CapacityReport, tempfile::TempDir) {
+        let json = serde_json::json!({
+            "caplab_version": "x", "command": [], "status": "running", "workload": "w",
+            "sla": {"objectives": [], "min_rate_share": 0.97, "error_budget": 0.001},
+            "mode": "adaptive", "precision": 0.1, "warmup_s": null, "measure_s": 1.0, "repeats": 1,
+            "fresh_node": false, "probe": null, "steps": [], "rates": [], "capacity": null,
+            "highest_achieved_rate": 0.0, "bracket": null, "stopped_early": null, "cost": null,
+            "started_at": "", "elapsed_s": 0.0
+        });
+        (serde_json::from_value(json).unwrap(), tempfile::tempdir().unwrap())
+    }
+
+    /// A server that serves at most 10,000 op/s and meets the SLA up to 6,000.
+    fn server(rate: f64, repeat: u32, status: RunStatus) -> (StepEnd, SearchStep) {
+        let achieved = if rate == 0.0 { 10_000.0 } else { rate.min(10_000.0) };
+        let pass = rate > 0.0 && rate <= 6_000.0 && status == RunStatus::Completed;
+        let end = StepEnd {
+            status,
+            end_reason: None,
+            interrupted_by: (status == RunStatus::Interrupted).then(|| "SIGINT".into()),
+        };
+        let step = SearchStep {
+            rate,
+            repeat,
+            pass,
+            status,
+            achieved_rate: achieved,
+            worst_ms: Default::default(),
+            windows_judged: 1,
+            windows_failed: usize::from(!pass),
+            reasons: Vec::new(),
+            dir: format!("steps/{rate}"),
+            window: None,
+            steady: None,
+        };
+        (end, step)
+    }
+
+    #[tokio::test]
+    async fn the_probe_bounds_the_search_and_the_capacity_is_the_highest_rate_that_passed() {
+        let (mut report, out) = start();
+        let mut plan = Plan::adaptive(None, 0.1, true, 1);
+        let mut rates = Vec::new();
+        search(
+            &mut plan,
+            &mut report,
+            out.path(),
+            Instant::now(),
+            async |rate, repeat, _| {
+                rates.push(rate);
+                Ok(server(rate, repeat, RunStatus::Completed))
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(rates[0], 0.0, "the probe first, flat out");
+        assert_eq!(rates[1], 5_000.0, "then half the probe's throughput");
+        assert!(rates.iter().all(|&r| r <= 10_000.0), "never above the probe: {rates:?}");
+        let cap = report.capacity.expect("a capacity");
+        assert!(
+            (6_000.0 / 1.1..=6_000.0).contains(&cap),
+            "{cap} within 10 % under 6,000: {rates:?}"
+        );
+        assert_eq!(report.status, RunStatus::Completed);
+        assert_eq!(report.steps.len(), rates.len() - 1);
+        assert_eq!(report.highest_achieved_rate, 10_000.0);
+        // What is on disk is what was returned.
+        let saved = CapacityReport::load(out.path()).unwrap();
+        assert_eq!(
+            (saved.capacity, saved.steps.len()),
+            (report.capacity, report.steps.len())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_step_that_ends_the_search_leaves_its_status_and_no_capacity() {
+        // Interrupted during the first rate after the probe.
+        let (mut report, out) = start();
+        let mut plan = Plan::adaptive(None, 0.1, true, 1);
+        let mut n = 0;
+        search(
+            &mut plan,
+            &mut report,
+            out.path(),
+            Instant::now(),
+            async |rate, repeat, _| {
+                n += 1;
+                let status = if n == 2 {
+                    RunStatus::Interrupted
+                } else {
+                    RunStatus::Completed
+                };
+                Ok(server(rate, repeat, status))
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(n, 2, "nothing runs after the interrupted step");
+        assert_eq!(
+            (report.status, report.interrupted_by.as_deref(), report.capacity),
+            (RunStatus::Interrupted, Some("SIGINT"), None)
+        );
+        assert_eq!(report.steps.len(), 1);
+        assert_eq!(CapacityReport::load(out.path()).unwrap().status, RunStatus::Interrupted);
+
+        // A probe that fails ends it before any rate.
+        let (mut report, out) = start();
+        let mut plan = Plan::adaptive(None, 0.1, true, 1);
+        search(
+            &mut plan,
+            &mut report,
+            out.path(),
+            Instant::now(),
+            async |rate, repeat, _| Ok(server(rate, repeat, RunStatus::Failed)),
+        )
+        .await
+        .unwrap();
+        assert_eq!((report.status, report.steps.len()), (RunStatus::Failed, 0));
+        assert!(report.probe.is_some());
+    }
+
+    #[test]
+    fn the_cost_is_per_thousand_operations_per_second_of_capacity() {
+        let p = Pricing {
+            price: 0.576,
+            nodes: 3,
+            target: Some(10_000.0),
+        };
+        let c = cost(p, 1_000.0).unwrap();
+        assert!((c.cluster_per_hour - 1.728).abs() < 1e-9 && (c.per_1k_ops_per_hour - 1.728).abs() < 1e-9);
+        assert_eq!(c.nodes_for_target, Some(30.0), "10k op/s at 333 op/s per node");
+        assert!(cost(Pricing { nodes: 0, ..p }, 1_000.0).is_none());
+        assert!(cost(p, 0.0).is_none());
     }
 }

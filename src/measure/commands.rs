@@ -15,7 +15,7 @@ use crate::cluster::Home;
 use crate::cluster::node::NodeState;
 use crate::cluster::options::NodeOptions;
 use crate::engine::Stop;
-use crate::profile::Profiler;
+use crate::server_profile::Profiler;
 use crate::sla::{Plan, parse_rates};
 
 /// Runs one measured step as `caplab run` does; returns its result and results directory.

@@ -87,8 +87,8 @@ pub struct TelemetryOptions {
     /// separately): cpu, wall, alloc, lock, each with an optional interval (cpu:1ms,
     /// alloc:256k), itimer or ctimer to force a CPU sampler, jfr to keep the recording.
     /// Writes flame graphs, collapsed stacks and heatmaps under <out>/profile/<node>/.
-    #[arg(long, value_name = "EVENTS", value_parser = crate::profile::ProfileSpec::parse)]
-    pub server_profile: Option<crate::profile::ProfileSpec>,
+    #[arg(long, value_name = "EVENTS", value_parser = crate::server_profile::ProfileSpec::parse)]
+    pub server_profile: Option<crate::server_profile::ProfileSpec>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -285,11 +285,18 @@ pub struct RunOptions {
     pub common: DriveOptions,
 }
 
+/// `--rates` as written, once it has parsed: a bad list is refused with the options, before
+/// any node starts.
+fn checked_rates(s: &str) -> Result<String, String> {
+    crate::sla::parse_rates(s).map(|_| s.to_string())
+}
+
 /// `caplab capacity`'s options.
 #[derive(Debug, Clone, Args)]
 pub struct CapacityOptions {
     /// Sweep these rates instead of searching: from:to:step (20k:120k:10k) or a list (5k,10k,20k).
-    #[arg(long, value_name = "RATES")]
+    /// (Checked as it is read; kept as written, as results record it.)
+    #[arg(long, value_name = "RATES", value_parser = checked_rates)]
     pub rates: Option<String>,
     /// First rate the adaptive search tries (default: half the flat-out throughput).
     #[arg(long, value_parser = parse_rate)]

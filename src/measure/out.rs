@@ -9,14 +9,13 @@ use std::time::SystemTime;
 
 use crate::engine::LoaderSlice;
 
-/// What caplab writes into a results directory (`--force` removes these, nothing else).
+/// What caplab writes into a results directory (`--force` removes these, and their temporary
+/// files, nothing else).
 const RESULT_FILES: &[&str] = &[
-    "result.json",
-    "result.json.tmp",
-    "capacity.json",
-    "capacity.json.tmp",
-    "latency.hlog",
-    "latency.csv",
+    super::result::RESULT_FILE,
+    super::capacity::CAPACITY_FILE,
+    super::step::HDR_LOG,
+    super::step::CSV,
     "steps",
 ];
 
@@ -39,12 +38,7 @@ pub fn default_out(name: &str, loader: LoaderSlice) -> PathBuf {
 /// Checks an explicit results directory: one that holds an earlier run's results is refused,
 /// unless `force`, which removes those results (and only them) first.
 pub fn claim(dir: &Path, force: bool) -> Result<()> {
-    let held: Vec<&str> = RESULT_FILES
-        .iter()
-        .copied()
-        .filter(|f| dir.join(f).exists())
-        .filter(|f| !f.ends_with(".tmp"))
-        .collect();
+    let held: Vec<&str> = RESULT_FILES.iter().copied().filter(|f| dir.join(f).exists()).collect();
     if held.is_empty() {
         return Ok(());
     }
@@ -55,8 +49,10 @@ pub fn claim(dir: &Path, force: bool) -> Result<()> {
             held.join(", ")
         );
     }
-    for f in RESULT_FILES {
-        let p = dir.join(f);
+    let with_temporaries = RESULT_FILES
+        .iter()
+        .flat_map(|f| [dir.join(f), crate::files::temporary(&dir.join(f))]);
+    for p in with_temporaries {
         let gone = if p.is_dir() {
             std::fs::remove_dir_all(&p)
         } else {

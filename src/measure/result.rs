@@ -203,7 +203,7 @@ pub struct RunResult {
     /// The server profile of the measured window (`--server-profile`): its presence says the
     /// run was profiled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::profile::ProfileReport>,
+    pub profile: Option<crate::server_profile::ProfileReport>,
     /// Requests the client retried on another node (`--retries`; warm-up included).
     #[serde(default)]
     pub retries: u64,
@@ -244,7 +244,7 @@ impl RunResult {
 
     /// Writes result.json into `dir` (atomically).
     pub fn save(&self, dir: &Path) -> Result<()> {
-        write_json(&dir.join(RESULT_FILE), self)
+        crate::files::write_json(&dir.join(RESULT_FILE), self)
     }
 
     /// Reads a results directory's result.json (or the file itself).
@@ -271,17 +271,4 @@ impl RunResult {
         }
         Ok(r)
     }
-}
-
-/// Writes JSON through a temporary file, so a reader never sees half a document (and a
-/// failed write, on a full disk, leaves the previous one and no temporary file).
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    let written = std::fs::write(&tmp, serde_json::to_vec_pretty(value)?)
-        .with_context(|| format!("cannot write {}", tmp.display()))
-        .and_then(|()| std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display())));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }

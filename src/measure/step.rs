@@ -7,7 +7,7 @@
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -17,11 +17,11 @@ use super::target::Site;
 use super::workload::About;
 use crate::cluster::nodetool::JmxTarget;
 use crate::console::{group, say};
-use crate::engine::{self, Anchor, EndReason, EngineConfig, LoaderSlice, Sliced, Stop, Warmup, Workload};
+use crate::engine::{self, Anchor, EndReason, EngineConfig, LoaderSlice, RunEnd, Sliced, Stop, Warmup, Workload};
 use crate::metrics::csv::CsvLog;
 use crate::metrics::hdrlog::{Encoded, HdrLog};
 use crate::metrics::summary::Summary;
-use crate::profile::{Profiler, Slice};
+use crate::server_profile::{Profiler, Slice};
 use crate::sla::{Judge, Sla};
 use crate::telemetry::{ServerReport, Watch, jmx};
 
@@ -106,52 +106,7 @@ impl Step {
             slice: self.loader,
         });
         let names = workload.op_names();
-        let started = SystemTime::now();
-        let mut result = RunResult {
-            caplab_version: env!("CARGO_PKG_VERSION").to_string(),
-            format: super::result::FORMAT,
-            status: RunStatus::Running,
-            workload: about.name.clone(),
-            started_at: humantime::format_rfc3339_millis(started).to_string(),
-            command: self.command.clone(),
-            config: RunConfig {
-                client: site.client.clone(),
-                engine: EngineRecord {
-                    rate: ecfg.rate,
-                    concurrency: ecfg.concurrency,
-                    threads: self.threads,
-                    duration_s: ecfg.duration.map(|d| d.as_secs_f64()),
-                    ops: ecfg.ops,
-                    warmup: ecfg.warmup.describe(),
-                    interval_s: ecfg.interval.as_secs_f64(),
-                    loader: self.loader.to_string(),
-                },
-                workload: about.record.clone(),
-                sla: self.sla.clone(),
-                capacity_step: self.capacity_step,
-            },
-            environment: site.environment(),
-            schema: about.schema.clone(),
-            schema_requested: about.schema_requested.clone(),
-            statements: about.statements.clone(),
-            files: Files {
-                hdr_log: HDR_LOG.into(),
-                csv: CSV.into(),
-            },
-            end_reason: None,
-            interrupted_by: None,
-            incomplete: Vec::new(),
-            retries: 0,
-            finished_at: None,
-            summary: None,
-            sla: None,
-            warmup: None,
-            steady_state: None,
-            server: None,
-            profile: None,
-            started_ops: None,
-            histograms: BTreeMap::new(),
-        };
+        let mut result = self.new_result(site, &about);
         result.save(out)?;
         say(&format!(
             "Running {}{} against {} {}; results in {}",
@@ -235,13 +190,7 @@ impl Step {
         let mut server = match (sink.watch.take(), end.window) {
             (Some(w), Some((from, to))) => w.report(started + from, started + to),
             (Some(_), None) => ServerReport::not_collected("nothing was measured"),
-            (None, _) => ServerReport::not_collected(if self.jmx.is_empty() {
-                "the target is not a node caplab runs on this machine: server GC and CPU are read from local \
-                 nodes' GC logs and /proc; give --jmx HOST:PORT to read GC from Cassandra over JMX"
-            } else {
-                "the target is not a node caplab runs on this machine: CPU, RSS and the GC log are read for \
-                 local nodes only; GC over JMX is below"
-            }),
+            (None, _) => ServerReport::not_collected(not_local(self.jmx.is_empty())),
         };
         if let Some(v) = &verdict
             && self.show.windows
@@ -258,20 +207,7 @@ impl Step {
             settled: end.settled,
             check: sink.check.take().map(|c| c.text),
         });
-        if let Some((from, _)) = end.window {
-            let from = from.as_secs_f64();
-            for s in &mut sink.seconds {
-                s.at_s -= from;
-            }
-            let mut verdict = crate::steady::judge(&sink.seconds);
-            if end.settled == Some(false) {
-                verdict.steady = false;
-                verdict
-                    .summary
-                    .push_str("; warm-up did not settle within its maximum (--warmup-max)");
-            }
-            result.steady_state = Some(verdict);
-        }
+        result.steady_state = steady_state(&end, &mut sink.seconds);
         drop(sink);
         if !self.jmx.is_empty() {
             let targets = self.jmx.clone();
@@ -301,16 +237,7 @@ impl Step {
         if result.status == RunStatus::Interrupted {
             result.interrupted_by = Some(stop.cause().unwrap_or("SIGINT").to_string());
         }
-        result.end_reason = match &end.reason {
-            EndReason::Completed | EndReason::Interrupted => None,
-            EndReason::ClusterLost { last_errors } => Some(format!(
-                "the cluster stopped answering: no operation succeeded for {}s (last second: {last_errors}); \
-                 the run was stopped and everything measured until then is in {}",
-                ecfg.give_up_after.as_secs(),
-                out.display()
-            )),
-            EndReason::OutputFailed(e) => Some(format!("results could not be written: {e}")),
-        };
+        result.end_reason = end_reason(&end.reason, ecfg, out);
         result.finished_at = Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
         result.summary = Some(Summary::of(&names, &end.totals, end.measured(), end.abandoned));
         result.sla = verdict;
@@ -318,37 +245,140 @@ impl Step {
         result.started_ops = Some(end.started_ops);
         result.retries = site.retries.load(std::sync::atomic::Ordering::Relaxed) - retries_before;
         for (n, t) in names.iter().zip(end.totals) {
-            result.histograms.insert(format!("{n}.response"), Encoded(t.response));
-            result.histograms.insert(format!("{n}.ok"), Encoded(t.response_ok));
-            result.histograms.insert(format!("{n}.service"), Encoded(t.service));
-            result
-                .histograms
-                .insert(format!("{n}.error"), Encoded(t.error_response));
-        }
-        if let Err(e) = result.save(out) {
-            // A full disk: the result is still printed; a smaller result.json (without
-            // histograms and the per-second server timeline) may still fit.
-            result.incomplete.push(Incomplete {
-                file: RESULT_FILE.into(),
-                reason: format!("{e:#}"),
-            });
-            let mut compact = result.clone();
-            compact.histograms.clear();
-            if let Some(s) = &mut compact.server {
-                s.timeline.clear();
-            }
-            if let Some(last) = compact.incomplete.last_mut() {
-                last.reason
-                    .push_str("; written without histograms and the server timeline");
-            }
-            if compact.save(out).is_err() {
-                result.incomplete.last_mut().expect("just pushed").reason.push_str(
-                    "; the result.json on disk is the one written at the start (status running): the summary printed \
-                     is this run's result",
-                );
+            for (kind, h) in [
+                ("response", t.response),
+                ("ok", t.response_ok),
+                ("service", t.service),
+                ("error", t.error_response),
+            ] {
+                result.histograms.insert(format!("{n}.{kind}"), Encoded(h));
             }
         }
+        save_or_compact(&mut result, out);
         Ok(result)
+    }
+
+    /// The result of a step about to run: its configuration and the workload's, nothing
+    /// measured (written first, so a step that never ends still says what it was).
+    fn new_result(&self, site: &Site, about: &About) -> RunResult {
+        let ecfg = &self.engine;
+        let started = SystemTime::now();
+        RunResult {
+            caplab_version: env!("CARGO_PKG_VERSION").to_string(),
+            format: super::result::FORMAT,
+            status: RunStatus::Running,
+            workload: about.name.clone(),
+            started_at: humantime::format_rfc3339_millis(started).to_string(),
+            command: self.command.clone(),
+            config: RunConfig {
+                client: site.client.clone(),
+                engine: EngineRecord {
+                    rate: ecfg.rate,
+                    concurrency: ecfg.concurrency,
+                    threads: self.threads,
+                    duration_s: ecfg.duration.map(|d| d.as_secs_f64()),
+                    ops: ecfg.ops,
+                    warmup: ecfg.warmup.describe(),
+                    interval_s: ecfg.interval.as_secs_f64(),
+                    loader: self.loader.to_string(),
+                },
+                workload: about.record.clone(),
+                sla: self.sla.clone(),
+                capacity_step: self.capacity_step,
+            },
+            environment: site.environment(),
+            schema: about.schema.clone(),
+            schema_requested: about.schema_requested.clone(),
+            statements: about.statements.clone(),
+            files: Files {
+                hdr_log: HDR_LOG.into(),
+                csv: CSV.into(),
+            },
+            end_reason: None,
+            interrupted_by: None,
+            incomplete: Vec::new(),
+            retries: 0,
+            finished_at: None,
+            summary: None,
+            sla: None,
+            warmup: None,
+            steady_state: None,
+            server: None,
+            profile: None,
+            started_ops: None,
+            histograms: BTreeMap::new(),
+        }
+    }
+}
+
+/// The measured window's steady-state verdict, from its seconds (given from the run's start;
+/// None when nothing was measured). A warm-up that reached its maximum leaves it not steady.
+fn steady_state(end: &RunEnd, seconds: &mut [crate::steady::Second]) -> Option<crate::steady::SteadyState> {
+    let from = end.window?.0.as_secs_f64();
+    for s in seconds.iter_mut() {
+        s.at_s -= from;
+    }
+    let mut verdict = crate::steady::judge(seconds);
+    if end.settled == Some(false) {
+        verdict.steady = false;
+        verdict
+            .summary
+            .push_str("; warm-up did not settle within its maximum (--warmup-max)");
+    }
+    Some(verdict)
+}
+
+/// Why a step ended early, for people (None when it completed or was interrupted).
+fn end_reason(reason: &EndReason, ecfg: &EngineConfig, out: &Path) -> Option<String> {
+    match reason {
+        EndReason::Completed | EndReason::Interrupted => None,
+        EndReason::ClusterLost { last_errors } => Some(format!(
+            "the cluster stopped answering: no operation succeeded for {}s (last second: {last_errors}); \
+             the run was stopped and everything measured until then is in {}",
+            ecfg.give_up_after.as_secs(),
+            out.display()
+        )),
+        EndReason::OutputFailed(e) => Some(format!("results could not be written: {e}")),
+    }
+}
+
+/// Why the server's figures were not read from the target's nodes.
+fn not_local(no_jmx: bool) -> &'static str {
+    if no_jmx {
+        "the target is not a node caplab runs on this machine: server GC and CPU are read from local \
+         nodes' GC logs and /proc; give --jmx HOST:PORT to read GC from Cassandra over JMX"
+    } else {
+        "the target is not a node caplab runs on this machine: CPU, RSS and the GC log are read for \
+         local nodes only; GC over JMX is below"
+    }
+}
+
+/// Writes the final result.json. On a full disk the result is still returned (and printed),
+/// and a smaller result.json (without histograms and the per-second server timeline) may still
+/// fit; what could not be written is said in `incomplete`.
+fn save_or_compact(result: &mut RunResult, out: &Path) {
+    if let Err(e) = result.save(out) {
+        // A full disk: the result is still printed; a smaller result.json (without
+        // histograms and the per-second server timeline) may still fit.
+        result.incomplete.push(Incomplete {
+            file: RESULT_FILE.into(),
+            reason: format!("{e:#}"),
+        });
+        let mut compact = result.clone();
+        compact.histograms.clear();
+        if let Some(s) = &mut compact.server {
+            s.timeline.clear();
+        }
+        if let Some(last) = compact.incomplete.last_mut() {
+            last.reason
+                .push_str("; written without histograms and the server timeline");
+        }
+        if compact.save(out).is_err() {
+            result.incomplete.last_mut().expect("just pushed").reason.push_str(
+                "; the result.json on disk is the one written at the start (status running): the summary printed \
+                 is this run's result",
+            );
+        }
     }
 }
 

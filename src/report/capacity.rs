@@ -7,12 +7,12 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 use super::{REPORT_FILE, html};
-use crate::measure::capacity::{CapacityReport, StepRecord};
+use crate::measure::capacity::{CapacityReport, SearchStep};
 
 #[derive(Serialize)]
 struct StepView {
     name: String,
-    record: StepRecord,
+    record: SearchStep,
     /// Each objective's worst window, in the SLA's order.
     worst: Vec<Option<f64>>,
     link: Option<String>,
@@ -44,10 +44,15 @@ struct Data {
     points: Vec<Point>,
 }
 
-/// A step's directory as capacity.json names it, relative to `dir` when inside it.
-fn step_dir(dir: &Path, step: &StepRecord) -> PathBuf {
+/// A step's directory as capacity.json names it: relative to `dir`, or (searches recorded
+/// before that) absolute, or relative to where the search ran.
+fn step_dir(dir: &Path, step: &SearchStep) -> PathBuf {
     let p = PathBuf::from(&step.dir);
-    if p.is_absolute() { p } else { dir.join(p) }
+    if p.is_absolute() || (!dir.join(&p).is_dir() && p.is_dir()) {
+        p
+    } else {
+        dir.join(p)
+    }
 }
 
 /// A link from the page in `dir` to the page of the step in `step`.

@@ -237,7 +237,7 @@ pub fn page(dir: &Path) -> Result<String> {
             let mut series = None;
             let mut note = None;
             let mut unsteady = None;
-            if s.status == Some(RunStatus::Completed) && sdir.join("result.json").is_file() {
+            if s.status == Some(RunStatus::Completed) && sdir.join(crate::measure::result::RESULT_FILE).is_file() {
                 match RunSeries::load(&sdir, &s.variant_name) {
                     Ok((r, rs)) => {
                         unsteady = r.steady_state.as_ref().filter(|v| !v.steady).map(|v| {
@@ -259,7 +259,7 @@ pub fn page(dir: &Path) -> Result<String> {
                     }
                     Err(e) => note = Some(format!("cannot read: {e:#}")),
                 }
-            } else if sdir.join("capacity.json").is_file() {
+            } else if sdir.join(crate::measure::capacity::CAPACITY_FILE).is_file() {
                 note = Some("a capacity search: see its page".into());
             }
             steps.push(StepView {

@@ -16,25 +16,29 @@ mod series;
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
+use crate::experiment::record::EXPERIMENT_FILE;
+use crate::measure::capacity::CAPACITY_FILE;
+use crate::measure::result::RESULT_FILE;
+
 /// The file name of a results directory's page.
 pub const REPORT_FILE: &str = "report.html";
 
 /// What a results directory holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum ResultsKind {
     Run,
     Capacity,
     Experiment,
 }
 
 /// The kind of results in `dir`, from the files in it.
-pub fn kind(dir: &Path) -> Result<Kind> {
-    if dir.join("experiment.json").is_file() {
-        Ok(Kind::Experiment)
-    } else if dir.join("capacity.json").is_file() {
-        Ok(Kind::Capacity)
-    } else if dir.join("result.json").is_file() {
-        Ok(Kind::Run)
+pub fn kind(dir: &Path) -> Result<ResultsKind> {
+    if dir.join(EXPERIMENT_FILE).is_file() {
+        Ok(ResultsKind::Experiment)
+    } else if dir.join(CAPACITY_FILE).is_file() {
+        Ok(ResultsKind::Capacity)
+    } else if dir.join(RESULT_FILE).is_file() {
+        Ok(ResultsKind::Run)
     } else {
         bail!(
             "{} holds no caplab results (result.json, capacity.json or experiment.json): give a \
@@ -48,14 +52,14 @@ pub fn kind(dir: &Path) -> Result<Kind> {
 /// experiment, the page of each of its steps first, so the links work); returns its path.
 pub fn write(dir: &Path) -> Result<PathBuf> {
     let page = match kind(dir)? {
-        Kind::Run => run::page(&[dir.to_path_buf()])?,
-        Kind::Capacity => {
+        ResultsKind::Run => run::page(&[dir.to_path_buf()])?,
+        ResultsKind::Capacity => {
             for step in capacity::step_dirs(dir)? {
                 write_step(&step);
             }
             capacity::page(dir)?
         }
-        Kind::Experiment => {
+        ResultsKind::Experiment => {
             for step in experiment::step_dirs(dir)? {
                 write_step(&step);
             }
@@ -70,7 +74,7 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
 /// One page overlaying several run directories, written to `out`.
 pub fn overlay(dirs: &[PathBuf], out: &Path) -> Result<PathBuf> {
     for dir in dirs {
-        if kind(dir)? != Kind::Run {
+        if kind(dir)? != ResultsKind::Run {
             bail!(
                 "{} is not a run's results directory: only runs can be overlaid (a capacity \
                  search or experiment has its own page: caplab report {0})",
@@ -91,11 +95,5 @@ fn write_step(dir: &Path) {
 }
 
 fn write_file(path: &Path, page: &str) -> Result<()> {
-    let tmp = path.with_extension("html.tmp");
-    std::fs::write(&tmp, page)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            anyhow::anyhow!("cannot write {}: {e}", path.display())
-        })
+    crate::files::write_atomic(path, page.as_bytes())
 }

@@ -211,7 +211,9 @@ impl RunSeries {
             s.gc.sort_by(|a, b| a.0.total_cmp(&b.0));
             s.flushes.sort_by(|a, b| a.0.total_cmp(&b.0));
             for sec in server.timeline.iter().filter(|sec| sec.measured) {
-                s.cpu_t.push(sec.at_ms as f64 / 1e3);
+                // A second of telemetry is stamped at its end, an interval at its start: both
+                // are drawn at their start, on one time axis.
+                s.cpu_t.push(sec.at_ms as f64 / 1e3 - sec.length_s);
                 s.server_cpu.push(sec.server_cpu_cores);
                 s.client_cpu.push(sec.client_cpu_cores);
                 s.flush_cpu.push(sec.flush_cpu_cores);

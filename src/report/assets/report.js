@@ -42,6 +42,7 @@
     var u = new uPlot(opts, table, el);
     el.dataset.points = points;
     record(id, points);
+    caplabCheck.logY[id] = !!(opts.scales && opts.scales.y && opts.scales.y.distr === 3);
     return u;
   }
   function timeOpts(title, yLabel, series, log, extra) {
@@ -127,6 +128,8 @@
         o.scales.mb = {};
         o.axes.push({ scale: "mb", side: 1, label: "MB flushed", grid: { show: false }, size: 60 });
         chart("chart-cpu", o, cpu, s.cpu_t.length);
+        // The first and last second each time series covers, as drawn.
+        caplabCheck.spans = { intervals: [s.t[0], s.t[n - 1]], cpu: [s.cpu_t[0], s.cpu_t[s.cpu_t.length - 1]] };
       } else {
         var el = document.getElementById("chart-cpu");
         if (el) el.textContent = "No server CPU series: the target is not a node caplab runs here.";
@@ -182,8 +185,9 @@
     var pts = c.points;
     if (!pts.length) return;
     var x = pts.map(function (p) { return p.x; });
-    var pass = pts.map(function (p) { return p.pass ? p.ms : null; });
-    var fail = pts.map(function (p) { return p.pass ? null : p.ms; });
+    // Log scale: step p99s of a few ms sit decades under a bound of hundreds.
+    var pass = positive(pts.map(function (p) { return p.pass ? p.ms : null; }));
+    var fail = positive(pts.map(function (p) { return p.pass ? null : p.ms; }));
     var bound = pts.map(function () { return c.bound; });
     var marker = function (u) {
       if (c.capacity == null) return;
@@ -195,8 +199,8 @@
     };
     var rateAxis = { label: "target rate (op/s)", values: function (u, s) { return s.map(function (v) { return fmt(v, 0); }); } };
     chart("chart-capacity", {
-      title: c.objective + " of each step's worst window, per target rate (each repeat a point)",
-      scales: { x: { time: false }, y: {} },
+      title: c.objective + " of each step's worst window, per target rate (each repeat a point; log scale)",
+      scales: { x: { time: false }, y: { distr: 3 } },
       axes: [rateAxis, { label: "ms", size: 60 }],
       series: [{ label: "rate", value: function (u, v) { return fmt(v, 0); } }, dots("pass", "#2ca02c", 9), dots("fail", "#d62728", 9),
         line("bound " + fmt(c.bound, 1) + " ms", "#555", { dash: [6, 4], width: 1, spanGaps: true })],

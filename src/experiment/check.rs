@@ -1,0 +1,202 @@
+//! `caplab experiment --check FILE`: an experiment read and checked (as `spec` does, plus this
+//! machine's JDKs), and its plan printed without running it: every step in the order it will
+//! run, what each measures, and how long the whole is likely to take.
+
+use std::time::Duration;
+
+use super::plan;
+use super::spec::{Experiment, What};
+use crate::engine::Warmup;
+
+/// Starting a fresh node, creating the schema and populating, per step (about 20-40 s here).
+const START: Duration = Duration::from_secs(30);
+/// The least an automatic warm-up lasts: one window of the settle rule.
+const AUTO_LEAST: Duration = Duration::from_secs(crate::steady::settle::WINDOW as u64);
+/// A run's measured window when neither a duration nor a count is given.
+const DEFAULT_DURATION: Duration = Duration::from_secs(60);
+
+/// The plan of `exp` for people: a header, one line per step, and the estimate.
+pub fn plan_text(exp: &Experiment) -> String {
+    let steps = plan::steps(
+        exp.cells.len(),
+        exp.file.measure.len(),
+        exp.file.repeats,
+        exp.file.order,
+    );
+    let mut out = format!(
+        "{}: valid. {} variant(s) x {} measurement(s) x {} repeat(s) = {} steps, {}:\n",
+        exp.origin,
+        exp.cells.len(),
+        exp.file.measure.len(),
+        exp.file.repeats,
+        steps.len(),
+        if exp.file.fresh {
+            "each on freshly started nodes"
+        } else {
+            "on nodes kept between steps"
+        }
+    );
+    let (mut least, mut most, mut searches) = (Duration::ZERO, Duration::ZERO, 0);
+    for (i, at) in steps.iter().enumerate() {
+        let cell = &exp.cells[at.variant][at.measurement];
+        let (what, span) = describe(&cell.what);
+        match span {
+            Some((lo, hi)) => {
+                least += lo;
+                most += hi;
+            }
+            None => searches += 1,
+        }
+        out.push_str(&format!(
+            "  {:03} {} r{} {}: {what}\n",
+            i + 1,
+            exp.file.variants[at.variant].name,
+            at.repeat,
+            exp.file.measure[at.measurement].name
+        ));
+    }
+    let fmt = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs() / 60 * 60)).to_string();
+    out.push_str(&match (steps.len() - searches, searches) {
+        (_, 0) => format!(
+            "Estimated time: {} to {} (about {} s per step to start and populate a node, and each \
+             automatic warm-up between {} s and its maximum).",
+            fmt(least),
+            fmt(most),
+            START.as_secs(),
+            AUTO_LEAST.as_secs()
+        ),
+        (0, n) => {
+            format!("Estimated time: not estimated ({n} capacity search(es): their steps depend on what they find).")
+        }
+        (_, n) => format!(
+            "Estimated time: {} to {} for the runs, plus {n} capacity search(es), not estimated (their steps \
+             depend on what they find).",
+            fmt(least),
+            fmt(most)
+        ),
+    });
+    out.push('\n');
+    out
+}
+
+/// What a step measures, and the least and most time it takes (None: a capacity search).
+fn describe(what: &What) -> (String, Option<(Duration, Duration)>) {
+    match what {
+        What::Capacity(c) => {
+            let how = match &c.rates {
+                Some(rates) => format!("sweep of {rates}"),
+                None => format!("search to {:.0} %", c.precision * 100.0),
+            };
+            (
+                format!(
+                    "capacity {how}, {} per step after its warm-up ({})",
+                    humantime::format_duration(c.measure),
+                    warmup_text(c.warmup, c.warmup_max)
+                ),
+                None,
+            )
+        }
+        What::Run(r) => {
+            let rate = if r.rate > 0.0 {
+                format!("{} op/s", crate::console::group(r.rate))
+            } else {
+                "flat out".into()
+            };
+            let (length, measured) = match (r.duration, r.ops) {
+                (_, Some(n)) => (
+                    format!("{} operations", crate::console::group(n as f64)),
+                    Duration::ZERO,
+                ),
+                (Some(d), None) => (humantime::format_duration(d).to_string(), d),
+                (None, None) => (
+                    humantime::format_duration(DEFAULT_DURATION).to_string(),
+                    DEFAULT_DURATION,
+                ),
+            };
+            let (lo, hi) = match resolved(r.warmup, r.warmup_max) {
+                Warmup::Auto { max } => (AUTO_LEAST, max),
+                Warmup::Time(d) => (d, d),
+                Warmup::Ops(_) | Warmup::None => (Duration::ZERO, Duration::ZERO),
+            };
+            (
+                format!(
+                    "{} {rate}, {length} measured after a warm-up ({})",
+                    workload_name(&r.common.workload),
+                    warmup_text(r.warmup, r.warmup_max)
+                ),
+                Some((START + lo + measured, START + hi + measured)),
+            )
+        }
+    }
+}
+
+/// The profile file's name, or the built-in's.
+fn workload_name(w: &crate::measure::WorkloadOptions) -> String {
+    match &w.profile {
+        Some(p) => p.display().to_string(),
+        None => w.workload.clone(),
+    }
+}
+
+/// The warm-up as it will run (the file was checked, so it resolves).
+fn resolved(w: Warmup, max: Option<Duration>) -> Warmup {
+    crate::measure::options::resolve_warmup(w, max).unwrap_or(w)
+}
+
+fn warmup_text(w: Warmup, max: Option<Duration>) -> String {
+    match resolved(w, max) {
+        Warmup::None => "none".into(),
+        w => w.describe(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_lists_every_step_in_order_and_bounds_its_time() {
+        let text = "name: p\nrepeats: 2\nnode: {version: 5.0.9, java: 17}\n\
+                    run: {warmup_max: 2m, duration: 30s}\n\
+                    variants: [{name: a}, {name: b}]\nmeasure: [{name: insert, workload: insert}]\n";
+        let exp = Experiment::parse(text, "p.yaml").unwrap();
+        let plan = plan_text(&exp);
+        let lines: Vec<&str> = plan.lines().collect();
+        assert!(
+            lines[0].starts_with("p.yaml: valid. 2 variant(s) x 1 measurement(s) x 2 repeat(s) = 4 steps"),
+            "{plan}"
+        );
+        // Rotated: repeat 2 starts with b.
+        let order: Vec<&str> = lines[1..5]
+            .iter()
+            .map(|l| l.split(':').next().unwrap().trim())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "001 a r1 insert",
+                "002 b r1 insert",
+                "003 b r2 insert",
+                "004 a r2 insert"
+            ]
+        );
+        assert!(
+            lines[1].contains("insert flat out, 30s measured after a warm-up (auto (max 2m))"),
+            "{plan}"
+        );
+        // Each step: 30 s to start, 30 s to 2 min of warm-up, 30 s measured: 4 x (1.5 to 3 min).
+        assert!(lines[5].starts_with("Estimated time: 6m to 12m"), "{plan}");
+    }
+
+    #[test]
+    fn capacity_searches_are_listed_but_not_estimated() {
+        let text = "name: c\nnode: {version: 5.0.9, java: 17}\nrun: {sla: 'p99<10ms/5s'}\n\
+                    variants: [{name: a}]\nmeasure: [{name: cap, capacity: true, rates: '1k,2k', measure: 20s}]\n";
+        let plan = plan_text(&Experiment::parse(text, "c.yaml").unwrap());
+        assert!(
+            plan.contains("001 a r1 cap: capacity sweep of 1k,2k, 20s per step"),
+            "{plan}"
+        );
+        assert!(plan.contains("not estimated (3 capacity search(es)"), "{plan}");
+    }
+}
