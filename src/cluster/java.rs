@@ -32,13 +32,21 @@ pub fn supported_majors(cassandra_version: &str) -> &'static [u32] {
 
 /// Refuses a JDK this Cassandra version does not run on, naming the ones it does.
 pub fn check_supported(cassandra_version: &str, jdk: &Jdk) -> Result<()> {
+    refuse_unsupported(cassandra_version, jdk.major, &format!(" ({})", jdk.java.display()))
+}
+
+/// Refuses a JDK major version (asked for by number, before any JDK is looked for) that this
+/// Cassandra version does not run on.
+pub fn check_major(cassandra_version: &str, major: u32) -> Result<()> {
+    refuse_unsupported(cassandra_version, major, "")
+}
+
+fn refuse_unsupported(cassandra_version: &str, major: u32, which: &str) -> Result<()> {
     let ok = supported_majors(cassandra_version);
-    if !ok.contains(&jdk.major) {
+    if !ok.contains(&major) {
         bail!(
-            "Cassandra {cassandra_version} does not run on JDK {} ({}); it supports JDK {}. Pass --java {} \
+            "Cassandra {cassandra_version} does not run on JDK {major}{which}; it supports JDK {}. Pass --java {} \
              (or a path to such a JDK), or --unsupported-java to try anyway",
-            jdk.major,
-            jdk.java.display(),
             join(ok),
             ok.last().unwrap()
         );

@@ -79,16 +79,7 @@ impl NodeOptions {
         }
         if let Some(major) = self.java.as_deref().and_then(|j| j.parse::<u32>().ok()) {
             if !self.unsupported_java {
-                let ok = java::supported_majors(&self.cassandra_version);
-                if !ok.contains(&major) {
-                    bail!(
-                        "Cassandra {} does not run on JDK {major}; it supports JDK {}. Pass --java {}, \
-                         or --unsupported-java to try anyway",
-                        self.cassandra_version,
-                        ok.iter().map(u32::to_string).collect::<Vec<_>>().join(" and "),
-                        ok.last().unwrap()
-                    );
-                }
+                java::check_major(&self.cassandra_version, major)?;
             }
             jvm::Gc::flags(self.gc, major)?;
         }

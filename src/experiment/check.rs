@@ -7,13 +7,12 @@ use std::time::Duration;
 use super::plan;
 use super::spec::{Experiment, What};
 use crate::engine::Warmup;
+use crate::measure::commands::DEFAULT_DURATION;
 
 /// Starting a fresh node, creating the schema and populating, per step (about 20-40 s here).
 const START: Duration = Duration::from_secs(30);
 /// The least an automatic warm-up lasts: one window of the settle rule.
 const AUTO_LEAST: Duration = Duration::from_secs(crate::steady::settle::WINDOW as u64);
-/// A run's measured window when neither a duration nor a count is given.
-const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 
 /// The plan of `exp` for people: a header, one line per step, and the estimate.
 pub fn plan_text(exp: &Experiment) -> String {
@@ -24,12 +23,9 @@ pub fn plan_text(exp: &Experiment) -> String {
         exp.file.order,
     );
     let mut out = format!(
-        "{}: valid. {} variant(s) x {} measurement(s) x {} repeat(s) = {} steps, {}:\n",
+        "{}: valid. {}, {}:\n",
         exp.origin,
-        exp.cells.len(),
-        exp.file.measure.len(),
-        exp.file.repeats,
-        steps.len(),
+        exp.shape(),
         if exp.file.fresh {
             "each on freshly started nodes"
         } else {
@@ -144,10 +140,7 @@ fn resolved(w: Warmup, max: Option<Duration>) -> Warmup {
 }
 
 fn warmup_text(w: Warmup, max: Option<Duration>) -> String {
-    match resolved(w, max) {
-        Warmup::None => "none".into(),
-        w => w.describe(),
-    }
+    resolved(w, max).describe()
 }
 
 #[cfg(test)]

@@ -155,11 +155,9 @@ fn run_steps(
         .filter(|s| s.status == Some(RunStatus::Completed))
         .count();
     say(&format!(
-        "Experiment {}: {} variant(s) x {} measurement(s) x {} repeat(s) = {total} steps{}; results in {}",
+        "Experiment {}: {}{}; results in {}",
         record.name,
-        exp.cells.len(),
-        exp.file.measure.len(),
-        exp.file.repeats,
+        exp.shape(),
         if already > 0 {
             format!(", {already} done before")
         } else {

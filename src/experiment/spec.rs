@@ -236,6 +236,17 @@ impl Experiment {
         Ok(())
     }
 
+    /// `3 variant(s) x 2 measurement(s) x 3 repeat(s) = 18 steps`.
+    pub fn shape(&self) -> String {
+        let steps = self.cells.len() * self.file.measure.len() * self.file.repeats as usize;
+        format!(
+            "{} variant(s) x {} measurement(s) x {} repeat(s) = {steps} steps",
+            self.cells.len(),
+            self.file.measure.len(),
+            self.file.repeats
+        )
+    }
+
     pub fn name(&self) -> String {
         self.file.name.clone().unwrap_or_else(|| {
             std::path::Path::new(&self.origin)

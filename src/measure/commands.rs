@@ -19,6 +19,9 @@ use crate::server_profile::Profiler;
 use crate::sla::{Plan, parse_rates};
 
 /// Runs one measured step as `caplab run` does; returns its result and results directory.
+/// A run's measured window when neither a duration nor a count is given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
+
 pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResult, PathBuf)> {
     let common = &args.common;
     let sla = common.sla.build()?;
@@ -26,7 +29,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     let choice = Choice::of(&common.workload)?;
     let warmup = resolve_warmup(args.warmup, args.warmup_max)?;
     let duration = match (args.duration, args.ops) {
-        (None, None) => Some(Duration::from_secs(60)),
+        (None, None) => Some(DEFAULT_DURATION),
         (d, _) => d,
     };
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
