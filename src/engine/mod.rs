@@ -7,6 +7,7 @@
 //! late only when `C` are in flight (or the client itself is slow), never because one slow
 //! operation holds a lane; each worker records into its own shard of the recorder.
 
+pub mod clock;
 pub mod intervals;
 pub mod loader;
 pub mod runner;

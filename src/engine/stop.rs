@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use tokio::sync::Notify;
 
+use super::clock;
+
 #[derive(Debug, Default)]
 pub struct Stop {
     requested: AtomicBool,
@@ -35,7 +37,7 @@ impl Stop {
 
     /// Asks the run to stop (the first request's time is kept).
     pub fn request(&self) {
-        let _ = self.at.set(Instant::now());
+        let _ = self.at.set(clock::now());
         self.requested.store(true, Ordering::Release);
         self.notify.notify_waiters();
     }
@@ -74,10 +76,10 @@ mod tests {
         let s = stop.clone();
         let waiter = tokio::spawn(async move {
             s.wait().await;
-            Instant::now()
+            clock::now()
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let asked = Instant::now();
+        let asked = clock::now();
         stop.request();
         let first = stop.requested_at().unwrap();
         stop.request();

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 use tokio::time::sleep_until;
 
-use super::{Outcome, Workload};
+use super::{Outcome, Workload, clock};
 use crate::metrics::ErrorKind;
 
 /// A stand-in for a server: operations take `service` each, except that whatever is
@@ -27,7 +27,7 @@ impl Workload for Stalling {
         0
     }
     async fn execute(&self, _: &mut (), _i: u64) -> Outcome {
-        let now = Instant::now();
+        let now = clock::now();
         let (a, b) = (self.t0 + self.stall_at, self.t0 + self.stall_at + self.stall);
         if now >= a && now < b {
             sleep_until(b.into()).await;
@@ -51,7 +51,7 @@ impl Stalling {
     /// Operations that each take `service` and succeed, with no stall.
     pub fn steady(service: Duration) -> Stalling {
         Stalling {
-            t0: Instant::now(),
+            t0: clock::now(),
             service,
             stall_at: Duration::from_secs(1 << 20),
             stall: Duration::ZERO,
@@ -78,7 +78,7 @@ impl<F: Fn(u64) -> (usize, Duration, bool) + Send + Sync + 'static> Workload for
     }
     async fn execute(&self, _: &mut (), i: u64) -> Outcome {
         let (op, service, fails) = (self.script)(i);
-        sleep_until((Instant::now() + service).into()).await;
+        sleep_until((clock::now() + service).into()).await;
         Outcome {
             op,
             result: if fails {
