@@ -106,8 +106,13 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
         "capacity {capacity}, lowest failure above {failed_above}, ceiling {ceiling}"
     );
 
-    // A sweep, as E3: each rate twice, priced. Short steps with a loose SLA. Into the default
-    // (relative) results directory: every step still gets its page, linked from the search's.
+    a_sweep_prices_capacity_and_a_fresh_node_is_restarted(&lab, &hosts);
+}
+
+/// A sweep, as E3: each rate twice, priced. Short steps with a loose SLA. Into the default
+/// (relative) results directory: every step still gets its page, linked from the search's.
+fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted(lab: &Lab, hosts: &str) {
+    let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
     let quick = [
         "capacity",
         "--sla",
@@ -130,7 +135,7 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
         "--target",
         "10k",
     ];
-    let o = spawn(&lab, None, &[&quick[..], &priced, &["--hosts", &hosts]].concat())
+    let o = spawn(lab, None, &[&quick[..], &priced, &["--hosts", hosts]].concat())
         .wait_with_output()
         .unwrap();
     let o = ok(o);

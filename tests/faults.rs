@@ -10,7 +10,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Output};
 use std::time::Duration;
 
 /// Histograms in an interval log, every line read by the `hdrhistogram` crate's reader.
@@ -62,33 +62,51 @@ impl Drop for SmallDisk {
     }
 }
 
+/// `caplab run` against the lab's node into `out`, on keyspace faults, with `extra` flags.
+fn run(lab: &Lab, extra: &[&str], out: &str) -> Output {
+    let hosts = lab.cql();
+    let mut args = vec![
+        "run",
+        "--warmup",
+        "0s",
+        "--hosts",
+        &hosts,
+        "--keyspace",
+        "faults",
+        "-q",
+        "--out",
+        out,
+    ];
+    args.extend_from_slice(extra);
+    lab.caplab(&args)
+}
+
+/// The lab's directory `name`, as a flag's value.
+fn dir(lab: &Lab, name: &str) -> String {
+    lab.home.join(name).to_str().unwrap().to_string()
+}
+
 #[test]
 fn results_survive_faults_and_record_what_ran() {
     let _jvm = jvm_lock();
     let lab = Lab::new("faults", "127.0.40.1", 7690);
     ok(lab.start(&[]));
-    let hosts = lab.cql();
-    let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
-    let run = |extra: &[&str], out: &str| {
-        let mut args = vec![
-            "run",
-            "--warmup",
-            "0s",
-            "--hosts",
-            &hosts,
-            "--keyspace",
-            "faults",
-            "-q",
-            "--out",
-            out,
-        ];
-        args.extend_from_slice(extra);
-        lab.caplab(&args)
-    };
 
-    // 1. A keyspace left with RF 1 is not silently run on when RF 3 is asked for.
-    ok(run(&["-n", "100"], &dir("rf1")));
-    let err = fails(run(&["-n", "100", "--replication-factor", "3"], &dir("rf3-refused")));
+    a_schema_unlike_the_one_asked_for_is_refused(&lab);
+    sigterm_is_a_ctrl_c(&lab);
+    loaders_get_their_own_directories_and_results_are_not_overwritten(&lab);
+    passwords_never_reach_a_file(&lab);
+    a_full_disk_keeps_every_whole_second(&lab);
+}
+
+/// A keyspace left with RF 1 is not silently run on when RF 3 is asked for.
+fn a_schema_unlike_the_one_asked_for_is_refused(lab: &Lab) {
+    ok(run(lab, &["-n", "100"], &dir(lab, "rf1")));
+    let err = fails(run(
+        lab,
+        &["-n", "100", "--replication-factor", "3"],
+        &dir(lab, "rf3-refused"),
+    ));
     assert!(
         err.contains("keyspace faults exists with replication")
             && err.contains("'replication_factor': '1'")
@@ -99,14 +117,19 @@ fn results_survive_faults_and_record_what_ran() {
         !lab.home.join("rf3-refused").exists(),
         "a refused run leaves no directory"
     );
-    let err = fails(run(&["-n", "100", "--compaction"], &dir("compaction-refused")));
+    let err = fails(run(
+        lab,
+        &["-n", "100", "--compaction"],
+        &dir(lab, "compaction-refused"),
+    ));
     assert!(
         err.contains("compaction is off, not on") && err.contains("--recreate"),
         "{err}"
     );
     ok(run(
+        lab,
         &["-n", "100", "--replication-factor", "3", "--recreate"],
-        &dir("rf3"),
+        &dir(lab, "rf3"),
     ));
     let doc = result_json(&lab.home.join("rf3"));
     let schema = doc["schema"].as_array().unwrap()[0].as_str().unwrap().to_string();
@@ -114,18 +137,20 @@ fn results_survive_faults_and_record_what_ran() {
         schema.contains("CREATE KEYSPACE faults") && schema.contains("'replication_factor': '3'"),
         "result.json records the server's schema: {schema}"
     );
+}
 
-    // 2. SIGTERM is a Ctrl-C: in-flight operations finish, everything is written, exit 143.
+/// SIGTERM is a Ctrl-C: in-flight operations finish, everything is written, exit 143.
+fn sigterm_is_a_ctrl_c(lab: &Lab) {
     let term = lab.home.join("sigterm");
     let child = spawn(
-        &lab,
+        lab,
         None,
         &[
             "run",
             "--warmup",
             "0s",
             "--hosts",
-            &hosts,
+            &lab.cql(),
             "--rate",
             "1000",
             "--duration",
@@ -155,21 +180,23 @@ fn results_survive_faults_and_record_what_ran() {
         hlog_histograms(&term.join("latency.hlog")) >= 3 * 5,
         "the last seconds are in the log"
     );
+}
 
-    // 3. Two loaders started in the same second each get their own directory; an --out that
-    // holds results is refused unless --force.
+/// Two loaders started in the same second each get their own directory; an --out that
+/// holds results is refused unless --force.
+fn loaders_get_their_own_directories_and_results_are_not_overwritten(lab: &Lab) {
     let loaders: Vec<Child> = ["1/2", "2/2"]
         .iter()
         .map(|slice| {
             spawn(
-                &lab,
+                lab,
                 None,
                 &[
                     "run",
                     "--warmup",
                     "0s",
                     "--hosts",
-                    &hosts,
+                    &lab.cql(),
                     "--rate",
                     "200",
                     "--duration",
@@ -203,17 +230,24 @@ fn results_survive_faults_and_record_what_ran() {
         .collect();
     slices.sort();
     assert_eq!(slices, ["1/2", "2/2"]);
-    let err = fails(run(&["-n", "10"], &dir("rf3")));
+    let err = fails(run(lab, &["-n", "10"], &dir(lab, "rf3")));
     assert!(
         err.contains("already holds results") && err.contains("--force"),
         "{err}"
     );
-    ok(run(&["-n", "10", "--replication-factor", "3", "--force"], &dir("rf3")));
+    ok(run(
+        lab,
+        &["-n", "10", "--replication-factor", "3", "--force"],
+        &dir(lab, "rf3"),
+    ));
+}
 
-    // 4. Passwords never reach a file: not in result.json's command, not in a JMX password file.
+/// Passwords never reach a file: not in result.json's command, not in a JMX password file.
+fn passwords_never_reach_a_file(lab: &Lab) {
     let secret_out = lab.home.join("secrets");
     let jmx = format!("127.0.0.1:{}", lab.jmx_port);
     let o = run(
+        lab,
         &[
             "-n",
             "200",
@@ -245,10 +279,12 @@ fn results_survive_faults_and_record_what_ran() {
         .filter(|p| p.join("jmx.password").exists())
         .collect();
     assert!(leftovers.is_empty(), "JMX password files left behind: {leftovers:?}");
+}
 
-    // 5. A disk that fills up during the run: measuring goes on, the summary is printed, the
-    // interval log and CSV keep every whole second written, no temporary file is left, and
-    // the run says what is incomplete and exits 1.
+/// A disk that fills up during the run: measuring goes on, the summary is printed, the
+/// interval log and CSV keep every whole second written, no temporary file is left, and
+/// the run says what is incomplete and exits 1.
+fn a_full_disk_keeps_every_whole_second(lab: &Lab) {
     let disk = SmallDisk::mount(lab.home.join("small-disk"), 64);
     let full = disk.0.join("r");
     let o = lab.caplab(&[
@@ -256,7 +292,7 @@ fn results_survive_faults_and_record_what_ran() {
         "--warmup",
         "0s",
         "--hosts",
-        &hosts,
+        &lab.cql(),
         "--rate",
         "1000",
         "--duration",

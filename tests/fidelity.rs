@@ -108,19 +108,27 @@ fn every_due_operation_is_accounted_for() {
         dir("warm").to_str().unwrap(),
     ]));
 
-    // A stall at the very end: the node stops at 7 s of a 10 s run and resumes at 12 s. The
-    // 256 operations in flight complete in the drain; the rest of those due never went out.
-    // They are all in the percentiles, and the window (and the op rate) is the schedule's 10 s.
+    a_stall_at_the_end_is_in_the_percentiles(&lab, &hosts, pid);
+    timeouts_are_in_p99_and_fail_the_window(&lab, &hosts, pid);
+    ctrl_c_ends_the_window_with_nothing_due_left_out(&lab, &hosts);
+    two_loaders_log_the_same_wall_clock_seconds(&lab, &hosts);
+}
+
+/// A stall at the very end: the node stops at 7 s of a 10 s run and resumes at 12 s. The
+/// 256 operations in flight complete in the drain; the rest of those due never went out.
+/// They are all in the percentiles, and the window (and the op rate) is the schedule's 10 s.
+fn a_stall_at_the_end_is_in_the_percentiles(lab: &Lab, hosts: &str, pid: Pid) {
+    let dir = |name: &str| lab.home.join(name);
     let end_stall = dir("end-stall");
     let run = spawn(
-        &lab,
+        lab,
         None,
         &[
             "run",
             "--warmup",
             "0s",
             "--hosts",
-            &hosts,
+            hosts,
             "--rate",
             "1000",
             "--duration",
@@ -165,19 +173,22 @@ fn every_due_operation_is_accounted_for() {
         (Some(2), 2),
         "the two 5 s windows of the schedule, and no window of stragglers: {sla}"
     );
+}
 
-    // Timeouts: the node stops for 3 s from 2 s into the run; with a 1 s client timeout the
-    // operations due meanwhile fail, and their latency is in p99 and in the SLA's window.
+/// Timeouts: the node stops for 3 s from 2 s into the run; with a 1 s client timeout the
+/// operations due meanwhile fail, and their latency is in p99 and in the SLA's window.
+fn timeouts_are_in_p99_and_fail_the_window(lab: &Lab, hosts: &str, pid: Pid) {
+    let dir = |name: &str| lab.home.join(name);
     let timeouts = dir("timeouts");
     let run = spawn(
-        &lab,
+        lab,
         None,
         &[
             "run",
             "--warmup",
             "0s",
             "--hosts",
-            &hosts,
+            hosts,
             "--rate",
             "1000",
             "--duration",
@@ -220,18 +231,21 @@ fn every_due_operation_is_accounted_for() {
         "the window fails on its p99, timeouts included: {}",
         failed[0]
     );
+}
 
-    // Ctrl-C 10 s into 60 s: the window is those 10 s and nothing due is left out.
+/// Ctrl-C 10 s into 60 s: the window is those 10 s and nothing due is left out.
+fn ctrl_c_ends_the_window_with_nothing_due_left_out(lab: &Lab, hosts: &str) {
+    let dir = |name: &str| lab.home.join(name);
     let interrupted = dir("interrupted");
     let run = spawn(
-        &lab,
+        lab,
         None,
         &[
             "run",
             "--warmup",
             "0s",
             "--hosts",
-            &hosts,
+            hosts,
             "--rate",
             "1000",
             "--duration",
@@ -256,22 +270,25 @@ fn every_due_operation_is_accounted_for() {
         (ops - secs * 1000.0).abs() <= 5.0,
         "{ops} operations in {secs} s at 1,000/s"
     );
+}
 
-    // Two loaders started 300 ms apart: their intervals are the same wall-clock seconds, so
-    // the two interval logs add up second by second.
+/// Two loaders started 300 ms apart: their intervals are the same wall-clock seconds, so
+/// the two interval logs add up second by second.
+fn two_loaders_log_the_same_wall_clock_seconds(lab: &Lab, hosts: &str) {
+    let dir = |name: &str| lab.home.join(name);
     let loaders: Vec<_> = ["1/2", "2/2"]
         .iter()
         .map(|slice| {
             let out = dir(&format!("loader-{}", &slice[..1]));
             let child = spawn(
-                &lab,
+                lab,
                 None,
                 &[
                     "run",
                     "--warmup",
                     "0s",
                     "--hosts",
-                    &hosts,
+                    hosts,
                     "--rate",
                     "500",
                     "--duration",

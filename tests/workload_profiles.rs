@@ -93,7 +93,13 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         assert!(csv.lines().skip(1).any(|l| l.contains(",read,")), "{csv}");
     }
 
-    // Two loaders split the key space: each populates its half, together every row once.
+    two_loaders_split_the_key_space(&lab, &hosts);
+    profiles_run_as_files_with_partitions_of_their_shape(&lab, &hosts);
+    e1_runs_as_profiles_and_a_wrong_profile_is_refused(&lab, &hosts);
+}
+
+/// Two loaders split the key space: each populates its half, together every row once.
+fn two_loaders_split_the_key_space(lab: &Lab, hosts: &str) {
     let split = lab.home.join("split.yaml");
     std::fs::write(
         &split,
@@ -103,7 +109,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
          read: {cql: \"SELECT * FROM t WHERE k = ?\"}\npopulate: write\n",
     )
     .unwrap();
-    let count = |table: &str| count_rows(&hosts, table);
+    let count = |table: &str| count_rows(hosts, table);
     let as_loader = |slice: &str, what: &[&str]| {
         let out = lab.home.join(format!("r-loader-{}", slice.replace('/', "of")));
         let mut args = vec![
@@ -111,7 +117,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
             "--warmup",
             "0s",
             "--hosts",
-            &hosts,
+            hosts,
             "--loader",
             slice,
             "-q",
@@ -146,8 +152,10 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         );
     }
     assert_eq!(count("split_e1.e1_insert"), 1400, "two loaders' inserts do not overlap");
+}
 
-    // A printed profile runs as a file, unchanged.
+/// A printed profile runs as a file, unchanged.
+fn profiles_run_as_files_with_partitions_of_their_shape(lab: &Lab, hosts: &str) {
     let shown = stdout(&ok(lab.caplab(&["workloads", "show", "timeseries"])));
     let file = lab.home.join("my-timeseries.yaml");
     std::fs::write(&file, shown).unwrap();
@@ -157,7 +165,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         "--warmup",
         "0s",
         "--hosts",
-        &hosts,
+        hosts,
         "--profile",
         file.to_str().unwrap(),
         "-n",
@@ -182,7 +190,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         "--warmup",
         "0s",
         "--hosts",
-        &hosts,
+        hosts,
         "--profile",
         shapes.to_str().unwrap(),
         "-n",
@@ -197,7 +205,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     };
     let expected: u64 = (0..50).map(|p| sizes.rows_in(p)).sum();
     assert_eq!(
-        count_rows(&hosts, "shapes.t") as u64,
+        count_rows(hosts, "shapes.t") as u64,
         expected,
         "every row of every partition, once"
     );
@@ -215,9 +223,12 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         err.contains("binds clustering column `c` twice") && err.contains("range: N"),
         "{err}"
     );
+}
 
-    // E1's workloads, printed as profiles, run through the profile engine: sequential
-    // partitions, each pass adding new rows, so every row written is a new one.
+/// E1's workloads, printed as profiles, run through the profile engine: sequential
+/// partitions, each pass adding new rows, so every row written is a new one.
+fn e1_runs_as_profiles_and_a_wrong_profile_is_refused(lab: &Lab, hosts: &str) {
+    let out = lab.home.join("r-shapes");
     for (name, ops, rows) in [("insert", "300", 300), ("batch", "50", 500)] {
         let file = lab.home.join(format!("{name}.yaml"));
         std::fs::write(&file, stdout(&ok(lab.caplab(&["workloads", "show", name])))).unwrap();
@@ -227,7 +238,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
             "--warmup",
             "0s",
             "--hosts",
-            &hosts,
+            hosts,
             "--profile",
             file.to_str().unwrap(),
             "--partitions",
@@ -236,7 +247,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
             ops,
         ];
         ok(lab.caplab(&[&args[..], &["-q", "--out", out.to_str().unwrap()]].concat()));
-        assert_eq!(count_rows(&hosts, &format!("caplab.e1_{name}")), rows, "{name}");
+        assert_eq!(count_rows(hosts, &format!("caplab.e1_{name}")), rows, "{name}");
     }
 
     // A profile the server shows to be wrong is refused and leaves no schema behind.
@@ -249,7 +260,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     let err = fails(lab.caplab(&[
         "run",
         "--hosts",
-        &hosts,
+        hosts,
         "--profile",
         bad.to_str().unwrap(),
         "-n",
@@ -262,7 +273,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         "{err}"
     );
     let left = runtime().block_on(async {
-        let s = SessionBuilder::new().known_node(&hosts).build().await.unwrap();
+        let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
         let r = s
             .query_unpaged(
                 "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = 'rejected'",

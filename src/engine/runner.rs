@@ -293,16 +293,9 @@ impl Plan {
 
 /// Runs `workload` under `cfg` on the schedule anchored at `anchor`, handing each interval to
 /// `sink` (on a thread of its own), and gives the sink back at the end. `stop` ends it early.
-pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
-    workload: Arc<W>,
-    cfg: &EngineConfig,
-    anchor: Anchor,
-    stop: Arc<Stop>,
-    sink: S,
-) -> (RunEnd, S) {
-    let names = workload.op_names();
-    let recorder = Arc::new(Recorder::new(cfg.shards, names.len()));
-    let t0 = anchor.instant;
+/// What is due and measured under `cfg` on the schedule anchored at `t0`, and the counters
+/// the workers share.
+fn plan(t0: Instant, cfg: &EngineConfig) -> (Plan, Arc<Shared>) {
     let schedule = Schedule::new(t0, cfg.rate);
     let plan = Plan {
         t0,
@@ -349,109 +342,141 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         limit: AtomicU64::new(limit),
         auto_end: Default::default(),
     });
+    (plan, shared)
+}
 
+/// One worker: takes the next due operation whenever it is free, until the schedule ends, the
+/// count is reached or a stop comes, and records each into its shard.
+async fn worker<W: Workload>(
+    w: usize,
+    workload: Arc<W>,
+    recorder: Arc<Recorder>,
+    stop: Arc<Stop>,
+    shared: Arc<Shared>,
+    plan: Plan,
+) {
+    let schedule = plan.schedule;
+    let shard = w % recorder.shard_count();
+    let mut state = workload.worker(w);
+    // Gives up operation `i`, due but not sent, at `at`.
+    let give_up = |i: u64, intended: Instant, measured: bool, at: Instant| {
+        recorder.record(
+            shard,
+            &Completion {
+                op: workload.op_of(i),
+                intended,
+                sent: None,
+                done: at,
+                result: Err(ErrorKind::NotSent),
+                measured,
+            },
+        );
+    };
+    // The schedule (flat out too) starts at the anchor.
+    tokio::select! {
+        _ = sleep_until(plan.t0.into()) => {}
+        _ = stop.wait() => {}
+    }
+    while !stop.is_requested() {
+        let i = shared.next.fetch_add(1, Ordering::Relaxed);
+        if i >= shared.limit.load(Ordering::Relaxed) {
+            break;
+        }
+        let intended = schedule.intended(i).unwrap_or_else(clock::now);
+        // On a schedule, judged again once the operation is due: an automatic
+        // warm-up may end while its worker waits.
+        let mut measured = plan.measured(&shared, i, intended);
+        if measured
+            && !schedule.is_open()
+            && let Some(n) = plan.ops
+            && shared.measured_taken.fetch_add(1, Ordering::Relaxed) >= n
+        {
+            break;
+        }
+        let end = plan.end(&shared);
+        if end.is_some_and(|e| intended >= e) {
+            // Past the end of the schedule: not due.
+            break;
+        }
+        if schedule.is_open() {
+            let wake = intended.checked_sub(TIMER_TICK).unwrap_or(intended);
+            let now = clock::now();
+            if wake > now {
+                if wake - now > STOPPABLE_SLEEP {
+                    tokio::select! {
+                        _ = sleep_until(wake.into()) => {}
+                        _ = stop.wait() => {}
+                    }
+                } else {
+                    sleep_until(wake.into()).await;
+                }
+            }
+            measured = plan.measured(&shared, i, intended);
+            if i >= shared.limit.load(Ordering::Relaxed) {
+                break;
+            }
+            let end = plan.end(&shared);
+            // The window ends with the schedule, or earlier at a stop. What was due by
+            // then still goes out (a worker woken a moment late by its timer); what the
+            // client could not send in time is given up.
+            let until = match (stop.requested_at(), end) {
+                (Some(a), Some(e)) => Some(a.min(e)),
+                (a, e) => a.or(e),
+            };
+            if let Some(u) = until {
+                if intended >= u {
+                    break;
+                }
+                let now = clock::now();
+                if now >= u + END_GRACE {
+                    give_up(i, intended, measured, now);
+                    break;
+                }
+            }
+        }
+        // Flat out, the operation was taken just now: that is its send.
+        let sent = if schedule.is_open() { clock::now() } else { intended };
+        shared.sent.fetch_add(1, Ordering::Relaxed);
+        let outcome = workload.execute(&mut state, i).await;
+        recorder.record(
+            shard,
+            &Completion {
+                op: outcome.op,
+                intended,
+                sent: Some(sent),
+                done: clock::now(),
+                result: outcome.result,
+                measured,
+            },
+        );
+    }
+}
+
+pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
+    workload: Arc<W>,
+    cfg: &EngineConfig,
+    anchor: Anchor,
+    stop: Arc<Stop>,
+    sink: S,
+) -> (RunEnd, S) {
+    let names = workload.op_names();
+    let recorder = Arc::new(Recorder::new(cfg.shards, names.len()));
+    let t0 = anchor.instant;
+    let (plan, shared) = plan(t0, cfg);
+    let auto_max = match cfg.warmup {
+        Warmup::Auto { max } => Some(max),
+        _ => None,
+    };
     let mut workers = JoinSet::new();
     for w in 0..cfg.concurrency.max(1) {
-        let workload = workload.clone();
-        let recorder = recorder.clone();
-        let stop = stop.clone();
-        let shared = shared.clone();
-        let shard = w % recorder.shard_count();
-        workers.spawn(async move {
-            let mut state = workload.worker(w);
-            // Gives up operation `i`, due but not sent, at `at`.
-            let give_up = |i: u64, intended: Instant, measured: bool, at: Instant| {
-                recorder.record(
-                    shard,
-                    &Completion {
-                        op: workload.op_of(i),
-                        intended,
-                        sent: None,
-                        done: at,
-                        result: Err(ErrorKind::NotSent),
-                        measured,
-                    },
-                );
-            };
-            // The schedule (flat out too) starts at the anchor.
-            tokio::select! {
-                _ = sleep_until(t0.into()) => {}
-                _ = stop.wait() => {}
-            }
-            while !stop.is_requested() {
-                let i = shared.next.fetch_add(1, Ordering::Relaxed);
-                if i >= shared.limit.load(Ordering::Relaxed) {
-                    break;
-                }
-                let intended = schedule.intended(i).unwrap_or_else(clock::now);
-                // On a schedule, judged again once the operation is due: an automatic
-                // warm-up may end while its worker waits.
-                let mut measured = plan.measured(&shared, i, intended);
-                if measured
-                    && !schedule.is_open()
-                    && let Some(n) = plan.ops
-                    && shared.measured_taken.fetch_add(1, Ordering::Relaxed) >= n
-                {
-                    break;
-                }
-                let end = plan.end(&shared);
-                if end.is_some_and(|e| intended >= e) {
-                    // Past the end of the schedule: not due.
-                    break;
-                }
-                if schedule.is_open() {
-                    let wake = intended.checked_sub(TIMER_TICK).unwrap_or(intended);
-                    let now = clock::now();
-                    if wake > now {
-                        if wake - now > STOPPABLE_SLEEP {
-                            tokio::select! {
-                                _ = sleep_until(wake.into()) => {}
-                                _ = stop.wait() => {}
-                            }
-                        } else {
-                            sleep_until(wake.into()).await;
-                        }
-                    }
-                    measured = plan.measured(&shared, i, intended);
-                    if i >= shared.limit.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let end = plan.end(&shared);
-                    // The window ends with the schedule, or earlier at a stop. What was due by
-                    // then still goes out (a worker woken a moment late by its timer); what the
-                    // client could not send in time is given up.
-                    let until = match (stop.requested_at(), end) {
-                        (Some(a), Some(e)) => Some(a.min(e)),
-                        (a, e) => a.or(e),
-                    };
-                    if let Some(u) = until {
-                        if intended >= u {
-                            break;
-                        }
-                        let now = clock::now();
-                        if now >= u + END_GRACE {
-                            give_up(i, intended, measured, now);
-                            break;
-                        }
-                    }
-                }
-                // Flat out, the operation was taken just now: that is its send.
-                let sent = if schedule.is_open() { clock::now() } else { intended };
-                shared.sent.fetch_add(1, Ordering::Relaxed);
-                let outcome = workload.execute(&mut state, i).await;
-                recorder.record(
-                    shard,
-                    &Completion {
-                        op: outcome.op,
-                        intended,
-                        sent: Some(sent),
-                        done: clock::now(),
-                        result: outcome.result,
-                        measured,
-                    },
-                );
-            }
-        });
+        workers.spawn(worker(
+            w,
+            workload.clone(),
+            recorder.clone(),
+            stop.clone(),
+            shared.clone(),
+            plan,
+        ));
     }
 
     let on_settled: Option<super::intervals::OnSettled> = auto_max.map(|_| {
@@ -535,43 +560,9 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         reason = EndReason::Interrupted;
     }
 
-    // The drain: operations in flight finish (within the drain timeout) and count in the last
-    // interval, which ends with the schedule.
-    let drain_deadline = clock::now().max(window_end) + cfg.drain_timeout;
-    loop {
-        tokio::select! {
-            joined = workers.join_next() => if joined.is_none() { break },
-            _ = sleep_until(drain_deadline.into()) => {
-                // Operations the driver did not finish in time are abandoned, not recorded.
-                workers.abort_all();
-                while workers.join_next().await.is_some() {}
-                break;
-            }
-        }
-    }
+    drain(&mut workers, clock::now().max(window_end) + cfg.drain_timeout).await;
     let started_ops = shared.sent.load(Ordering::Relaxed);
-    // Due operations no worker took before the end (the client could not keep up, or a stop
-    // came): never sent, given up at the end of the window.
-    if schedule.is_open() {
-        let due = schedule
-            .due_before(window_end)
-            .min(shared.limit.load(Ordering::Relaxed));
-        let taken = shared.next.load(Ordering::Relaxed);
-        for i in taken..due {
-            let intended = schedule.intended(i).expect("a schedule");
-            recorder.record(
-                0,
-                &Completion {
-                    op: workload.op_of(i),
-                    intended,
-                    sent: None,
-                    done: window_end,
-                    result: Err(ErrorKind::NotSent),
-                    measured: plan.measured(&shared, i, intended),
-                },
-            );
-        }
-    }
+    record_unsent(workload.as_ref(), &recorder, plan, &shared, window_end);
     let warm = plan.warmup_end(&shared);
     intervals.send(batch(
         recorder.swap_out(intervals.spare()),
@@ -605,6 +596,49 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         },
     };
     (end, finished.sink)
+}
+
+/// The drain: operations in flight finish (until `deadline`) and count in the last interval,
+/// which ends with the schedule; those the driver did not finish by then are abandoned, not
+/// recorded.
+async fn drain(workers: &mut JoinSet<()>, deadline: Instant) {
+    loop {
+        tokio::select! {
+            joined = workers.join_next() => if joined.is_none() { break },
+            _ = sleep_until(deadline.into()) => {
+                workers.abort_all();
+                while workers.join_next().await.is_some() {}
+                break;
+            }
+        }
+    }
+}
+
+/// Due operations no worker took before the end (the client could not keep up, or a stop
+/// came): recorded as never sent, given up at the end of the window.
+fn record_unsent<W: Workload>(workload: &W, recorder: &Recorder, plan: Plan, shared: &Shared, window_end: Instant) {
+    let schedule = plan.schedule;
+    if !schedule.is_open() {
+        return;
+    }
+    let due = schedule
+        .due_before(window_end)
+        .min(shared.limit.load(Ordering::Relaxed));
+    let taken = shared.next.load(Ordering::Relaxed);
+    for i in taken..due {
+        let intended = schedule.intended(i).expect("a schedule");
+        recorder.record(
+            0,
+            &Completion {
+                op: workload.op_of(i),
+                intended,
+                sent: None,
+                done: window_end,
+                result: Err(ErrorKind::NotSent),
+                measured: plan.measured(shared, i, intended),
+            },
+        );
+    }
 }
 
 /// (successes, warm-up included; failures) in an interval's shards.

@@ -152,8 +152,16 @@ fn per_op_us(seconds: f64, o: &Observation) -> Option<f64> {
     (ops > 0).then(|| seconds * 1e6 / ops as f64)
 }
 
-fn metrics() -> Vec<Metric> {
-    let m = |key, label, unit, higher_is_better, of, series| Metric {
+/// A metric of the table, before any observation is pooled.
+fn m(
+    key: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    higher_is_better: bool,
+    of: fn(&Observation) -> Option<f64>,
+    series: Option<fn(&Series) -> &Vec<f64>>,
+) -> Metric {
+    Metric {
         key,
         label,
         unit,
@@ -161,7 +169,18 @@ fn metrics() -> Vec<Metric> {
         of,
         series,
         pooled: None,
-    };
+    }
+}
+
+/// Every metric compared, in the order of the table: the client's, then the server's.
+fn metrics() -> Vec<Metric> {
+    let mut all = client_metrics();
+    all.extend(server_metrics());
+    all
+}
+
+/// What the client measured: capacity, throughput, latency, errors.
+fn client_metrics() -> Vec<Metric> {
     vec![
         m(
             "capacity",
@@ -249,6 +268,12 @@ fn metrics() -> Vec<Metric> {
             |o| total(o).map(|t| t.error_total as f64),
             None,
         ),
+    ]
+}
+
+/// What the server's telemetry measured: CPU, GC, flushes.
+fn server_metrics() -> Vec<Metric> {
+    vec![
         m(
             "server_cpu_us_per_op",
             "server CPU per op",

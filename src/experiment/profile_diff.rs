@@ -4,38 +4,17 @@
 //! and as async-profiler's differential flame graph. Capacity searches profile every step at
 //! its own rate; their profiles are per step, not compared here.
 
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::record::ExperimentRecord;
+pub use super::record::ProfileDiff;
 use super::spec::{Experiment, What};
 use crate::measure::{RunResult, RunStatus};
 use crate::server_profile::{FrameChange, Kind, Stacks, Tools};
 
 /// Frames listed per comparison.
 const CHANGES: usize = 12;
-
-/// How one variant's profile differs from the baseline's, for one event.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ProfileDiff {
-    pub measurement: String,
-    pub baseline: String,
-    pub variant: String,
-    pub event: Kind,
-    pub base_samples: u64,
-    pub samples: u64,
-    /// Cassandra's code paths whose total share moved most, largest first.
-    pub changes: Vec<FrameChange>,
-    /// Any frames (JVM, GC, kernel included) whose self share moved most.
-    pub self_changes: Vec<FrameChange>,
-    /// Relative to the experiment's directory.
-    pub base_collapsed: String,
-    pub collapsed: String,
-    /// The differential flame graph (the variant's stacks, coloured by the change from the
-    /// baseline), when the converter could make it.
-    pub flame_graph: Option<String>,
-}
 
 /// One variant's profile of one event: every profiled node of every completed repeat.
 #[derive(Default)]

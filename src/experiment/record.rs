@@ -10,6 +10,7 @@ use super::compare::Comparison;
 use super::plan::StepAt;
 use crate::files::write_json;
 use crate::measure::RunStatus;
+use crate::server_profile::{FrameChange, Kind};
 
 pub const EXPERIMENT_FILE: &str = "experiment.json";
 pub const FORMAT: u32 = 1;
@@ -55,7 +56,7 @@ pub struct ExperimentRecord {
     pub comparison: Vec<Comparison>,
     /// Server profiles of each variant against the baseline's (`server-profile:` runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub profile_diffs: Vec<super::profile_diff::ProfileDiff>,
+    pub profile_diffs: Vec<ProfileDiff>,
 }
 
 impl ExperimentRecord {
@@ -87,4 +88,25 @@ impl ExperimentRecord {
             _ => 1,
         }
     }
+}
+
+/// How one variant's profile differs from the baseline's, for one event.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileDiff {
+    pub measurement: String,
+    pub baseline: String,
+    pub variant: String,
+    pub event: Kind,
+    pub base_samples: u64,
+    pub samples: u64,
+    /// Cassandra's code paths whose total share moved most, largest first.
+    pub changes: Vec<FrameChange>,
+    /// Any frames (JVM, GC, kernel included) whose self share moved most.
+    pub self_changes: Vec<FrameChange>,
+    /// Relative to the experiment's directory.
+    pub base_collapsed: String,
+    pub collapsed: String,
+    /// The differential flame graph (the variant's stacks, coloured by the change from the
+    /// baseline), when the converter could make it.
+    pub flame_graph: Option<String>,
 }

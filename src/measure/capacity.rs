@@ -23,7 +23,7 @@ use crate::engine::{LoaderSlice, Stop, Warmup};
 use crate::files::write_json;
 use crate::sla::{Plan, RateResult, Sla};
 
-pub const CAPACITY_FILE: &str = "capacity.json";
+pub use super::result::CAPACITY_FILE;
 
 /// One step as capacity.json records it.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -13,9 +13,9 @@ use crate::engine::LoaderSlice;
 /// files, nothing else).
 const RESULT_FILES: &[&str] = &[
     super::result::RESULT_FILE,
-    super::capacity::CAPACITY_FILE,
-    super::step::HDR_LOG,
-    super::step::CSV,
+    super::result::CAPACITY_FILE,
+    super::result::HDR_LOG,
+    super::result::CSV,
     "steps",
 ];
 

@@ -20,6 +20,11 @@ use crate::workload::profile::Profile;
 /// The layout of result.json; raised when a field changes meaning or goes away.
 pub const FORMAT: u32 = 2;
 pub const RESULT_FILE: &str = "result.json";
+/// The interval log (HdrHistogram's format) and the per-second CSV of a run.
+pub const HDR_LOG: &str = "latency.hlog";
+pub const CSV: &str = "latency.csv";
+/// A capacity search's report.
+pub const CAPACITY_FILE: &str = "capacity.json";
 
 /// How a step ended (or that it has not yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -271,4 +276,18 @@ impl RunResult {
         }
         Ok(r)
     }
+}
+
+/// What results say about the workload.
+#[derive(Clone)]
+pub struct About {
+    pub name: String,
+    pub record: WorkloadRecord,
+    /// The schema as the server has it after setup (as asked, where it cannot say).
+    pub schema: Vec<String>,
+    /// The schema statements caplab ran.
+    pub schema_requested: Vec<String>,
+    pub statements: Vec<String>,
+    /// Table of each operation type, for the CSV.
+    pub tables: Vec<String>,
 }

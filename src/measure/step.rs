@@ -11,22 +11,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::result::{CapacityStep, EngineRecord, Files, RESULT_FILE, RunConfig, RunResult, RunStatus, WarmupRecord};
+use super::result::{
+    About, CapacityStep, EngineRecord, Files, RESULT_FILE, RunConfig, RunResult, RunStatus, WarmupRecord,
+};
 use super::sinks::{Incomplete, Outputs, Show};
 use super::target::Site;
-use super::workload::About;
 use crate::cluster::nodetool::JmxTarget;
 use crate::console::{group, say};
 use crate::engine::{self, Anchor, EndReason, EngineConfig, LoaderSlice, RunEnd, Sliced, Stop, Warmup, Workload};
+use crate::metrics::OpStats;
 use crate::metrics::csv::CsvLog;
 use crate::metrics::hdrlog::{Encoded, HdrLog};
 use crate::metrics::summary::Summary;
 use crate::server_profile::{Profiler, Slice};
-use crate::sla::{Judge, Sla};
+use crate::sla::{Judge, Sla, SlaVerdict};
 use crate::telemetry::{ServerReport, Watch, jmx};
 
-pub const HDR_LOG: &str = "latency.hlog";
-pub const CSV: &str = "latency.csv";
+pub use super::result::{CSV, HDR_LOG};
 
 /// How the client generates load, whatever a step's rate and length.
 #[derive(Debug, Clone)]
@@ -216,20 +217,7 @@ impl Step {
         // Converted once the server's figures are read (the converter runs on this machine).
         if let (Some(p), Some(rec)) = (&self.profile, recording) {
             let window = end.window.map(|(from, to)| (started + from, started + to));
-            // The windows that failed the service level get flame graphs of their own.
-            let failed: Vec<Slice> = match (&verdict, window) {
-                (Some(v), Some((from, _))) => v
-                    .windows
-                    .iter()
-                    .filter(|w| w.judged && !w.pass)
-                    .map(|w| Slice {
-                        label: format!("failed-window-{}", w.index),
-                        from: from + Duration::from_secs_f64(w.start_s),
-                        to: from + Duration::from_secs_f64(w.start_s + w.length_s),
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
+            let failed = failed_windows(verdict.as_ref(), window);
             let p = p.clone();
             result.profile = Some(tokio::task::spawn_blocking(move || p.finish(rec, window, &failed)).await?);
         }
@@ -244,16 +232,7 @@ impl Step {
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
         result.retries = site.retries.load(std::sync::atomic::Ordering::Relaxed) - retries_before;
-        for (n, t) in names.iter().zip(end.totals) {
-            for (kind, h) in [
-                ("response", t.response),
-                ("ok", t.response_ok),
-                ("service", t.service),
-                ("error", t.error_response),
-            ] {
-                result.histograms.insert(format!("{n}.{kind}"), Encoded(h));
-            }
-        }
+        keep_histograms(&mut result, &names, end.totals);
         save_or_compact(&mut result, out);
         Ok(result)
     }
@@ -444,6 +423,37 @@ fn describe_load(c: &EngineConfig) -> String {
         ),
     };
     format!("{rate} {length}{warm}, {} in flight", c.concurrency)
+}
+
+/// The measured window's slices that failed the service level, for flame graphs of their own.
+fn failed_windows(verdict: Option<&SlaVerdict>, window: Option<(SystemTime, SystemTime)>) -> Vec<Slice> {
+    match (verdict, window) {
+        (Some(v), Some((from, _))) => v
+            .windows
+            .iter()
+            .filter(|w| w.judged && !w.pass)
+            .map(|w| Slice {
+                label: format!("failed-window-{}", w.index),
+                from: from + Duration::from_secs_f64(w.start_s),
+                to: from + Duration::from_secs_f64(w.start_s + w.length_s),
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Each operation type's response, success-only, service and error histograms, in the result.
+fn keep_histograms(result: &mut RunResult, names: &[String], totals: Vec<OpStats>) {
+    for (n, t) in names.iter().zip(totals) {
+        for (kind, h) in [
+            ("response", t.response),
+            ("ok", t.response_ok),
+            ("service", t.service),
+            ("error", t.error_response),
+        ] {
+            result.histograms.insert(format!("{n}.{kind}"), Encoded(h));
+        }
+    }
 }
 
 #[cfg(test)]

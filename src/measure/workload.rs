@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::result::{RunResult, WorkloadRecord};
+use super::result::{About, RunResult, WorkloadRecord};
 use super::step::Step;
 use super::target::{Site, Target};
 use crate::console::{group, say};
@@ -199,20 +199,6 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
     };
     opts.validate()?;
     Ok(Choice::E1(opts, args.recreate))
-}
-
-/// What results say about the workload.
-#[derive(Clone)]
-pub struct About {
-    pub name: String,
-    pub record: WorkloadRecord,
-    /// The schema as the server has it after setup (as asked, where it cannot say).
-    pub schema: Vec<String>,
-    /// The schema statements caplab ran.
-    pub schema_requested: Vec<String>,
-    pub statements: Vec<String>,
-    /// Table of each operation type, for the CSV.
-    pub tables: Vec<String>,
 }
 
 /// A workload whose schema exists on the target, ready to drive.

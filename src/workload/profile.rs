@@ -7,25 +7,9 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub use super::values::Distribution;
 use super::values::{draw, mix};
 use crate::client::parse_consistency;
-
-/// How a value index is drawn from `[0, cardinality)`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase", deny_unknown_fields)]
-pub enum Distribution {
-    /// Every value equally likely.
-    #[default]
-    Uniform,
-    /// Normal around the middle of the range, 1/6 of the range per standard deviation.
-    Gaussian,
-    /// Small values most likely; mean at 1/8 of the range.
-    Exponential,
-    /// A few values very likely (exponent 1.1 over the range).
-    Zipf,
-    /// The row index itself (modulo the cardinality): consecutive rows get consecutive values.
-    Sequence,
-}
 
 /// A length: fixed (`size: 10`) or uniform in a range (`size: {min: 10, max: 100}`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,24 @@
 //! Deterministic value generation into caller-owned buffers (nothing allocated per
 //! operation): hashing, keys, text, and drawing an index from a distribution.
 
-use super::profile::Distribution;
+use serde::{Deserialize, Serialize};
+
+/// How a value index is drawn from `[0, cardinality)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum Distribution {
+    /// Every value equally likely.
+    #[default]
+    Uniform,
+    /// Normal around the middle of the range, 1/6 of the range per standard deviation.
+    Gaussian,
+    /// Small values most likely; mean at 1/8 of the range.
+    Exponential,
+    /// A few values very likely (exponent 1.1 over the range).
+    Zipf,
+    /// The row index itself (modulo the cardinality): consecutive rows get consecutive values.
+    Sequence,
+}
 
 const ALPHABET: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
 
