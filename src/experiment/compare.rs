@@ -89,14 +89,13 @@ impl Observation {
 
 fn series(dir: &Path, r: &RunResult) -> Result<Series> {
     let mut s = Series::default();
-    let logged = hdrlog::read(&dir.join(&r.files.hdr_log))?;
     // Per interval: the untagged histogram, then its tags; an interval is known by its start.
     let mut ok_at: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
-    for l in &logged {
+    hdrlog::each(&dir.join(&r.files.hdr_log), |l| {
         let key = l.start.as_millis() as u64;
         let secs = l.length.as_secs_f64();
         if secs < 0.5 {
-            continue;
+            return Ok(());
         }
         match l.tag.as_deref() {
             None => {
@@ -108,7 +107,8 @@ fn series(dir: &Path, r: &RunResult) -> Result<Series> {
             }
             _ => {}
         }
-    }
+        Ok(())
+    })?;
     s.throughput = ok_at.values().map(|(n, secs)| n / secs).collect();
     if let Some(server) = &r.server {
         for sec in server.timeline.iter().filter(|s| s.measured && s.length_s >= 0.5) {

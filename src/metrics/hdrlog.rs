@@ -132,24 +132,49 @@ pub fn read(path: &Path) -> Result<Vec<Logged>> {
 /// The log's base time (since the Unix epoch: its `BaseTime`, else its `StartTime`) and every
 /// histogram in it, in order; an interval starts at base + `start`.
 pub fn read_log(path: &Path) -> Result<(Option<Duration>, Vec<Logged>)> {
+    let mut out = Vec::new();
+    let base = each(path, |l| {
+        out.push(l);
+        Ok(())
+    })?;
+    Ok((base, out))
+}
+
+/// Hands every histogram of an interval log to `f`, in order, one at a time, and returns the
+/// log's base time. Pages and comparisons read logs this way: an hour's log holds 14,400
+/// histograms of ~260 kB each decoded, which must never be in memory together (reading them
+/// all first made a 30 s run's page peak at 116 MiB).
+pub fn each(path: &Path, mut f: impl FnMut(Logged) -> Result<()>) -> Result<Option<Duration>> {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let (mut base, mut start_time) = (None, None);
-    let mut out = Vec::new();
     for entry in IntervalLogIterator::new(&bytes) {
         let entry = entry.map_err(|e| anyhow::anyhow!("{}: not an interval log line: {e:?}", path.display()))?;
         match entry {
-            LogEntry::Interval(h) => out.push(Logged {
+            LogEntry::Interval(h) => f(Logged {
                 tag: h.tag().map(|t| t.as_str().to_string()),
                 start: h.start_timestamp(),
                 length: h.duration(),
                 histogram: decode(h.encoded_histogram())?,
-            }),
+            })?,
             LogEntry::BaseTime(t) => base = Some(t),
             LogEntry::StartTime(t) => start_time = Some(t),
         }
     }
-    Ok((base.or(start_time), out))
+    Ok(base.or(start_time))
+}
+
+/// How many intervals (distinct start times) an interval log holds, without decoding any.
+pub fn interval_count(path: &Path) -> Result<usize> {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut starts = std::collections::BTreeSet::new();
+    for entry in IntervalLogIterator::new(&bytes) {
+        if let Ok(LogEntry::Interval(h)) = entry {
+            starts.insert(h.start_timestamp());
+        }
+    }
+    Ok(starts.len())
 }
 
 /// A histogram as base64 of its compressed V2 encoding (what interval logs carry).

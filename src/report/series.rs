@@ -7,7 +7,6 @@
 use anyhow::Result;
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -114,8 +113,12 @@ fn ms(h: &Histogram<u64>, q: f64) -> Option<f64> {
     (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6)
 }
 
+/// One point of the charts: `per` intervals added together, as the log is read.
 #[derive(Default)]
 struct Bucket {
+    /// The first interval's start, after the log's base time.
+    start: Option<Duration>,
+    intervals: usize,
     response: Option<Histogram<u64>>,
     service: Option<Histogram<u64>>,
     ok: u64,
@@ -129,29 +132,58 @@ fn merge(into: &mut Option<Histogram<u64>>, h: &Histogram<u64>) {
         .expect("histograms of one log share their range");
 }
 
+impl Bucket {
+    /// Adds one histogram of the interval starting at `start` (of `length`).
+    fn add(&mut self, tag: Option<&str>, start: Duration, length: Duration, h: &Histogram<u64>) {
+        self.start.get_or_insert(start);
+        match tag {
+            None => {
+                merge(&mut self.response, h);
+                self.seconds += length.as_secs_f64();
+            }
+            Some(tag) if tag.ends_with(".service") => merge(&mut self.service, h),
+            Some(tag) if tag.ends_with(".ok") => self.ok += h.len(),
+            Some(tag) if tag.ends_with(".error") => self.errors += h.len(),
+            Some(_) => {}
+        }
+    }
+
+    /// Its point on every client series, at its start after the log's base time; then empty again (its
+    /// histograms' memory kept for the next point).
+    fn flush(&mut self, s: &mut RunSeries) {
+        let Some(start) = self.start.take() else {
+            return;
+        };
+        let empty = new_histogram();
+        let response = self.response.as_ref().unwrap_or(&empty);
+        s.t.push(start.as_secs_f64());
+        s.p50.push(ms(response, 0.5));
+        s.p99.push(ms(response, 0.99));
+        s.p999.push(ms(response, 0.999));
+        s.max.push((!response.is_empty()).then(|| response.max() as f64 / 1e6));
+        s.service_p99.push(self.service.as_ref().and_then(|h| ms(h, 0.99)));
+        let secs = self.seconds.max(1e-9);
+        s.ok_rate.push(self.ok as f64 / secs);
+        s.error_rate.push(self.errors as f64 / secs);
+        self.response
+            .iter_mut()
+            .chain(self.service.iter_mut())
+            .for_each(Histogram::reset);
+        (self.intervals, self.ok, self.errors, self.seconds) = (0, 0, 0, 0.0);
+    }
+}
+
 impl RunSeries {
-    /// The series of the run in `dir` (result.json and its interval log).
+    /// The series of the run in `dir` (result.json and its interval log). The log is read
+    /// one histogram at a time, into one point's histograms: memory does not grow with the
+    /// run's length.
     pub fn load(dir: &Path, label: &str) -> Result<(RunResult, RunSeries)> {
         let r = RunResult::load(dir)?;
-        let (base, logged) = hdrlog::read_log(&dir.join(&r.files.hdr_log))?;
-        let base = base.unwrap_or_default();
-        // Intervals by start; the untagged histogram is every operation's response time.
-        let mut intervals: BTreeMap<Duration, Bucket> = BTreeMap::new();
-        for l in &logged {
-            let b = intervals.entry(l.start).or_default();
-            b.seconds = l.length.as_secs_f64();
-            match l.tag.as_deref() {
-                None => merge(&mut b.response, &l.histogram),
-                Some(tag) if tag.ends_with(".service") => merge(&mut b.service, &l.histogram),
-                Some(tag) if tag.ends_with(".ok") => b.ok += l.histogram.len(),
-                Some(tag) if tag.ends_with(".error") => b.errors += l.histogram.len(),
-                Some(_) => {}
-            }
-        }
-        let per = intervals.len().div_ceil(MAX_POINTS).max(1);
+        let log = dir.join(&r.files.hdr_log);
+        let per = hdrlog::interval_count(&log)?.div_ceil(MAX_POINTS).max(1);
         let mut s = RunSeries {
             label: label.to_string(),
-            bucket_s: intervals.values().next().map_or(1.0, |b| b.seconds) * per as f64,
+            bucket_s: r.config.engine.interval_s * per as f64,
             t: Vec::new(),
             p50: Vec::new(),
             p99: Vec::new(),
@@ -171,32 +203,27 @@ impl RunSeries {
             steady: Vec::new(),
             distribution: Vec::new(),
         };
-        let entries: Vec<(&Duration, &Bucket)> = intervals.iter().collect();
-        for chunk in entries.chunks(per) {
-            let mut b = Bucket::default();
-            for (_, one) in chunk {
-                if let Some(h) = &one.response {
-                    merge(&mut b.response, h);
+        // The log's intervals come in order, each as its untagged histogram (every operation's
+        // response time) and its tags. Points are stamped after the log's base time, which
+        // `each` returns at the end, and then moved by it.
+        let mut point = Bucket::default();
+        let mut current: Option<Duration> = None;
+        let base = hdrlog::each(&log, |l| {
+            if current != Some(l.start) {
+                if current.is_some() {
+                    point.intervals += 1;
+                    if point.intervals == per {
+                        point.flush(&mut s);
+                    }
                 }
-                if let Some(h) = &one.service {
-                    merge(&mut b.service, h);
-                }
-                b.ok += one.ok;
-                b.errors += one.errors;
-                b.seconds += one.seconds;
+                current = Some(l.start);
             }
-            let empty = new_histogram();
-            let response = b.response.as_ref().unwrap_or(&empty);
-            s.t.push((base + *chunk[0].0).as_secs_f64());
-            s.p50.push(ms(response, 0.5));
-            s.p99.push(ms(response, 0.99));
-            s.p999.push(ms(response, 0.999));
-            s.max.push((!response.is_empty()).then(|| response.max() as f64 / 1e6));
-            s.service_p99.push(b.service.as_ref().and_then(|h| ms(h, 0.99)));
-            let secs = b.seconds.max(1e-9);
-            s.ok_rate.push(b.ok as f64 / secs);
-            s.error_rate.push(b.errors as f64 / secs);
-        }
+            point.add(l.tag.as_deref(), l.start, l.length, &l.histogram);
+            Ok(())
+        })?
+        .unwrap_or_default();
+        point.flush(&mut s);
+        s.t.iter_mut().for_each(|t| *t += base.as_secs_f64());
         if let Some(server) = &r.server {
             let (from, to) = (server.window_from_ms, server.window_to_ms);
             let inside = |at: u64| at >= from && at <= to;
