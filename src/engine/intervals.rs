@@ -72,29 +72,29 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
                 let mut totals: Vec<OpStats> = (0..op_types).map(|_| OpStats::default()).collect();
                 // Measured operations completed between the end of warm-up and the late tick
                 // that closed the last warm-up interval: moved to the first measured interval,
-                // so the window holds exactly its intervals.
-                let mut carried: Vec<OpStats> = (0..op_types).map(|_| OpStats::default()).collect();
-                let mut carrying = false;
+                // so the window holds exactly its intervals (made only then: 1 MB a type).
+                let mut carried: Option<Vec<OpStats>> = None;
                 let mut error = None;
                 for mut batch in rx {
                     merge(&mut batch.shards, &mut interval.ops);
                     let _ = spare_tx.send(batch.shards);
-                    if carrying && !batch.warmup {
-                        for (o, c) in interval.ops.iter_mut().zip(carried.iter_mut()) {
+                    if !batch.warmup
+                        && let Some(carried) = carried.take()
+                    {
+                        for (o, c) in interval.ops.iter_mut().zip(&carried) {
                             o.add(c);
-                            c.reset();
                         }
-                        carrying = false;
                     }
                     if batch.warmup && batch.ends_warmup && interval.has_measured() {
-                        for (o, c) in interval.ops.iter_mut().zip(carried.iter_mut()) {
+                        let mut moved: Vec<OpStats> = (0..op_types).map(|_| OpStats::default()).collect();
+                        for (o, c) in interval.ops.iter_mut().zip(moved.iter_mut()) {
                             let warm = o.warmup_ops;
                             c.add(o);
                             c.warmup_ops = 0;
                             o.reset();
                             o.warmup_ops = warm;
                         }
-                        carrying = true;
+                        carried = Some(moved);
                     }
                     interval.start = batch.start;
                     interval.length = batch.length;
@@ -117,7 +117,7 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
                         settle();
                     }
                 }
-                if carrying {
+                if let Some(carried) = carried {
                     // No measured interval followed: the operations still count in the totals.
                     for (t, c) in totals.iter_mut().zip(&carried) {
                         t.add(c);
