@@ -686,7 +686,7 @@ fn describe_errors(errors: [u64; ErrorKind::ALL.len()]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::testing::{Scripted, Stalling};
+    use crate::engine::testing::{Clocked, Scripted, Stalling};
 
     struct Collect(Vec<Interval>);
     impl IntervalSink for Collect {
@@ -764,26 +764,6 @@ mod tests {
         assert!(sink.0.windows(2).all(|p| p[1].start == p[0].start + p[0].length));
     }
 
-    /// Instant operations that note when each was sent.
-    struct Clocked(std::sync::Mutex<Vec<(u64, Instant)>>);
-    impl Workload for Clocked {
-        type Worker = ();
-        fn op_names(&self) -> Vec<String> {
-            vec!["op".into()]
-        }
-        fn worker(&self, _: usize) {}
-        fn op_of(&self, _: u64) -> usize {
-            0
-        }
-        async fn execute(&self, _: &mut (), i: u64) -> super::super::Outcome {
-            self.0.lock().unwrap().push((i, clock::now()));
-            super::super::Outcome {
-                op: 0,
-                result: Ok((1, 1)),
-            }
-        }
-    }
-
     #[tokio::test(start_paused = true)]
     async fn the_timer_grid_does_not_add_a_millisecond_to_response_times() {
         // 2,000 ops/s of instant operations: what response time holds is the engine's own
@@ -792,7 +772,7 @@ mod tests {
         // timer's cost, 1.42 against 0.49 ms median, is measured in bench/RESULTS.md); workers
         // wake a tick early instead and send within the millisecond before the intended start,
         // and response time counts from the earlier of the two.
-        let w = Arc::new(Clocked(Default::default()));
+        let w = Arc::new(Clocked::default());
         let anchor = Anchor::after(Duration::from_millis(50));
         let t0 = anchor.instant;
         let (end, _) = run(w.clone(), &cfg(2000.0, 8, 3), anchor, Stop::new(), Collect(Vec::new())).await;

@@ -1,5 +1,5 @@
 //! Workloads for tests of the engine and of what drives it, without a server: operations that
-//! take a set time, stall together, or fail.
+//! take a set time, stall together, or fail, or note when each was sent.
 
 use std::time::{Duration, Instant};
 use tokio::time::sleep_until;
@@ -86,6 +86,28 @@ impl<F: Fn(u64) -> (usize, Duration, bool) + Send + Sync + 'static> Workload for
             } else {
                 Ok((1, 1))
             },
+        }
+    }
+}
+
+/// Instant operations that note when each was sent, on the engine's clock.
+#[derive(Default)]
+pub struct Clocked(pub std::sync::Mutex<Vec<(u64, Instant)>>);
+
+impl Workload for Clocked {
+    type Worker = ();
+    fn op_names(&self) -> Vec<String> {
+        vec!["op".into()]
+    }
+    fn worker(&self, _: usize) {}
+    fn op_of(&self, _: u64) -> usize {
+        0
+    }
+    async fn execute(&self, _: &mut (), i: u64) -> Outcome {
+        self.0.lock().unwrap().push((i, clock::now()));
+        Outcome {
+            op: 0,
+            result: Ok((1, 1)),
         }
     }
 }

@@ -124,26 +124,11 @@ pub struct Logged {
     pub histogram: Histogram<u64>,
 }
 
-/// Every histogram of an interval log, in order (with the `hdrhistogram` crate's reader).
-pub fn read(path: &Path) -> Result<Vec<Logged>> {
-    Ok(read_log(path)?.1)
-}
-
-/// The log's base time (since the Unix epoch: its `BaseTime`, else its `StartTime`) and every
-/// histogram in it, in order; an interval starts at base + `start`.
-pub fn read_log(path: &Path) -> Result<(Option<Duration>, Vec<Logged>)> {
-    let mut out = Vec::new();
-    let base = each(path, |l| {
-        out.push(l);
-        Ok(())
-    })?;
-    Ok((base, out))
-}
-
-/// Hands every histogram of an interval log to `f`, in order, one at a time, and returns the
-/// log's base time. Pages and comparisons read logs this way: an hour's log holds 14,400
-/// histograms of ~260 kB each decoded, which must never be in memory together (reading them
-/// all first made a 30 s run's page peak at 116 MiB).
+/// Hands every histogram of an interval log to `f`, in order, one at a time (an interval
+/// starts at base + `start`), and returns the log's base time (since the Unix epoch: its
+/// `BaseTime`, else its `StartTime`). There is no reader that returns them all: an hour's log
+/// holds 14,400 histograms of ~270 kB each decoded, which must never be in memory together
+/// (reading them all first made a 30 s run's page peak at 116 MiB).
 pub fn each(path: &Path, mut f: impl FnMut(Logged) -> Result<()>) -> Result<Option<Duration>> {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
