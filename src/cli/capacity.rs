@@ -13,7 +13,7 @@ use crate::measure::{RunStatus, commands};
 /// Exit codes: 0 a capacity was found, 1 none (or the cluster failed), 130 (143, 129)
 /// interrupted; the results directory holds capacity.json and every step's results in all cases.
 pub fn run(home: &Home, args: CapacityOptions) -> Result<u8> {
-    let stop = stop_on_signals();
+    let stop = stop_on_signals(args.common.load.drain);
     let (report, out, cost_without_nodes) = commands::capacity(home, &args, &stop)?;
     println!("{}", report.render());
     if report.status != RunStatus::Completed {

@@ -88,7 +88,9 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
         }
         (None, None) => bail!("give an experiment file, or --resume DIR"),
     };
-    let stop = stop_on_signals();
+    // Each step's own `drain:` bounds its operations in flight; this only bounds how long a
+    // stop may take before it is forced, whatever the steps ask.
+    let stop = stop_on_signals(std::time::Duration::from_secs(30));
     let record = experiment::run(&exp, &out, &home.cache, resume, &stop)?;
     for c in &record.comparison {
         println!("{}", c.render());

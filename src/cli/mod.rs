@@ -2,6 +2,7 @@
 
 pub mod capacity;
 pub mod experiment;
+pub mod merge;
 pub mod node;
 pub mod report;
 pub mod run;
@@ -45,6 +46,9 @@ pub enum Command {
     /// Compare results that already exist: an experiment directory, or run / capacity
     /// directories (the first is the baseline).
     Compare(experiment::CompareArgs),
+    /// Merge the results of several loaders (run --loader i/n) into one results directory:
+    /// interval logs added second by second on the wall clock, percentiles exact.
+    Merge(merge::MergeArgs),
     /// Write the HTML page of results on disk (DIR/report.html), or overlay several runs.
     Report(report::ReportArgs),
     /// List the built-in workloads, or print one's profile.
@@ -71,6 +75,7 @@ impl Cli {
             Command::Capacity(args) => capacity::run(&home, *args),
             Command::Experiment(args) => experiment::run(&home, *args),
             Command::Compare(args) => experiment::compare(args),
+            Command::Merge(args) => merge::run(args),
             Command::Report(args) => report::run(args),
             Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }

@@ -11,7 +11,7 @@ use crate::measure::{RunStatus, commands};
 /// Exit codes: 0 done (and the service level met), 1 failed or missed the service level
 /// (results kept), 130 (143, 129) interrupted by SIGINT (SIGTERM, SIGHUP), results kept.
 pub fn run(home: &Home, args: RunOptions) -> Result<u8> {
-    let stop = stop_on_signals();
+    let stop = stop_on_signals(args.common.load.drain);
     let (result, out) = commands::run(home, &args, &stop)?;
     println!("{}", result.render());
     println!("Results: {}", out.display());

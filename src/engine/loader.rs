@@ -2,6 +2,10 @@
 //! `n` runs the operations whose global index is `i - 1` modulo `n`. Workloads derive keys and
 //! values from the operation index alone, so loaders write disjoint rows (populate splits
 //! exactly) and together do what one loader would.
+//!
+//! `--loader auto` takes the slice from a Kubernetes Indexed Job: each pod has its index, from
+//! 0, in `JOB_COMPLETION_INDEX`; the count is given after a slash (`auto/3`) or in
+//! `CAPLAB_LOADERS`.
 
 use std::sync::Arc;
 
@@ -21,10 +25,40 @@ impl Default for LoaderSlice {
 }
 
 impl LoaderSlice {
-    /// Parses `i/n`, loaders numbered from 1 (`1/3`, `2/3`, `3/3`).
+    /// Parses `i/n`, loaders numbered from 1 (`1/3`, `2/3`, `3/3`), or `auto` / `auto/n` from
+    /// this process's environment.
     pub fn parse(s: &str) -> Result<LoaderSlice, String> {
+        LoaderSlice::parse_in(s, |k| std::env::var(k).ok())
+    }
+
+    /// `parse`, reading environment variables through `env`.
+    pub fn parse_in(s: &str, env: impl Fn(&str) -> Option<String>) -> Result<LoaderSlice, String> {
+        let t = s.trim();
+        if let Some(rest) = t.strip_prefix("auto") {
+            let count = match rest.strip_prefix('/') {
+                Some(n) => n.to_string(),
+                None if rest.is_empty() => env("CAPLAB_LOADERS").ok_or(
+                    "--loader auto needs the loader count: write --loader auto/N, or set CAPLAB_LOADERS=N (an \
+                     Indexed Job's completions)",
+                )?,
+                None => return Err(format!("'{s}' is not a loader slice: write auto or auto/N")),
+            };
+            let index = env("JOB_COMPLETION_INDEX").ok_or(
+                "--loader auto reads JOB_COMPLETION_INDEX, which Kubernetes sets in the pods of an Indexed Job \
+                 (completionMode: Indexed); outside one, give --loader i/n",
+            )?;
+            let i: u64 = index.trim().parse().map_err(|_| {
+                format!("JOB_COMPLETION_INDEX is '{index}', not a number: --loader auto needs an Indexed Job's index")
+            })?;
+            return LoaderSlice::parse(&format!("{}/{}", i + 1, count.trim())).map_err(|e| {
+                format!(
+                    "--loader auto: JOB_COMPLETION_INDEX {index} (from 0) with {} loaders: {e}",
+                    count.trim()
+                )
+            });
+        }
         let bad = || format!("'{s}' is not a loader slice: write i/n with 1 <= i <= n, e.g. --loader 2/3");
-        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (i, n) = t.split_once('/').ok_or_else(bad)?;
         let (i, n): (u64, u64) = (
             i.trim().parse().map_err(|_| bad())?,
             n.trim().parse().map_err(|_| bad())?,
@@ -105,5 +139,26 @@ mod tests {
         for bad in ["0/3", "4/3", "3", "a/b", "1/0"] {
             assert!(LoaderSlice::parse(bad).unwrap_err().contains("--loader 2/3"), "{bad}");
         }
+    }
+
+    #[test]
+    fn auto_takes_the_slice_from_an_indexed_job() {
+        let env = |index: Option<&'static str>, count: Option<&'static str>| {
+            move |k: &str| match k {
+                "JOB_COMPLETION_INDEX" => index.map(String::from),
+                "CAPLAB_LOADERS" => count.map(String::from),
+                _ => None,
+            }
+        };
+        let parse = |s: &str, e| LoaderSlice::parse_in(s, e).map(|l| l.to_string());
+        assert_eq!(parse("auto/3", env(Some("0"), None)), Ok("1/3".into()));
+        assert_eq!(parse("auto", env(Some("2"), Some("3"))), Ok("3/3".into()));
+        let err = |s: &str, e| parse(s, e).unwrap_err();
+        assert!(err("auto", env(Some("2"), None)).contains("CAPLAB_LOADERS"));
+        assert!(err("auto/3", env(None, None)).contains("Indexed Job"));
+        assert!(err("auto/3", env(Some("x"), None)).contains("not a number"));
+        // Index 3 of 3 loaders (from 0) is outside the job.
+        assert!(err("auto/3", env(Some("3"), None)).contains("JOB_COMPLETION_INDEX 3"));
+        assert!(err("autox", env(Some("0"), None)).contains("auto/N"));
     }
 }

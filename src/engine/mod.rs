@@ -21,7 +21,7 @@ use std::future::Future;
 use crate::metrics::ErrorKind;
 
 pub use loader::{LoaderSlice, Sliced};
-pub use runner::{Anchor, EndReason, EngineConfig, IntervalSink, RunEnd, Warmup, run};
+pub use runner::{Anchor, EndReason, EngineConfig, IntervalSink, RunEnd, StartAt, Warmup, run};
 pub use schedule::Schedule;
 pub use stop::Stop;
 

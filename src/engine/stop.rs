@@ -17,6 +17,9 @@ pub struct Stop {
     /// Who asked first, when it came from outside (`SIGTERM`…).
     cause: OnceLock<String>,
     notify: Notify,
+    /// The file of the step being measured, that a stop from outside marks as interrupted
+    /// (`measure::signal`): the lock is held while either side writes it.
+    result_file: std::sync::Mutex<Option<std::path::PathBuf>>,
 }
 
 impl Stop {
@@ -49,6 +52,13 @@ impl Stop {
     /// When the stop was first asked for.
     pub fn requested_at(&self) -> Option<Instant> {
         self.at.get().copied()
+    }
+
+    /// The result file slot, locked (see the field).
+    pub fn result_file(&self) -> std::sync::MutexGuard<'_, Option<std::path::PathBuf>> {
+        self.result_file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Returns once a stop is asked for.

@@ -524,6 +524,7 @@ impl Bench<'_> {
             jmx: self.cfg.jmx.clone(),
             command: self.cfg.command.clone(),
             profile: self.cfg.profile.clone(),
+            start_at: None,
         };
         let result = self.prepared.run(&step, &self.target.site, self.stop.clone()).await?;
         // Named from the search's directory, so the record still finds it when the search was

@@ -49,6 +49,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         jmx: Vec::new(),
         command: crate::measure::out::command_line(),
         profile,
+        start_at: args.start_at,
     };
 
     let out = step.out.clone();

@@ -58,6 +58,7 @@ impl DriveOptions {
             threads: self.load.threads,
             give_up_after: self.load.give_up_after,
             request_timeout: self.conn.timeout,
+            drain: self.load.drain,
         }
     }
 
@@ -167,6 +168,11 @@ pub struct LoadOptions {
     /// End the run when nothing has succeeded (and something failed) for this long.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub give_up_after: Duration,
+    /// At the end, or when stopped (Ctrl-C, SIGTERM), operations in flight get at most this
+    /// long to finish; the rest are counted abandoned. A stop then writes results and exits:
+    /// within --drain + 10 s in all (Kubernetes' default grace period is 30 s).
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub drain: Duration,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -281,6 +287,12 @@ pub struct RunOptions {
     /// Operations per second on an open-model schedule (2000, 50k); 0 runs flat out.
     #[arg(long, value_parser = parse_rate, default_value = "0")]
     pub rate: f64,
+    /// Start the schedule (warm-up first) at this wall-clock time, so that loaders started
+    /// apart begin in the same second: a UTC time (2026-11-24T21:30:00Z), Unix seconds, or
+    /// next:30s (the next multiple of 30 s). Setup and populate come before it. Default: the
+    /// next whole second.
+    #[arg(long, value_name = "TIME", value_parser = crate::engine::StartAt::parse)]
+    pub start_at: Option<crate::engine::StartAt>,
     #[command(flatten)]
     pub common: DriveOptions,
 }

@@ -219,6 +219,47 @@ pub struct RunResult {
     /// `<op>.ok` (successes), `<op>.service` (every operation sent) and `<op>.error`.
     #[serde(default)]
     pub histograms: BTreeMap<String, Encoded>,
+    /// Present when this result is several loaders' results merged (`caplab merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergeRecord>,
+}
+
+/// Which loaders' results a merged result holds, and where they did not all report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MergeRecord {
+    pub loaders: Vec<LoaderRecord>,
+    /// Runs of seconds in which not every loader reported: their operations are in the merged
+    /// figures, but they are not the whole load.
+    pub partial: Vec<PartialSpan>,
+}
+
+/// One loader of a merged result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoaderRecord {
+    /// Its results directory, as given to `caplab merge`.
+    pub dir: String,
+    pub host: String,
+    /// `i/n`.
+    pub slice: String,
+    pub status: RunStatus,
+    pub engine: EngineRecord,
+    pub started_at: String,
+    /// The seconds it reported (the first interval's start to the last one's end), after the
+    /// merged log's start, and how many intervals.
+    pub from_s: f64,
+    pub to_s: f64,
+    pub intervals: usize,
+    /// Successful operations in its measured window.
+    pub ops: u64,
+}
+
+/// Seconds `[from_s, to_s)` after the merged log's start in which only some loaders reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartialSpan {
+    pub from_s: f64,
+    pub to_s: f64,
+    /// The slices that did not report.
+    pub missing: Vec<String>,
 }
 
 fn first_format() -> u32 {

@@ -18,7 +18,9 @@ use super::sinks::{Incomplete, Outputs, Show};
 use super::target::Site;
 use crate::cluster::nodetool::JmxTarget;
 use crate::console::{group, say};
-use crate::engine::{self, Anchor, EndReason, EngineConfig, LoaderSlice, RunEnd, Sliced, Stop, Warmup, Workload};
+use crate::engine::{
+    self, Anchor, EndReason, EngineConfig, LoaderSlice, RunEnd, Sliced, StartAt, Stop, Warmup, Workload,
+};
 use crate::metrics::OpStats;
 use crate::metrics::csv::CsvLog;
 use crate::metrics::hdrlog::{Encoded, HdrLog};
@@ -38,9 +40,11 @@ pub struct Load {
     pub threads: u32,
     /// End a step when nothing has succeeded (and something failed) for this long.
     pub give_up_after: Duration,
-    /// The client's request timeout: operations in flight at a stop get this long (and a
-    /// little more) to finish.
+    /// The client's request timeout: operations in flight at the end get this long (and a
+    /// little more) to finish, at most `drain`.
     pub request_timeout: Duration,
+    /// The longest operations in flight get to finish at the end or a stop (`--drain`).
+    pub drain: Duration,
 }
 
 impl Load {
@@ -54,7 +58,7 @@ impl Load {
             warmup,
             interval: Duration::from_secs(1),
             give_up_after: self.give_up_after,
-            drain_timeout: self.request_timeout + Duration::from_secs(2),
+            drain_timeout: (self.request_timeout + Duration::from_secs(2)).min(self.drain),
             // One client thread has no one to contend with for a shard; several get a few
             // shards each, so workers on different threads rarely share one.
             shards: if self.threads <= 1 {
@@ -84,6 +88,8 @@ pub struct Step {
     pub command: Vec<String>,
     /// Profile the local nodes over the measured window.
     pub profile: Option<Arc<Profiler>>,
+    /// When the schedule starts (`--start-at`); None: the next whole second.
+    pub start_at: Option<StartAt>,
 }
 
 impl Step {
@@ -109,6 +115,7 @@ impl Step {
         let names = workload.op_names();
         let mut result = self.new_result(site, &about);
         result.save(out)?;
+        let marked = super::signal::running_result(&stop, out.join(RESULT_FILE));
         say(&format!(
             "Running {}{} against {} {}; results in {}",
             about.name,
@@ -143,7 +150,18 @@ impl Step {
             let (p, out, nodes) = (p.clone(), out.clone(), site.local_nodes.clone());
             recording = Some(tokio::task::spawn_blocking(move || p.start(&out, &nodes)).await??);
         }
-        let anchor = Anchor::next_second(Duration::from_millis(100));
+        let lead = Duration::from_millis(100);
+        let anchor = match self.start_at {
+            Some(at) => {
+                let anchor = Anchor::starting(at, lead).map_err(|e| anyhow::anyhow!(e))?;
+                say(&format!(
+                    "Waiting for --start-at: the schedule starts at {}",
+                    humantime::format_rfc3339_seconds(anchor.wall)
+                ));
+                anchor
+            }
+            None => Anchor::next_second(lead),
+        };
         let started = anchor.wall;
         let (cancel_profile, delayed) = match (&self.profile, profile_after) {
             (Some(p), Some(after)) => {
@@ -233,6 +251,7 @@ impl Step {
         result.started_ops = Some(end.started_ops);
         result.retries = site.retries.load(std::sync::atomic::Ordering::Relaxed) - retries_before;
         keep_histograms(&mut result, &names, end.totals);
+        marked.finish();
         save_or_compact(&mut result, out);
         Ok(result)
     }
@@ -286,6 +305,7 @@ impl Step {
             profile: None,
             started_ops: None,
             histograms: BTreeMap::new(),
+            merged: None,
         }
     }
 }
@@ -386,6 +406,9 @@ impl RunResult {
         if !steadiness.is_empty() {
             parts.push(steadiness.join("\n"));
         }
+        if let Some(m) = &self.merged {
+            parts.push(render_merge(m));
+        }
         if let Some(s) = &self.server {
             parts.push(s.render());
         }
@@ -400,6 +423,33 @@ impl RunResult {
         }
         parts.join("\n")
     }
+}
+
+/// A merged result's loaders, and the seconds not all of them reported.
+fn render_merge(m: &super::result::MergeRecord) -> String {
+    let mut text = format!("Loaders merged                : {}\n", m.loaders.len());
+    for l in &m.loaders {
+        text.push_str(&format!(
+            "  {:<6} {:<12} {:>10} ops  {:>4} s reported ({:.0}–{:.0} s)  {}  {}\n",
+            l.slice,
+            l.status.name(),
+            group(l.ops as f64),
+            l.intervals,
+            l.from_s,
+            l.to_s,
+            l.host,
+            l.dir
+        ));
+    }
+    for p in &m.partial {
+        text.push_str(&format!(
+            "PARTIAL {:.0}–{:.0} s: not reported by loader {} (their operations are missing from those seconds)\n",
+            p.from_s,
+            p.to_s,
+            p.missing.join(", ")
+        ));
+    }
+    text.trim_end().to_string()
 }
 
 fn describe_load(c: &EngineConfig) -> String {
@@ -518,6 +568,7 @@ mod tests {
             threads: 1,
             give_up_after: Duration::from_secs(2),
             request_timeout: Duration::from_secs(1),
+            drain: Duration::from_secs(10),
         };
         Step {
             engine: load.engine(rate, Some(Duration::from_secs(secs)), None, Warmup::None),
@@ -533,6 +584,7 @@ mod tests {
             jmx: Vec::new(),
             command: vec!["caplab".into(), "run".into()],
             profile: None,
+            start_at: None,
         }
     }
 

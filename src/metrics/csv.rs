@@ -44,29 +44,54 @@ impl CsvLog {
         let when = humantime::format_rfc3339_millis(started + interval.start + interval.length);
         self.line.clear();
         for ((op, table), s) in ops.iter().zip(&interval.ops) {
-            let h = &s.response;
-            let ms = |v: u64| v as f64 / 1e6;
-            write!(self.line, "{when},{},{table},{op},{}", self.host, h.len())?;
-            if h.is_empty() {
-                self.line.push_str(",,,,,");
-            } else {
-                write!(
-                    self.line,
-                    ",{:.3},{:.3},{:.3},{:.3},{:.3}",
-                    ms(h.min()),
-                    ms(h.value_at_quantile(0.5)),
-                    h.mean() / 1e6,
-                    ms(h.value_at_quantile(0.999)),
-                    ms(h.max())
-                )?;
-            }
-            match server {
-                Some((gc_ms, cpu)) => writeln!(self.line, ",{gc_ms:.3},{cpu:.3}")?,
-                None => self.line.push_str(",,\n"),
-            }
+            row(&mut self.line, &when, &self.host, table, op, &s.response, server)?;
         }
+        self.write_line()
+    }
+
+    /// Writes the rows `row` put together since the last write, whole.
+    pub fn write_line(&mut self) -> Result<()> {
         // The second's rows all, or none of them.
         super::write_whole(&mut self.file, self.line.as_bytes())?;
+        self.line.clear();
         Ok(())
     }
+
+    /// The rows being put together (with `row`), for `write_line`.
+    pub fn line(&mut self) -> &mut String {
+        &mut self.line
+    }
+}
+
+/// Appends one row to `line`: `when` (the interval's end), the client host, the operation type's
+/// table and name, its response times `h`, and the server's GC pause (ms) and CPU (cores).
+pub fn row(
+    line: &mut String,
+    when: &impl std::fmt::Display,
+    host: &str,
+    table: &str,
+    op: &str,
+    h: &hdrhistogram::Histogram<u64>,
+    server: Option<(f64, f64)>,
+) -> Result<()> {
+    let ms = |v: u64| v as f64 / 1e6;
+    write!(line, "{when},{host},{table},{op},{}", h.len())?;
+    if h.is_empty() {
+        line.push_str(",,,,,");
+    } else {
+        write!(
+            line,
+            ",{:.3},{:.3},{:.3},{:.3},{:.3}",
+            ms(h.min()),
+            ms(h.value_at_quantile(0.5)),
+            h.mean() / 1e6,
+            ms(h.value_at_quantile(0.999)),
+            ms(h.max())
+        )?;
+    }
+    match server {
+        Some((gc_ms, cpu)) => writeln!(line, ",{gc_ms:.3},{cpu:.3}")?,
+        None => line.push_str(",,\n"),
+    }
+    Ok(())
 }

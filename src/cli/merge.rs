@@ -1,0 +1,33 @@
+//! `caplab merge DIR... --out DIR`: one results directory from several loaders' (see `merge`).
+
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The loaders' results directories (each written by caplab run --loader i/n).
+    #[arg(required = true, num_args = 2..)]
+    pub dirs: Vec<PathBuf>,
+    /// The merged results directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Replace the results already in --out (caplab's files only).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Exit codes: the merged status's (0 completed, 130 interrupted, 1 failed); 1 also when some
+/// seconds were not reported by every loader (the merge is written all the same).
+pub fn run(args: MergeArgs) -> Result<u8> {
+    let result = crate::merge::merge(&args.dirs, &args.out, args.force)?;
+    println!("{}", result.render());
+    println!("Results: {}", args.out.display());
+    super::report::page_of(&args.out);
+    let partial = result.merged.as_ref().is_some_and(|m| !m.partial.is_empty());
+    Ok(if partial {
+        result.exit_code().max(1)
+    } else {
+        result.exit_code()
+    })
+}

@@ -1,0 +1,330 @@
+//! Loaders beyond one process, on a real node: three loaders started 2 s apart with one
+//! `--start-at` begin in the same second, and `caplab merge` adds their results exactly (every
+//! operation in the merged log, as Java's HistogramLogProcessor reads it; the merged p99 is the
+//! p99 of the union of the loaders' latencies, computed here a second way); a loader that
+//! stopped early shows as flagged seconds; loaders that do not belong together are refused.
+//! And a loader survives its orchestrator: `timeout`'s SIGTERM pair (to caplab, then to its
+//! process group) ends every time in an `interrupted` result and a printed summary, and a
+//! SIGKILL right after SIGTERM leaves result.json valid with the intervals written so far.
+
+mod common;
+
+use common::{Lab, fails, jvm_lock, ok, result_json, stdout};
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+#[test]
+fn loaders_start_together_merge_exactly_and_survive_their_orchestrator() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("loaders", "127.0.53.1", 7830);
+    ok(lab.start(&[]));
+    merged_loaders(&lab);
+    signals(&lab);
+}
+
+fn merged_loaders(lab: &Lab) {
+    let hosts = lab.cql();
+    let dir = |name: &str| lab.home.join(name);
+    // A start far enough ahead for three loaders launched 2 s apart (each connects first).
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let start = (now + 12).to_string();
+    let mut children = Vec::new();
+    for (i, secs) in [(1, "20s"), (2, "20s"), (3, "15s")] {
+        let out = dir(&format!("loader{i}"));
+        let slice = format!("{i}/3");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_caplab"));
+        cmd.args(["run", "--hosts", &hosts, "-q", "--rate", "1000", "--warmup", "3s"])
+            .args(["--duration", secs, "--start-at", &start, "--out", out.to_str().unwrap()])
+            .env("CAPLAB_HOME", &lab.home);
+        // The third reads its slice as an Indexed Job's pod would.
+        if i == 3 {
+            cmd.args(["--loader", "auto/3"]).env("JOB_COMPLETION_INDEX", "2");
+        } else {
+            cmd.args(["--loader", &slice]);
+        }
+        children.push(cmd.output_async());
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let loaders: Vec<Value> = children
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            ok(c.join().unwrap());
+            result_json(&dir(&format!("loader{}", i + 1)))
+        })
+        .collect();
+    // Started 2 s apart, they began their schedules in the same second.
+    let starts: Vec<&str> = loaders.iter().map(|l| l["started_at"].as_str().unwrap()).collect();
+    assert!(starts.iter().all(|s| *s == starts[0]), "{starts:?}");
+    assert_eq!(loaders[2]["config"]["engine"]["loader"], "3/3");
+
+    let merged = dir("merged");
+    let args = ["merge", "loader1", "loader2", "loader3", "--out", "merged"];
+    let o = Command::new(env!("CARGO_BIN_EXE_caplab"))
+        .args(args)
+        .current_dir(&lab.home)
+        .output()
+        .unwrap();
+    // Loader 3 stopped 5 s early: the merge is written and flagged, and exits 1.
+    let text = fails(o.clone());
+    let printed = stdout(&o);
+    assert!(printed.contains("PARTIAL"), "{printed}\n{text}");
+    let doc = result_json(&merged);
+    let ops = |d: &Value| d["summary"]["total"]["ops"].as_u64().unwrap();
+    let sum: u64 = loaders.iter().map(ops).sum();
+    assert_eq!(ops(&doc), sum, "every loader's operations");
+    assert_eq!(sum, 55_000);
+    let m = &doc["merged"];
+    assert_eq!(m["loaders"].as_array().unwrap().len(), 3);
+    let partial = m["partial"].as_array().unwrap();
+    assert_eq!(partial.len(), 1, "{m}");
+    let span = (partial[0]["to_s"].as_f64().unwrap() - partial[0]["from_s"].as_f64().unwrap()).round();
+    assert_eq!(
+        (span, &partial[0]["missing"]),
+        (5.0, &serde_json::json!(["3/3"])),
+        "{m}"
+    );
+
+    // Every merged second holds the three loaders' ~3,000 operations (the last 5 s, two's).
+    let csv = std::fs::read_to_string(merged.join("latency.csv")).unwrap();
+    let counts: Vec<u64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), 20, "{csv}");
+    assert_eq!(counts.iter().sum::<u64>(), sum);
+    assert!(counts[..15].iter().all(|c| c.abs_diff(3000) <= 30), "{counts:?}");
+    assert!(counts[15..].iter().all(|c| c.abs_diff(2000) <= 20), "{counts:?}");
+
+    // Java's HistogramLogProcessor reads the merged log: its untagged histograms hold every
+    // operation, and its p99 is the merged summary's.
+    let (total, java_p99) = java_totals(&merged.join("latency.hlog"));
+    assert_eq!(total, sum);
+    let p99 = doc["summary"]["total"]["response"]["p99_ms"].as_f64().unwrap();
+    assert!(
+        (java_p99 - p99).abs() <= 0.001 * p99 + 0.001,
+        "Java {java_p99} ms, caplab {p99} ms"
+    );
+
+    // The merged p99 is the union's, computed a second way: rank through every recorded value
+    // of the three loaders' histograms together.
+    let mut values: Vec<(u64, u64)> = loaders
+        .iter()
+        .flat_map(|l| {
+            let h = histogram(l["histograms"]["insert.response"].as_str().unwrap());
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    values.sort_unstable();
+    let rank = (0.99 * sum as f64).ceil() as u64;
+    let mut seen = 0;
+    let union_p99 = values
+        .iter()
+        .find(|(_, n)| {
+            seen += n;
+            seen >= rank
+        })
+        .unwrap()
+        .0 as f64
+        / 1e6;
+    assert!(
+        (union_p99 - p99).abs() <= 0.001 * union_p99 + 0.001,
+        "union {union_p99} ms, merged {p99} ms"
+    );
+    assert!(merged.join("report.html").exists());
+    ok(lab.caplab(&["report", merged.to_str().unwrap()]));
+
+    // Loaders that are not one run are refused, naming why.
+    let refused = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_caplab"))
+            .args(["merge"])
+            .args(args)
+            .args(["--out", "refused"])
+            .current_dir(&lab.home)
+            .output()
+            .unwrap();
+        assert!(!lab.home.join("refused/result.json").exists());
+        fails(o)
+    };
+    let e = refused(&["loader1", "loader1"]);
+    assert!(e.contains("given twice"), "{e}");
+    ok(lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "-q",
+        "--rate",
+        "500",
+        "--warmup",
+        "0s",
+        "--duration",
+        "3s",
+        "--loader",
+        "2/2",
+        "--partitions",
+        "7",
+        "--out",
+        dir("other").to_str().unwrap(),
+    ]));
+    let e = refused(&["loader1", "other"]);
+    assert!(e.contains("different workloads") && e.contains("partitions"), "{e}");
+}
+
+/// (total count, total p99 in ms) of an interval log, as Java's HistogramLogProcessor reads it
+/// (the HdrHistogram jar ships with Cassandra, in caplab's cache).
+fn java_totals(log: &Path) -> (u64, f64) {
+    let cache = std::env::var_os("CAPLAB_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/caplab"));
+    let jar = walk(&cache.join("cassandra"))
+        .into_iter()
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("HdrHistogram-"))
+        .expect("Cassandra's lib holds HdrHistogram");
+    let out = log.with_file_name("hlp.csv");
+    let o = Command::new("java")
+        .args([
+            "-cp",
+            jar.to_str().unwrap(),
+            "org.HdrHistogram.HistogramLogProcessor",
+            "-csv",
+        ])
+        .args(["-i", log.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let header: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("\"Timestamp\""))
+        .unwrap()
+        .split(',')
+        .collect();
+    let last: Vec<&str> = text.lines().last().unwrap().split(',').collect();
+    let col = |name: &str| last[header.iter().position(|h| *h == format!("\"{name}\"")).unwrap()];
+    (col("Total_Count").parse().unwrap(), col("Total_99%").parse().unwrap())
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn histogram(text: &str) -> Histogram<u64> {
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::STANDARD.decode(text).unwrap();
+    Deserializer::new().deserialize(&mut raw.as_slice()).unwrap()
+}
+
+/// A child process's output, collected on a thread.
+trait OutputAsync {
+    fn output_async(&mut self) -> std::thread::JoinHandle<std::process::Output>;
+}
+
+impl OutputAsync for Command {
+    fn output_async(&mut self) -> std::thread::JoinHandle<std::process::Output> {
+        let child = self
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::spawn(move || child.wait_with_output().unwrap())
+    }
+}
+
+fn signals(lab: &Lab) {
+    let hosts = lab.cql();
+    let run = |name: &str| {
+        let out = lab.home.join(name);
+        let args = [
+            "run",
+            "--hosts",
+            &hosts,
+            "-q",
+            "--rate",
+            "1000",
+            "--warmup",
+            "1s",
+            "--duration",
+            "30s",
+            "--out",
+        ];
+        (args.map(String::from).to_vec(), out)
+    };
+    // GNU timeout signals caplab and then its process group: both must be one stop. The race
+    // was lost 1 time in 6 by hand; 18 stops at 2..7 s would all have survived it by chance
+    // (5/6)^18 = 4 % of the time.
+    for k in 0..18 {
+        let n = 2 + k % 6;
+        let (mut args, out) = run(&format!("stop{k}"));
+        args.push(out.to_str().unwrap().into());
+        let o = Command::new("timeout")
+            .args(["-s", "TERM", &n.to_string(), env!("CARGO_BIN_EXE_caplab")])
+            .args(&args)
+            .env("CAPLAB_HOME", &lab.home)
+            .output()
+            .unwrap();
+        let (text, err) = (stdout(&o), common::stderr(&o));
+        assert!(!err.contains("Second signal"), "stop {k} after {n} s:\n{err}");
+        let doc = result_json(&out);
+        assert_eq!(
+            (doc["status"].as_str(), doc["interrupted_by"].as_str()),
+            (Some("interrupted"), Some("SIGTERM")),
+            "stop {k} after {n} s:\n{err}"
+        );
+        assert!(
+            text.contains("Op rate"),
+            "stop {k} after {n} s printed no summary:\n{text}\n{err}"
+        );
+        assert!(doc["summary"]["total"]["ops"].as_u64().unwrap() > 0);
+    }
+
+    // SIGKILL right after SIGTERM: no process can catch it, and result.json is still valid,
+    // says interrupted, and the interval log holds the seconds written so far.
+    let (mut args, out) = run("killed");
+    args.push(out.to_str().unwrap().into());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_caplab"))
+        .args(&args)
+        .env("CAPLAB_HOME", &lab.home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let log = out.join("latency.hlog");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while intervals(&log) < 3 {
+        assert!(std::time::Instant::now() < deadline, "no intervals written");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    std::thread::sleep(Duration::from_millis(100));
+    let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    child.wait().unwrap();
+    let doc = result_json(&out);
+    assert_eq!(doc["status"], "interrupted", "{doc}");
+    assert!(intervals(&log) >= 3);
+}
+
+/// Untagged intervals in an interval log (0 when it is not there yet).
+fn intervals(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .count()
+}
