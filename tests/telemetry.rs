@@ -147,26 +147,41 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
             "0s",
             "--hosts",
             &hosts,
-            "-n",
-            "2000",
             "-q",
             "--force",
         ];
         ok(lab.caplab(&[&base[..], &["--out", out.to_str().unwrap()], extra].concat()))
     };
-    let o = other(&[]);
+    let o = other(&["--rate", "2000", "--duration", "6s"]);
     assert!(
-        stdout(&o).contains("Server GC and CPU             : not collected (the target is not a node caplab runs"),
+        stdout(&o)
+            .contains("Server GC and CPU             : not collected (no node caplab runs on this machine is watched"),
         "{}",
         stdout(&o)
     );
-    assert!(
-        result_json(&out)["server"]["not_collected"]
-            .as_str()
-            .unwrap()
-            .contains("--jmx")
+    let doc = result_json(&out);
+    assert!(doc["server"]["not_collected"].as_str().unwrap().contains("--jmx"));
+    // What the cluster itself says over CQL is read all the same: every second's thread pools,
+    // which the page draws beside the latency.
+    let pools = &doc["server"]["pools"];
+    let readings = pools["timeline"].as_array().unwrap();
+    assert!((5..=7).contains(&readings.len()), "one reading a second: {pools}");
+    assert!(readings.iter().all(|r| r["nodes"] == 1), "{pools}");
+    let completed: f64 = readings.iter().filter_map(|r| r["completed_per_s"].as_f64()).sum();
+    assert!(completed >= 2000.0, "the node's stages completed the writes: {pools}");
+    assert!(stdout(&o).contains("Thread pools, most pending    :"), "{}", stdout(&o));
+    let page = common::browse(&out.join("report.html"));
+    page.assert_clean();
+    assert_eq!(
+        page.check["charts"]["chart-pools"].as_u64(),
+        Some(readings.len() as u64),
+        "{}",
+        page.check
     );
-    let o = other(&["--jmx", "127.0.0.1:7660,127.0.0.1:1"]);
+    // Turned off, nothing is read.
+    other(&["-n", "2000", "--server-facts", "none"]);
+    assert!(result_json(&out)["server"]["pools"].is_null());
+    let o = other(&["-n", "2000", "--jmx", "127.0.0.1:7660,127.0.0.1:1"]);
     let jmx = &result_json(&out)["server"]["jmx"];
     assert_eq!(jmx[0]["endpoint"], "127.0.0.1:7660");
     assert!(jmx[0]["gc"]["interval_ms"].as_u64().unwrap() > 0, "{jmx}");

@@ -267,6 +267,8 @@ pub struct Capacity {
     pub command: Vec<String>,
     /// Profile the local nodes in each step's measured window.
     pub profile: Option<Arc<crate::server_profile::Profiler>>,
+    /// Read every node's thread pools over CQL in each step.
+    pub pools: bool,
     pub pricing: Option<Pricing>,
 }
 
@@ -525,6 +527,7 @@ impl Bench<'_> {
             command: self.cfg.command.clone(),
             profile: self.cfg.profile.clone(),
             start_at: None,
+            pools: self.cfg.pools,
         };
         let result = self.prepared.run(&step, &self.target.site, self.stop.clone()).await?;
         // Named from the search's directory, so the record still finds it when the search was

@@ -33,6 +33,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         (d, _) => d,
     };
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
+    let local_nodes = common.telemetry.watched(local_nodes);
     let profile = profiler(home, common, &local_nodes, &hosts)?;
     let copts = common.conn.options(hosts, common.load.threads)?;
     let mut step = Step {
@@ -50,6 +51,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         command: crate::measure::out::command_line(),
         profile,
         start_at: args.start_at,
+        pools: common.telemetry.pools(),
     };
 
     let out = step.out.clone();
@@ -88,6 +90,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
     common.conn.options(Vec::new(), common.load.threads)?;
     let choice = Choice::of(&common.workload)?;
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
+    let local_nodes = common.telemetry.watched(local_nodes);
     if args.fresh_node && local_nodes.is_empty() {
         bail!(
             "--fresh-node wipes and restarts local nodes caplab runs; it cannot restart --hosts. Drop --hosts or --fresh-node"
@@ -110,6 +113,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
         jmx: Vec::new(),
         command: crate::measure::out::command_line(),
         profile,
+        pools: common.telemetry.pools(),
         pricing: args.cost.map(|price| Pricing {
             price,
             nodes,

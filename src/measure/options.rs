@@ -90,6 +90,35 @@ pub struct TelemetryOptions {
     /// Writes flame graphs, collapsed stacks and heatmaps under <out>/profile/<node>/.
     #[arg(long, value_name = "EVENTS", value_parser = crate::server_profile::ProfileSpec::parse)]
     pub server_profile: Option<crate::server_profile::ProfileSpec>,
+    /// Server facts to collect: auto (GC logs, /proc and flushes of the nodes caplab runs here,
+    /// and every node's thread pools and dropped messages over CQL), cql (over CQL only, as for
+    /// a cluster caplab does not run), none.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub server_facts: ServerFacts,
+}
+
+/// `--server-facts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServerFacts {
+    Auto,
+    Cql,
+    None,
+}
+
+impl TelemetryOptions {
+    /// The local nodes to watch (GC logs, /proc) among `local`: all of them unless told not to.
+    pub fn watched(&self, local: Vec<crate::cluster::node::NodeState>) -> Vec<crate::cluster::node::NodeState> {
+        if self.server_facts == ServerFacts::Auto {
+            local
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether to read every node's thread pools over CQL.
+    pub fn pools(&self) -> bool {
+        self.server_facts != ServerFacts::None
+    }
 }
 
 #[derive(Debug, Clone, Args)]

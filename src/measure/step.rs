@@ -27,6 +27,8 @@ use crate::metrics::hdrlog::{Encoded, HdrLog};
 use crate::metrics::summary::Summary;
 use crate::server_profile::{Profiler, Slice};
 use crate::sla::{Judge, Sla, SlaVerdict};
+use crate::telemetry::gclog::epoch_ms;
+use crate::telemetry::pools::PoolWatch;
 use crate::telemetry::{ServerReport, Watch, jmx};
 
 pub use super::result::{CSV, HDR_LOG};
@@ -90,6 +92,8 @@ pub struct Step {
     pub profile: Option<Arc<Profiler>>,
     /// When the schedule starts (`--start-at`); None: the next whole second.
     pub start_at: Option<StartAt>,
+    /// Read every node's thread pools over CQL each second (`--server-facts`).
+    pub pools: bool,
 }
 
 impl Step {
@@ -150,18 +154,7 @@ impl Step {
             let (p, out, nodes) = (p.clone(), out.clone(), site.local_nodes.clone());
             recording = Some(tokio::task::spawn_blocking(move || p.start(&out, &nodes)).await??);
         }
-        let lead = Duration::from_millis(100);
-        let anchor = match self.start_at {
-            Some(at) => {
-                let anchor = Anchor::starting(at, lead).map_err(|e| anyhow::anyhow!(e))?;
-                say(&format!(
-                    "Waiting for --start-at: the schedule starts at {}",
-                    humantime::format_rfc3339_seconds(anchor.wall)
-                ));
-                anchor
-            }
-            None => Anchor::next_second(lead),
-        };
+        let anchor = self.anchor()?;
         let started = anchor.wall;
         let (cancel_profile, delayed) = match (&self.profile, profile_after) {
             (Some(p), Some(after)) => {
@@ -193,6 +186,14 @@ impl Step {
             self.sla.as_ref().map(|s| Judge::new(s, target_rate)),
             Watch::new(&site.local_nodes),
         );
+        let pools = match (&site.cql, self.pools) {
+            (Some(session), true) => Some(PoolWatch::start(
+                session.clone(),
+                started + Duration::from_millis(500),
+                ecfg.interval,
+            )),
+            _ => None,
+        };
         let retries_before = site.retries.load(std::sync::atomic::Ordering::Relaxed);
         let (end, mut sink) = engine::run(workload, ecfg, anchor, stop.clone(), sink).await;
         if let Some(tx) = cancel_profile {
@@ -206,11 +207,7 @@ impl Step {
         }
         result.started_at = humantime::format_rfc3339_millis(started).to_string();
         let verdict = sink.judge.take().map(Judge::finish);
-        let mut server = match (sink.watch.take(), end.window) {
-            (Some(w), Some((from, to))) => w.report(started + from, started + to),
-            (Some(_), None) => ServerReport::not_collected("nothing was measured"),
-            (None, _) => ServerReport::not_collected(not_local(self.jmx.is_empty())),
-        };
+        let mut server = self.server_report(sink.watch.take(), pools, &end, started);
         if let Some(v) = &verdict
             && self.show.windows
         {
@@ -254,6 +251,46 @@ impl Step {
         marked.finish();
         save_or_compact(&mut result, out);
         Ok(result)
+    }
+
+    /// When the schedule starts: `--start-at`, else the next whole second.
+    fn anchor(&self) -> Result<Anchor> {
+        let lead = Duration::from_millis(100);
+        Ok(match self.start_at {
+            Some(at) => {
+                let anchor = Anchor::starting(at, lead).map_err(|e| anyhow::anyhow!(e))?;
+                say(&format!(
+                    "Waiting for --start-at: the schedule starts at {}",
+                    humantime::format_rfc3339_seconds(anchor.wall)
+                ));
+                anchor
+            }
+            None => Anchor::next_second(lead),
+        })
+    }
+
+    /// The server's facts over the measured window: the local nodes' (`watch`), else why none,
+    /// and every node's thread pools over CQL (`pools`).
+    fn server_report(
+        &self,
+        watch: Option<Watch>,
+        pools: Option<PoolWatch>,
+        end: &RunEnd,
+        started: SystemTime,
+    ) -> ServerReport {
+        let mut server = match (watch, end.window) {
+            (Some(w), Some((from, to))) => w.report(started + from, started + to),
+            (Some(_), None) => ServerReport::not_collected("nothing was measured"),
+            (None, _) => ServerReport::not_collected(not_local(self.jmx.is_empty())),
+        };
+        if let Some(p) = pools {
+            // A reading at most a second after the window's end still describes its last second.
+            let (from, to) = end.window.map_or((0, 0), |(from, to)| {
+                (epoch_ms(started + from), epoch_ms(started + to) + 1_000)
+            });
+            server.pools = Some(p.finish(from, to));
+        }
+        server
     }
 
     /// The result of a step about to run: its configuration and the workload's, nothing
@@ -344,11 +381,12 @@ fn end_reason(reason: &EndReason, ecfg: &EngineConfig, out: &Path) -> Option<Str
 /// Why the server's figures were not read from the target's nodes.
 fn not_local(no_jmx: bool) -> &'static str {
     if no_jmx {
-        "the target is not a node caplab runs on this machine: server GC and CPU are read from local \
-         nodes' GC logs and /proc; give --jmx HOST:PORT to read GC from Cassandra over JMX"
+        "no node caplab runs on this machine is watched (a remote cluster, or --server-facts cql/none): \
+         server GC and CPU are read from local nodes' GC logs and /proc; give --jmx HOST:PORT to read GC from \
+         Cassandra over JMX"
     } else {
-        "the target is not a node caplab runs on this machine: CPU, RSS and the GC log are read for \
-         local nodes only; GC over JMX is below"
+        "no node caplab runs on this machine is watched (a remote cluster, or --server-facts cql/none): CPU, \
+         RSS and the GC log are read for local nodes only; GC over JMX is below"
     }
 }
 
@@ -536,6 +574,7 @@ mod tests {
             local_nodes: Vec::new(),
             release: None,
             retries: Default::default(),
+            cql: None,
         }
     }
 
@@ -585,6 +624,7 @@ mod tests {
             command: vec!["caplab".into(), "run".into()],
             profile: None,
             start_at: None,
+            pools: false,
         }
     }
 

@@ -27,6 +27,8 @@ pub struct Site {
     pub release: Option<String>,
     /// Retries the session has made (with `--retries`).
     pub retries: Arc<std::sync::atomic::AtomicU64>,
+    /// A session to read the server's own tables with (thread pools), when connected.
+    pub cql: Option<Arc<Session>>,
 }
 
 impl Site {
@@ -77,6 +79,7 @@ impl Target {
                 local_nodes,
                 release,
                 retries,
+                cql: Some(session.clone()),
             },
             session,
         })

@@ -73,6 +73,14 @@ pub struct RunSeries {
     pub server_cpu: Vec<f64>,
     pub client_cpu: Vec<f64>,
     pub flush_cpu: Vec<f64>,
+    /// Per thread-pool reading (its time): tasks pending, active and blocked, all nodes, and
+    /// tasks completed and internode messages dropped per second.
+    pub pool_t: Vec<f64>,
+    pub pending: Vec<f64>,
+    pub active: Vec<f64>,
+    pub blocked: Vec<f64>,
+    pub completed: Vec<Option<f64>>,
+    pub dropped: Vec<Option<f64>>,
     pub sla: Vec<SlaWindow>,
     /// The steady-state verdict's segments, per series (times are Unix seconds).
     pub steady: Vec<SteadySegments>,
@@ -199,6 +207,12 @@ impl RunSeries {
             server_cpu: Vec::new(),
             client_cpu: Vec::new(),
             flush_cpu: Vec::new(),
+            pool_t: Vec::new(),
+            pending: Vec::new(),
+            active: Vec::new(),
+            blocked: Vec::new(),
+            completed: Vec::new(),
+            dropped: Vec::new(),
             sla: Vec::new(),
             steady: Vec::new(),
             distribution: Vec::new(),
@@ -244,6 +258,14 @@ impl RunSeries {
                 s.server_cpu.push(sec.server_cpu_cores);
                 s.client_cpu.push(sec.client_cpu_cores);
                 s.flush_cpu.push(sec.flush_cpu_cores);
+            }
+            for p in server.pools.iter().flat_map(|p| &p.timeline) {
+                s.pool_t.push(p.at_ms as f64 / 1e3);
+                s.pending.push(p.pending as f64);
+                s.active.push(p.active as f64);
+                s.blocked.push(p.blocked as f64);
+                s.completed.push(p.completed_per_s);
+                s.dropped.push(p.dropped_per_s);
             }
         }
         if let (Some(sla), Some(t0)) = (&r.sla, s.t.first()) {

@@ -4,12 +4,14 @@
 //! closes one, so a latency spike in the per-second output sits beside the pause and the CPU
 //! of the same second.
 //!
-//! Only nodes caplab runs on this machine are watched. For other clusters the report says
-//! once that server facts were not collected, and why.
+//! GC, CPU and flushes are read for nodes caplab runs on this machine only; for other clusters
+//! the report says once that they were not collected, and why. Every cluster's thread pools
+//! and dropped messages are read over CQL (`pools`).
 
 pub mod flush;
 pub mod gclog;
 pub mod jmx;
+pub mod pools;
 
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, SeekFrom};
@@ -137,6 +139,9 @@ pub struct ServerReport {
     pub events: Vec<NodeEvent>,
     /// GCInspector readings over JMX (`--jmx`), covering the whole run.
     pub jmx: Vec<jmx::JmxGc>,
+    /// Every node's thread pools over CQL, each second of the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pools: Option<pools::PoolReport>,
 }
 
 impl Watch {
@@ -318,6 +323,7 @@ impl Watch {
             timeline: self.timeline,
             events: self.events,
             jmx: Vec::new(),
+            pools: None,
         }
     }
 }
@@ -377,6 +383,7 @@ impl ServerReport {
             timeline: Vec::new(),
             events: Vec::new(),
             jmx: Vec::new(),
+            pools: None,
         }
     }
 
@@ -402,9 +409,10 @@ impl ServerReport {
                 ),
             })
             .collect();
+        let pools = self.pools.as_ref().map(pools::PoolReport::render);
         if let Some(why) = &self.not_collected {
             let mut out = format!("Server GC and CPU             : not collected ({why})");
-            for line in jmx {
+            for line in jmx.into_iter().chain(pools) {
                 out.push('\n');
                 out.push_str(&line);
             }
@@ -463,7 +471,7 @@ impl ServerReport {
                 humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(e.at_ms))
             ));
         }
-        for line in jmx {
+        for line in jmx.into_iter().chain(pools) {
             out.push('\n');
             out.push_str(&line);
         }

@@ -134,6 +134,19 @@
         var el = document.getElementById("chart-cpu");
         if (el) el.textContent = "No server CPU series: the target is not a node caplab runs here.";
       }
+      if (s.pool_t.length) {
+        var po = timeOpts("Thread pools, all nodes (system_views over CQL)", "tasks", [
+          line("pending", COLORS[4]), line("active", COLORS[0]), line("blocked", COLORS[1]),
+          Object.assign(line("completed/s", COLORS[2], { dash: [5, 4], width: 1 }), { scale: "rate" }),
+          Object.assign(line("dropped/s", "#8c564b", { width: 1 }), { scale: "rate" }),
+        ], false);
+        po.scales.rate = {};
+        po.axes.push({ scale: "rate", side: 1, label: "per second", grid: { show: false }, size: 70 });
+        chart("chart-pools", po, [s.pool_t, s.pending, s.active, s.blocked, s.completed, s.dropped], s.pool_t.length);
+      } else {
+        var pe = document.getElementById("chart-pools");
+        if (pe) pe.textContent = "No thread-pool series (--server-facts none, or the cluster has no system_views).";
+      }
       distributionChart("chart-distribution", s.distribution);
       return;
     }
