@@ -60,7 +60,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<RunResult> {
     loaders.sort_by_key(|l| l.slice.to_string());
     check(&loaders)?;
     let interval_ms = (loaders[0].result.config.engine.interval_s * 1000.0).round() as i64;
-    check_grid(&loaders, interval_ms)?;
+    check_grid(
+        &loaders.iter().map(|l| (l.name(), l.base_ms)).collect::<Vec<_>>(),
+        interval_ms,
+    )?;
 
     crate::measure::out::claim(out, force)?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
@@ -69,7 +72,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<RunResult> {
     let mut merged = merged_result(&loaders, dirs, base_ms)?;
     let window = measured_window(&loaders, base_ms);
     let seconds = write_logs(&loaders, &entries, out, base_ms, window)?;
-    merged.merged.as_mut().expect("set").partial = partial(&loaders, base_ms, interval_ms);
+    let reported: Vec<(String, &BTreeSet<i64>)> = loaders.iter().map(|l| (l.slice.to_string(), &l.seconds)).collect();
+    merged.merged.as_mut().expect("set").partial = partial(&reported, base_ms, interval_ms);
     if let Some((from, _)) = window {
         let mut verdict = crate::steady::judge(&seconds);
         if merged.warmup.as_ref().is_some_and(|w| w.settled == Some(false)) {
@@ -233,22 +237,21 @@ fn differing_keys(a: &serde_json::Value, b: &serde_json::Value) -> String {
     }
 }
 
-/// Refuses loaders whose intervals start at different offsets into the second (no common
-/// grid: their seconds would be added across two different seconds).
-fn check_grid(loaders: &[Loader], interval_ms: i64) -> Result<()> {
-    let offset = |l: &Loader| l.base_ms.rem_euclid(interval_ms.max(1));
-    let first = offset(&loaders[0]);
-    for l in &loaders[1..] {
-        let o = offset(l);
+/// Refuses loaders whose intervals start at different offsets into the interval (no common
+/// grid: their seconds would be added across two different seconds). `bases` are each
+/// loader's name and log base time (epoch ms).
+fn check_grid(bases: &[(String, i64)], interval_ms: i64) -> Result<()> {
+    let offset = |base: i64| base.rem_euclid(interval_ms.max(1));
+    let first = offset(bases[0].1);
+    for (name, base) in &bases[1..] {
+        let o = offset(*base);
         let apart = (o - first).abs().min(interval_ms - (o - first).abs());
         if apart > 1 {
             bail!(
-                "{} and {} do not share an interval grid: their intervals start {} ms and {} ms into the second. \
-                 Loaders of one run start on whole wall-clock seconds (caplab does this); these were not written so",
-                loaders[0].name(),
-                l.name(),
-                first,
-                o
+                "{} and {name} do not share an interval grid: their intervals start {first} ms and {o} ms into \
+                 the interval. Loaders of one run start on whole wall-clock seconds (caplab does this); these were not \
+                 written so",
+                bases[0].0,
             );
         }
     }
@@ -370,16 +373,17 @@ fn tables(csv: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The runs of seconds in which only some loaders reported.
-fn partial(loaders: &[Loader], base_ms: i64, interval_ms: i64) -> Vec<PartialSpan> {
-    let all: BTreeSet<i64> = loaders.iter().flat_map(|l| l.seconds.iter().copied()).collect();
+/// The runs of seconds in which only some loaders reported, from each loader's slice and the
+/// interval starts (epoch ms) it reported.
+fn partial(loaders: &[(String, &BTreeSet<i64>)], base_ms: i64, interval_ms: i64) -> Vec<PartialSpan> {
+    let all: BTreeSet<i64> = loaders.iter().flat_map(|(_, s)| s.iter().copied()).collect();
     let mut spans: Vec<PartialSpan> = Vec::new();
     let mut last_at = None;
     for at in all {
         let missing: Vec<String> = loaders
             .iter()
-            .filter(|l| !l.seconds.contains(&at))
-            .map(|l| l.slice.to_string())
+            .filter(|(_, s)| !s.contains(&at))
+            .map(|(slice, _)| slice.clone())
             .collect();
         if missing.is_empty() {
             continue;
@@ -555,5 +559,59 @@ fn merged_summary(results: &[&RunResult], histograms: &BTreeMap<String, Encoded>
             })
             .collect(),
         abandoned: summaries.iter().map(|s| s.abandoned).sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_not_every_loader_reported_are_spans_naming_who_was_missing() {
+        let secs = |r: std::ops::Range<i64>| r.map(|s| 10_000 + s * 1_000).collect::<BTreeSet<i64>>();
+        let (a, b, c) = (secs(0..20), secs(2..20), secs(0..15));
+        // b started 2 s late; c stopped 5 s early; a gap in c at 8 s.
+        let mut c = c;
+        c.remove(&18_000);
+        let loaders = vec![
+            ("1/3".to_string(), &a),
+            ("2/3".to_string(), &b),
+            ("3/3".to_string(), &c),
+        ];
+        let spans = partial(&loaders, 10_000, 1_000);
+        let span = |from: f64, to: f64, missing: &[&str]| PartialSpan {
+            from_s: from,
+            to_s: to,
+            missing: missing.iter().map(|m| m.to_string()).collect(),
+        };
+        assert_eq!(
+            spans,
+            vec![
+                span(0.0, 2.0, &["2/3"]),
+                span(8.0, 9.0, &["3/3"]),
+                span(15.0, 20.0, &["3/3"])
+            ]
+        );
+        assert!(partial(&loaders[..1], 10_000, 1_000).is_empty());
+    }
+
+    #[test]
+    fn loaders_off_the_common_grid_are_refused() {
+        let on = vec![
+            ("a".to_string(), 1_795_554_180_000),
+            ("b".to_string(), 1_795_554_183_000),
+        ];
+        assert!(check_grid(&on, 1_000).is_ok());
+        // 1 ms of rounding in the logs' base times is the same grid, on either side of a second.
+        assert!(check_grid(&[("a".into(), 1_000_999), ("b".into(), 2_000_000)], 1_000).is_ok());
+        let off = vec![
+            ("a".to_string(), 1_795_554_180_000),
+            ("b".to_string(), 1_795_554_180_437),
+        ];
+        let e = check_grid(&off, 1_000).unwrap_err().to_string();
+        assert!(
+            e.contains("a and b do not share an interval grid") && e.contains("437 ms"),
+            "{e}"
+        );
     }
 }
