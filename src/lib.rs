@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod console;
 pub mod engine;
 pub mod experiment;
+pub mod faults;
 pub mod files;
 pub mod measure;
 pub mod merge;

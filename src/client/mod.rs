@@ -45,6 +45,27 @@ pub struct ClientOptions {
     /// reports failures rather than hiding them).
     #[serde(default)]
     pub retries: u32,
+    /// Reach these node addresses through these proxies instead (network faults): contact
+    /// points are replaced, and the addresses `system.peers` gives are translated.
+    #[serde(skip, default)]
+    pub via: Vec<(std::net::SocketAddr, std::net::SocketAddr)>,
+}
+
+/// Translates a node's address to its proxy's by IP alone: the driver gives the node it first
+/// reached with the port it reached it on (the proxy's), the others with their CQL port.
+/// Addresses of nodes without a proxy are left as they are.
+#[derive(Debug)]
+struct ByIp(std::collections::HashMap<std::net::IpAddr, std::net::SocketAddr>);
+
+#[async_trait::async_trait]
+impl scylla::policies::address_translator::AddressTranslator for ByIp {
+    async fn translate_address(
+        &self,
+        peer: &scylla::policies::address_translator::UntranslatedPeer,
+    ) -> Result<std::net::SocketAddr, scylla::errors::TranslationError> {
+        let a = peer.untranslated_address();
+        Ok(self.0.get(&a.ip()).copied().unwrap_or(a))
+    }
 }
 
 /// Retries requests up to a limit, on the next node of the plan, and counts the retries. With
@@ -189,6 +210,19 @@ pub async fn connect(o: &ClientOptions) -> Result<(Session, Arc<AtomicU64>)> {
             }
         })
         .collect();
+    // Through the proxies, when there are any: a contact point that is a proxied node becomes
+    // its proxy, and every node the cluster names is translated to its proxy.
+    let hosts: Vec<String> = hosts
+        .into_iter()
+        .map(|h| match h.parse::<std::net::SocketAddr>() {
+            Ok(a) => o
+                .via
+                .iter()
+                .find(|(node, _)| *node == a)
+                .map_or(h, |(_, p)| p.to_string()),
+            Err(_) => h,
+        })
+        .collect();
     let mut b = SessionBuilder::new()
         .known_nodes(&hosts)
         .connection_timeout(o.connect_timeout)
@@ -196,6 +230,11 @@ pub async fn connect(o: &ClientOptions) -> Result<(Session, Arc<AtomicU64>)> {
             NonZeroUsize::new(o.connections_per_host.max(1)).unwrap(),
         ))
         .default_execution_profile_handle(profile.into_handle());
+    if !o.via.is_empty() {
+        b = b.address_translator(Arc::new(ByIp(
+            o.via.iter().map(|(node, proxy)| (node.ip(), *proxy)).collect(),
+        )));
+    }
     if o.compression {
         b = b.compression(Some(Compression::Lz4));
     }
@@ -299,6 +338,7 @@ mod tests {
             tls_ca: None,
             tls_insecure: false,
             retries: 0,
+            via: Vec::new(),
         };
         let json = serde_json::to_string(&o).unwrap();
         assert!(json.contains("\"LocalQuorum\"") && !json.contains("secret"), "{json}");

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use super::{Outcome, Workload};
 
 /// This process's share of the operation index space: `index` of `count` (0-based inside).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Slices order by index (then count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LoaderSlice {
     index: u64,
     count: u64,

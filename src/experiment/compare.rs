@@ -268,7 +268,33 @@ fn client_metrics() -> Vec<Metric> {
             |o| total(o).map(|t| t.error_total as f64),
             None,
         ),
+        m(
+            "availability",
+            "availability (with faults)",
+            "%",
+            true,
+            |o| run(o).and_then(|r| r.availability).map(|a| a * 100.0),
+            None,
+        ),
+        m(
+            "recovery",
+            "recovery after faults (longest)",
+            "s",
+            false,
+            |o| run(o).and_then(longest_recovery),
+            None,
+        ),
     ]
+}
+
+/// The longest time any of a run's faults took to recover; one not recovered counts as the
+/// rest of the window after its end (a lower bound).
+fn longest_recovery(r: &RunResult) -> Option<f64> {
+    let window = r.summary.as_ref()?.operation_time_s;
+    r.faults
+        .iter()
+        .filter_map(|f| f.recover_s.or(f.end_s.map(|e| (window - e).max(0.0))))
+        .reduce(f64::max)
 }
 
 /// What the server's telemetry measured: CPU, GC, flushes.

@@ -528,6 +528,7 @@ impl Bench<'_> {
             profile: self.cfg.profile.clone(),
             start_at: None,
             pools: self.cfg.pools,
+            faults: None,
         };
         let result = self.prepared.run(&step, &self.target.site, self.stop.clone()).await?;
         // Named from the search's directory, so the record still finds it when the search was

@@ -33,6 +33,22 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         (d, _) => d,
     };
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
+    // Faults act on the cluster the targets belong to: every node caplab runs here, when the
+    // targets are among them (a home holds one cluster).
+    let cluster: Vec<NodeState> = if local_nodes.is_empty() || args.faults.is_empty() {
+        Vec::new()
+    } else {
+        crate::cluster::local::nodes(home)?
+            .into_iter()
+            .filter(|n| n.liveness() == crate::cluster::node::Liveness::Running)
+            .collect()
+    };
+    let names: Vec<String> = cluster.iter().map(|n| n.name.clone()).collect();
+    crate::faults::spec::check(&args.faults, &names, if args.ops.is_some() { None } else { duration })
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let faults = (!args.faults.is_empty()).then(|| crate::faults::Injector::new(home.clone(), args.faults.clone()));
+    // Network faults put a proxy in front of every node of the cluster.
+    let proxied = faults.clone().filter(|f| f.has_network()).map(|f| (f, cluster));
     let local_nodes = common.telemetry.watched(local_nodes);
     let profile = profiler(home, common, &local_nodes, &hosts)?;
     let copts = common.conn.options(hosts, common.load.threads)?;
@@ -52,11 +68,16 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         profile,
         start_at: args.start_at,
         pools: common.telemetry.pools(),
+        faults,
     };
 
     let out = step.out.clone();
     let rt = common.load.runtime()?;
     let result = rt.block_on(async move {
+        let mut copts = copts;
+        if let Some((faults, nodes)) = proxied {
+            copts.via = faults.start_proxies(&nodes).await?;
+        }
         let target = Target::connect(copts, local_nodes).await?;
         step.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
         let prepared = Prepared::new(&target, &choice).await?;

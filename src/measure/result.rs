@@ -219,6 +219,13 @@ pub struct RunResult {
     /// `<op>.ok` (successes), `<op>.service` (every operation sent) and `<op>.error`.
     #[serde(default)]
     pub histograms: BTreeMap<String, Encoded>,
+    /// Each fault of the schedule (`--fault`): when it ran, when the client saw it, when it
+    /// recovered, what failed during and after it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<crate::faults::FaultRecord>,
+    /// Successful share of the measured window's due operations, with faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability: Option<f64>,
     /// Present when this result is several loaders' results merged (`caplab merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergeRecord>,

@@ -157,6 +157,8 @@ async fn listen(stop: Arc<Stop>, drain: Duration, ready: std::sync::mpsc::Sender
 }
 
 fn force_exit(stop: &Stop) -> ! {
+    // A node left paused by a fault would stay frozen after caplab is gone.
+    crate::faults::inject::resume_paused();
     let cause = stop.cause().unwrap_or("SIGINT");
     mark_interrupted(stop, cause);
     std::process::exit(i32::from(exit_code(Some(cause))));

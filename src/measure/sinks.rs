@@ -62,6 +62,11 @@ pub struct Outputs {
     /// Scratch space for the merged histograms of a second.
     pub merged: Histogram<u64>,
     pub merged_warmup: Histogram<u64>,
+    /// Told the measured window's start (wall clock) once it is known (a fault schedule waits
+    /// for it).
+    pub window_started: Option<tokio::sync::watch::Sender<Option<SystemTime>>>,
+    /// The measured seconds' operations, failures and p99, for judging faults.
+    pub tallies: Vec<crate::faults::Tally>,
 }
 
 impl Outputs {
@@ -99,6 +104,8 @@ impl Outputs {
             seconds: Vec::new(),
             merged: crate::metrics::recorder::new_histogram(),
             merged_warmup: warmup_histogram(),
+            window_started: None,
+            tallies: Vec::new(),
         }
     }
 }
@@ -122,6 +129,12 @@ impl IntervalSink for Outputs {
         }
         if !iv.warmup && whole {
             self.keep_second(iv);
+        }
+        if !iv.warmup
+            && let Some(tx) = &self.window_started
+            && tx.borrow().is_none()
+        {
+            let _ = tx.send(Some(self.started + iv.start));
         }
         if iv.is_reported() {
             let at = humantime::format_rfc3339_seconds(self.started + iv.start);
@@ -197,6 +210,20 @@ impl Outputs {
             ok += o.ok;
         }
         let (p50_ms, p99_ms) = p50_p99_ms(&self.merged);
+        let mut tally = crate::faults::Tally {
+            at_s: iv.start.as_secs_f64(),
+            length_s: iv.length.as_secs_f64(),
+            due: self.merged.len(),
+            ok,
+            p99_ms,
+            ..Default::default()
+        };
+        for o in &iv.ops {
+            for (t, e) in tally.errors.iter_mut().zip(o.errors) {
+                *t += e;
+            }
+        }
+        self.tallies.push(tally);
         self.seconds.push(steady::Second {
             at_s: iv.start.as_secs_f64(),
             ops_per_s: ok as f64 / iv.length.as_secs_f64(),

@@ -21,6 +21,7 @@ use crate::console::{group, say};
 use crate::engine::{
     self, Anchor, EndReason, EngineConfig, LoaderSlice, RunEnd, Sliced, StartAt, Stop, Warmup, Workload,
 };
+use crate::faults::{Injector, impact};
 use crate::metrics::OpStats;
 use crate::metrics::csv::CsvLog;
 use crate::metrics::hdrlog::{Encoded, HdrLog};
@@ -94,6 +95,8 @@ pub struct Step {
     pub start_at: Option<StartAt>,
     /// Read every node's thread pools over CQL each second (`--server-facts`).
     pub pools: bool,
+    /// Faults to apply during the measured window (`--fault`).
+    pub faults: Option<Arc<Injector>>,
 }
 
 impl Step {
@@ -194,8 +197,13 @@ impl Step {
             )),
             _ => None,
         };
+        let mut sink = sink;
+        let undo = self.start_faults(&mut sink, started);
         let retries_before = site.retries.load(std::sync::atomic::Ordering::Relaxed);
         let (end, mut sink) = engine::run(workload, ecfg, anchor, stop.clone(), sink).await;
+        if let Some(undo) = undo {
+            undo.now().await?;
+        }
         if let Some(tx) = cancel_profile {
             let _ = tx.send(());
         }
@@ -224,6 +232,7 @@ impl Step {
             check: sink.check.take().map(|c| c.text),
         });
         result.steady_state = steady_state(&end, &mut sink.seconds);
+        self.fault_records(&mut result, &sink.tallies, &end, started, verdict.as_ref());
         drop(sink);
         if !self.jmx.is_empty() {
             let targets = self.jmx.clone();
@@ -251,6 +260,46 @@ impl Step {
         marked.finish();
         save_or_compact(&mut result, out);
         Ok(result)
+    }
+
+    /// Starts the fault schedule, if there is one: each fault waits for the measured window's
+    /// start, which the sink announces (known at once for a fixed warm-up). The guard undoes
+    /// every fault when the step ends, however it ends.
+    fn start_faults(&self, sink: &mut Outputs, started: SystemTime) -> Option<UndoFaults> {
+        let injector = self.faults.clone()?;
+        let known = match self.engine.warmup {
+            Warmup::None => Some(started),
+            Warmup::Time(d) => Some(started + d),
+            Warmup::Ops(_) | Warmup::Auto { .. } => None,
+        };
+        let (tx, rx) = tokio::sync::watch::channel(known);
+        sink.window_started = Some(tx);
+        injector.start(rx);
+        Some(UndoFaults(Some(injector)))
+    }
+
+    /// Each fault's record, judged on the measured seconds, and the window's availability.
+    fn fault_records(
+        &self,
+        result: &mut RunResult,
+        tallies: &[impact::Tally],
+        end: &RunEnd,
+        started: SystemTime,
+        verdict: Option<&SlaVerdict>,
+    ) {
+        let (Some(injector), Some((from, to))) = (&self.faults, end.window) else {
+            return;
+        };
+        let (from, to) = (from.as_secs_f64(), to.as_secs_f64());
+        let failed: Option<Vec<(f64, f64)>> = verdict.map(|v| {
+            v.windows
+                .iter()
+                .filter(|w| w.judged && !w.pass)
+                .map(|w| (from + w.start_s, from + w.start_s + w.length_s))
+                .collect()
+        });
+        result.faults = impact::assess(&injector.happened(started), tallies, (from, to), failed.as_deref());
+        result.availability = impact::availability(tallies);
     }
 
     /// When the schedule starts: `--start-at`, else the next whole second.
@@ -342,6 +391,8 @@ impl Step {
             profile: None,
             started_ops: None,
             histograms: BTreeMap::new(),
+            faults: Vec::new(),
+            availability: None,
             merged: None,
         }
     }
@@ -447,6 +498,13 @@ impl RunResult {
         if let Some(m) = &self.merged {
             parts.push(render_merge(m));
         }
+        if !self.faults.is_empty() {
+            let mut text: Vec<String> = self.faults.iter().map(crate::faults::FaultRecord::render).collect();
+            if let Some(a) = self.availability {
+                text.push(format!("Availability (measured window)  : {:.3} %", a * 100.0));
+            }
+            parts.push(text.join("\n"));
+        }
         if let Some(s) = &self.server {
             parts.push(s.render());
         }
@@ -460,6 +518,27 @@ impl RunResult {
             parts.push(format!("INCOMPLETE: {}: {}", f.file, f.reason));
         }
         parts.join("\n")
+    }
+}
+
+/// Undoes a step's faults when the step ends: awaited (`now`) on the way out, or on drop when
+/// the step ends by an error.
+struct UndoFaults(Option<Arc<Injector>>);
+
+impl UndoFaults {
+    async fn now(mut self) -> Result<()> {
+        if let Some(i) = self.0.take() {
+            tokio::task::spawn_blocking(move || i.undo()).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for UndoFaults {
+    fn drop(&mut self) {
+        if let Some(i) = self.0.take() {
+            i.undo();
+        }
     }
 }
 
@@ -570,6 +649,7 @@ mod tests {
                 tls_ca: None,
                 tls_insecure: false,
                 retries: 0,
+                via: Vec::new(),
             },
             local_nodes: Vec::new(),
             release: None,
@@ -625,6 +705,7 @@ mod tests {
             profile: None,
             start_at: None,
             pools: false,
+            faults: None,
         }
     }
 

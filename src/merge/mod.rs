@@ -57,7 +57,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<RunResult> {
         bail!("merge needs the results directories of at least two loaders (caplab run --loader i/n)");
     }
     let mut loaders = dirs.iter().map(|d| Loader::read(d)).collect::<Result<Vec<_>>>()?;
-    loaders.sort_by_key(|l| l.slice.to_string());
+    loaders.sort_by_key(|l| l.slice);
     check(&loaders)?;
     let interval_ms = (loaders[0].result.config.engine.interval_s * 1000.0).round() as i64;
     check_grid(
@@ -451,6 +451,9 @@ fn merged_result(loaders: &[Loader], dirs: &[PathBuf], base_ms: i64) -> Result<R
     r.summary = Some(merged_summary(&results, &r.histograms));
     r.sla = None;
     r.profile = None;
+    // A fault schedule ran in one loader, and its judgement was on that loader's seconds.
+    r.faults = Vec::new();
+    r.availability = None;
     r.retries = results.iter().map(|x| x.retries).sum();
     r.started_ops = results.iter().map(|x| x.started_ops).sum();
     r.incomplete = loaders

@@ -84,6 +84,9 @@ pub struct RunSeries {
     pub sla: Vec<SlaWindow>,
     /// The steady-state verdict's segments, per series (times are Unix seconds).
     pub steady: Vec<SteadySegments>,
+    /// (start, end, label) of each fault (`--fault`), Unix seconds; the end is the window's
+    /// when it was not undone within it.
+    pub faults: Vec<(f64, f64, String)>,
     /// Response time (every due operation) and service time, all operation types; then the
     /// response time of each operation type when there are several.
     pub distribution: Vec<Curve>,
@@ -215,6 +218,7 @@ impl RunSeries {
             dropped: Vec::new(),
             sla: Vec::new(),
             steady: Vec::new(),
+            faults: Vec::new(),
             distribution: Vec::new(),
         };
         // The log's intervals come in order, each as its untagged histogram (every operation's
@@ -290,6 +294,23 @@ impl RunSeries {
                         .map(|g| (t0 + g.from_s, t0 + g.to_s, g.mean))
                         .collect(),
                 });
+            }
+        }
+        if let (Ok(anchor), Some(from)) = (
+            humantime::parse_rfc3339_weak(&r.started_at),
+            r.warmup.as_ref().and_then(|w| w.length_s),
+        ) {
+            let window = anchor
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64()
+                + from;
+            let window_end = window + r.summary.as_ref().map_or(0.0, |s| s.operation_time_s);
+            for f in &r.faults {
+                if let Some(start) = f.start_s {
+                    let end = f.end_s.map_or(window_end, |e| window + e);
+                    s.faults.push((window + start, end, f.fault.clone()));
+                }
             }
         }
         s.distribution = distributions(&r);

@@ -81,6 +81,23 @@
       ctx.restore();
     };
   }
+  // Each fault's span, shaded red and labelled, on a time chart.
+  function faultHook(faults) {
+    if (!faults || !faults.length) return null;
+    caplabCheck.faults = faults.length;
+    return function (u) {
+      var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+      ctx.save();
+      faults.forEach(function (f) {
+        var x0 = u.valToPos(f[0], "x", true), x1 = u.valToPos(f[1], "x", true);
+        ctx.fillStyle = "rgba(214, 39, 40, 0.10)";
+        ctx.fillRect(x0, top, Math.max(x1 - x0, 2), h);
+        ctx.fillStyle = "#a01c1c"; ctx.font = "11px sans-serif";
+        ctx.fillText(f[2], x0 + 3, top + 12);
+      });
+      ctx.restore();
+    };
+  }
   function hooks(list) {
     list = list.filter(function (h) { return h; });
     return list.length ? { draw: list } : {};
@@ -105,7 +122,7 @@
         line("p50", COLORS[0], { value: msValue }), line("p99", COLORS[4], { value: msValue }),
         line("p99.9", COLORS[1], { value: msValue }), line("max", "#444", { value: msValue, width: 1 }),
         line("service p99", COLORS[2], { value: msValue, dash: [5, 4] }), dots("GC pause", "#d62728", 8),
-      ], true, { hooks: hooks([segmentHook(s.steady, "p50", COLORS[0], false), segmentHook(s.steady, "p99", COLORS[4], false)]) }), lat, n);
+      ], true, { hooks: hooks([segmentHook(s.steady, "p50", COLORS[0], false), segmentHook(s.steady, "p99", COLORS[4], false), faultHook(s.faults)]) }), lat, n);
       // The GC pauses as drawn: (time, ms) of every point of the pause series.
       if (latency) caplabCheck.gc = latency.data[0].map(function (x, i) { return [x, latency.data[6][i]]; })
         .filter(function (p) { return p[1] != null; });
@@ -117,14 +134,14 @@
         tputSeries.push(line("target op/s", "#888", { dash: [6, 4], width: 1 }));
       }
       chart("chart-throughput", timeOpts("Throughput: target and achieved" + verdictTitle(s.steady), "op/s", tputSeries, false,
-        { hooks: hooks([segmentHook(s.steady, "throughput", "#17612c", true)]) }), tput, n);
+        { hooks: hooks([segmentHook(s.steady, "throughput", "#17612c", true), faultHook(s.faults)]) }), tput, n);
       if (s.cpu_t.length) {
         var flT = s.flushes.map(function (f) { return f[0]; }), flMb = s.flushes.map(function (f) { return f[1]; });
         var cpu = uPlot.join([[s.cpu_t, s.server_cpu, s.client_cpu, s.flush_cpu], [flT, flMb]]);
         var o = timeOpts("CPU (cores) and memtable flushes", "cores", [
           line("server", COLORS[3]), line("client", COLORS[2]), line("flush threads", COLORS[5]),
           Object.assign(dots("flush (MB written)", "#8c564b", 7), { scale: "mb" }),
-        ], false);
+        ], false, { hooks: hooks([faultHook(s.faults)]) });
         o.scales.mb = {};
         o.axes.push({ scale: "mb", side: 1, label: "MB flushed", grid: { show: false }, size: 60 });
         chart("chart-cpu", o, cpu, s.cpu_t.length);
@@ -139,7 +156,7 @@
           line("pending", COLORS[4]), line("active", COLORS[0]), line("blocked", COLORS[1]),
           Object.assign(line("completed/s", COLORS[2], { dash: [5, 4], width: 1 }), { scale: "rate" }),
           Object.assign(line("dropped/s", "#8c564b", { width: 1 }), { scale: "rate" }),
-        ], false);
+        ], false, { hooks: hooks([faultHook(s.faults)]) });
         po.scales.rate = {};
         po.axes.push({ scale: "rate", side: 1, label: "per second", grid: { show: false }, size: 70 });
         chart("chart-pools", po, [s.pool_t, s.pending, s.active, s.blocked, s.completed, s.dropped], s.pool_t.length);
