@@ -425,7 +425,9 @@ fn stop_node(s: &NodeState, opts: StopOptions, say: &mut dyn FnMut(&str)) -> Res
     s.save()
 }
 
-fn wait_gone(pid: u32, s: &NodeState, timeout: Duration) -> bool {
+/// Waits up to `timeout` for a node's process to be gone (reaping it when this process
+/// started it); whether it went.
+pub fn wait_gone(pid: u32, s: &NodeState, timeout: Duration) -> bool {
     let begin = Instant::now();
     while begin.elapsed() < timeout {
         // Reap it if this process started it, so it does not linger as a zombie.

@@ -24,7 +24,7 @@ use crate::console::say;
 static PAUSED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 fn paused() -> std::sync::MutexGuard<'static, Vec<u32>> {
-    PAUSED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    lock(&PAUSED)
 }
 
 /// Resumes every node this process paused (SIGCONT). Cheap and safe to call at any exit.
@@ -112,18 +112,13 @@ impl Injector {
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot start the network-fault proxy for {}: {e}", n.name))?;
             routes.push((p.target, p.listen));
-            self.proxies
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(n.name.clone(), Arc::new(p));
+            lock(&self.proxies).insert(n.name.clone(), Arc::new(p));
         }
         Ok(routes)
     }
 
     fn proxy(&self, name: &str) -> anyhow::Result<Arc<Proxy>> {
-        self.proxies
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.proxies)
             .get(name)
             .cloned()
             .ok_or_else(|| anyhow::anyhow!("no proxy in front of {name}"))
@@ -132,7 +127,7 @@ impl Injector {
     /// Starts every fault's task: each waits for the measured window's start (sent on
     /// `window`), then for its time.
     pub fn start(self: &Arc<Self>, window: tokio::sync::watch::Receiver<Option<SystemTime>>) {
-        let mut tasks = self.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut tasks = lock(&self.tasks);
         for i in 0..self.faults.len() {
             let (me, mut window) = (self.clone(), window.clone());
             tasks.push(tokio::spawn(async move {
@@ -197,7 +192,7 @@ impl Injector {
     }
 
     fn set(&self, i: usize, f: impl FnOnce(&mut Times)) {
-        f(&mut self.times.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[i]);
+        f(&mut lock(&self.times)[i]);
     }
 
     fn node(&self, name: &str) -> anyhow::Result<NodeState> {
@@ -226,10 +221,7 @@ impl Injector {
                 }
             };
             proxy.set(toxic);
-            self.left
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(f.node.clone(), Left::Network);
+            lock(&self.left).insert(f.node.clone(), Left::Network);
             return Ok(());
         }
         let node = self.node(&f.node)?;
@@ -245,26 +237,11 @@ impl Injector {
             }
             Action::Kill => {
                 kill(Pid::from_raw(pid as i32), Signal::SIGKILL)?;
-                // Reaped when this process started it; gone from /proc either way.
-                let begin = std::time::Instant::now();
-                while !crate::cluster::node::has_exited(pid, &node.conf_dir)
-                    && begin.elapsed() < Duration::from_secs(10)
-                {
-                    let _ =
-                        nix::sys::wait::waitpid(Pid::from_raw(pid as i32), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
-                    std::thread::sleep(Duration::from_millis(50));
-                }
+                local::wait_gone(pid, &node, Duration::from_secs(10));
                 Left::Down
             }
             Action::Stop | Action::Restart => {
-                local::stop(
-                    std::slice::from_ref(&node),
-                    StopOptions {
-                        drain: false,
-                        timeout: Duration::from_secs(60),
-                    },
-                    &mut |m| say(m),
-                )?;
+                stop_now(&node)?;
                 Left::Down
             }
             Action::Drain => {
@@ -275,21 +252,14 @@ impl Injector {
                 unreachable!("network faults above")
             }
         };
-        self.left
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(f.node.clone(), left);
+        lock(&self.left).insert(f.node.clone(), left);
         Ok(())
     }
 
     /// Undoes what a fault left `name` in; returns when it answered CQL again (for a node that
     /// was started again).
     fn undo_node(&self, name: &str) -> anyhow::Result<Option<SystemTime>> {
-        let left = self
-            .left
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(name);
+        let left = lock(&self.left).remove(name);
         match left {
             None => Ok(None),
             Some(Left::Paused(pid)) => {
@@ -299,14 +269,7 @@ impl Injector {
             }
             Some(Left::Drained) => {
                 let node = self.node(name)?;
-                local::stop(
-                    std::slice::from_ref(&node),
-                    StopOptions {
-                        drain: false,
-                        timeout: Duration::from_secs(60),
-                    },
-                    &mut |m| say(m),
-                )?;
+                stop_now(&node)?;
                 self.start_again(name)
             }
             Some(Left::Down) => self.start_again(name),
@@ -327,21 +290,11 @@ impl Injector {
     /// Stops the schedule and undoes every fault still in effect (blocking: a node killed or
     /// stopped is started again). Nodes that cannot be brought back are named.
     pub fn undo(&self) {
-        for t in self
-            .tasks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .drain(..)
-        {
+        for t in lock(&self.tasks).drain(..) {
             t.abort();
         }
         resume_paused();
-        for p in self
-            .proxies
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .values()
-        {
+        for p in lock(&self.proxies).values() {
             p.set(Toxic::None);
         }
         // A stop or start under way finishes first (what it leaves is undone below).
@@ -349,17 +302,11 @@ impl Injector {
         while self.busy.load(std::sync::atomic::Ordering::SeqCst) > 0 && begin.elapsed() < Duration::from_secs(300) {
             std::thread::sleep(Duration::from_millis(100));
         }
-        let names: Vec<String> = self
-            .left
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .keys()
-            .cloned()
-            .collect();
+        let names: Vec<String> = lock(&self.left).keys().cloned().collect();
         for name in names {
             // Faults cut short by the end: their undoing is their end.
             for (i, f) in self.faults.iter().enumerate() {
-                let mut times = self.times.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut times = lock(&self.times);
                 if f.node == name && times[i].began.is_some() && times[i].ended.is_none() {
                     times[i].ended = Some(SystemTime::now());
                 }
@@ -375,7 +322,7 @@ impl Injector {
     /// What happened to each fault: (spec, action, node, times from `anchor` in seconds).
     pub fn happened(&self, anchor: SystemTime) -> Vec<(String, Action, String, Happened)> {
         let s = |t: Option<SystemTime>| t.map(|t| t.duration_since(anchor).unwrap_or_default().as_secs_f64());
-        let times = self.times.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let times = lock(&self.times);
         self.faults
             .iter()
             .zip(times.iter())
@@ -394,6 +341,23 @@ impl Injector {
             })
             .collect()
     }
+}
+
+/// A graceful stop without a drain (SIGTERM, SIGKILL after 60 s).
+fn stop_now(node: &NodeState) -> anyhow::Result<()> {
+    local::stop(
+        std::slice::from_ref(node),
+        StopOptions {
+            drain: false,
+            timeout: Duration::from_secs(60),
+        },
+        &mut |m| say(m),
+    )
+}
+
+/// A lock, whatever a panicking holder left (the data are plain records).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 async fn sleep_until(t: SystemTime) {
