@@ -424,6 +424,7 @@ fn scheduled_faults(lab: &Lab, hosts: &str) {
     refused_schedules(lab, hosts);
     pause_at_quorum(lab, hosts);
     kill_at_all(lab, hosts);
+    kill_at_one_in_a_capacity_search(lab, hosts);
     interrupted_in_a_fault(lab, hosts);
     delay_through_the_proxy(lab, hosts);
 }
@@ -546,6 +547,59 @@ fn kill_at_all(lab: &Lab, hosts: &str) {
     );
     assert!(f["during"]["availability"].as_f64().unwrap() < 0.5, "{f}");
     assert!(doc["availability"].as_f64().unwrap() < 1.0);
+    assert!(proc_state(lab, "node3").is_some_and(|s| s != 'T'), "node3 runs again");
+}
+
+fn kill_at_one_in_a_capacity_search(lab: &Lab, hosts: &str) {
+    // A capacity search whose every step carries a kill: at ONE, with the token-aware client,
+    // every row has two more replicas and the driver sends to them, so only what was in flight
+    // on node3 when it died fails.
+    let out = lab.home.join("capacity-kill");
+    let o = lab.caplab(&[
+        "capacity",
+        "--hosts",
+        hosts,
+        "--keyspace",
+        "rf3",
+        "--replication-factor",
+        "3",
+        "--consistency",
+        "one",
+        "--rates",
+        "300",
+        "--measure",
+        "20s",
+        "--warmup",
+        "5s",
+        "--timeout",
+        "2s",
+        "--sla",
+        "p99<500ms/5s",
+        "--fault",
+        "kill node3 at 5s for 5s",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("capacity.json")).unwrap()).unwrap();
+    assert_eq!(report["faults"][0], "kill node3 at 5s for 5s", "{report}");
+    let step = &report["steps"][0];
+    let availability = step["availability"].as_f64().expect("the step's availability");
+    assert!(availability > 0.98, "{step}");
+    assert!(stdout(&o).contains("availability"), "{}", stdout(&o));
+    let run = result_json(&out.join(step["dir"].as_str().unwrap()));
+    let f = &run["faults"][0];
+    eprintln!("kill at ONE in a capacity step: {f}");
+    let during = f["during"]["availability"].as_f64().unwrap();
+    assert!(during > 0.95, "the other replicas answer while node3 is down: {f}");
+    assert!(f["start_s"].as_f64().is_some_and(|s| (4.5..6.5).contains(&s)), "{f}");
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        page.contains("<th>availability</th>"),
+        "the capacity page has the availability column"
+    );
     assert!(proc_state(lab, "node3").is_some_and(|s| s != 'T'), "node3 runs again");
 }
 

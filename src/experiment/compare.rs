@@ -281,20 +281,10 @@ fn client_metrics() -> Vec<Metric> {
             "recovery after faults (longest)",
             "s",
             false,
-            |o| run(o).and_then(longest_recovery),
+            |o| run(o).and_then(RunResult::longest_recovery),
             None,
         ),
     ]
-}
-
-/// The longest time any of a run's faults took to recover; one not recovered counts as the
-/// rest of the window after its end (a lower bound).
-fn longest_recovery(r: &RunResult) -> Option<f64> {
-    let window = r.summary.as_ref()?.operation_time_s;
-    r.faults
-        .iter()
-        .filter_map(|f| f.recover_s.or(f.end_s.map(|e| (window - e).max(0.0))))
-        .reduce(f64::max)
 }
 
 /// What the server's telemetry measured: CPU, GC, flushes.

@@ -90,6 +90,14 @@ impl Injector {
         })
     }
 
+    /// The same schedule for another step (of a capacity search): its own times, the same
+    /// proxies (the client reaches the nodes through them for the whole search).
+    pub fn for_step(&self) -> Arc<Injector> {
+        let next = Injector::new(self.home.clone(), self.faults.clone());
+        lock(&next.proxies).clone_from(&lock(&self.proxies));
+        next
+    }
+
     pub fn faults(&self) -> &[FaultSpec] {
         &self.faults
     }

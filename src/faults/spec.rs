@@ -177,7 +177,9 @@ fn parse_rate(s: &str) -> Option<u64> {
 
 /// Checks a schedule against the nodes caplab runs here (`local`, by name) and the measured
 /// window's length (`window`, when it is fixed).
-pub fn check(faults: &[FaultSpec], local: &[String], window: Option<Duration>) -> Result<(), String> {
+/// `window` is the measured window's length (None: a count of operations), `flag` the option
+/// that sets it (`--duration`, or `--measure` for a capacity search's steps).
+pub fn check(faults: &[FaultSpec], local: &[String], window: Option<Duration>, flag: &str) -> Result<(), String> {
     if faults.is_empty() {
         return Ok(());
     }
@@ -203,7 +205,7 @@ pub fn check(faults: &[FaultSpec], local: &[String], window: Option<Duration>) -
         let end = f.until().unwrap_or(f.at);
         if f.at >= window || end > window {
             return Err(format!(
-                "--fault '{}': it {} after the measured window ({}): start it earlier, shorten it, or lengthen --duration",
+                "--fault '{}': it {} after the measured window ({}): start it earlier, shorten it, or lengthen {flag}",
                 f.text,
                 if f.at >= window { "starts" } else { "ends" },
                 humantime::format_duration(window)
@@ -291,13 +293,16 @@ mod tests {
                     "pause node1 at 8s for 2s"
                 ]),
                 &local,
-                w
+                w,
+                "--duration"
             )
             .is_ok()
         );
-        let e = |v: &[&str], local: &[String], w| check(&parse(v), local, w).unwrap_err();
+        let e = |v: &[&str], local: &[String], w| check(&parse(v), local, w, "--duration").unwrap_err();
         assert!(e(&["pause node3 at 5s for 3s"], &local, w).contains("no node 'node3'"));
         assert!(e(&["pause node1 at 28s for 3s"], &local, w).contains("ends after the measured window (30s)"));
+        let capacity = check(&parse(&["pause node1 at 28s for 3s"]), &local, w, "--measure").unwrap_err();
+        assert!(capacity.contains("lengthen --measure"), "{capacity}");
         assert!(e(&["kill node1 at 30s"], &local, w).contains("starts after"));
         assert!(e(&["pause node1 at 5s for 3s", "kill node1 at 7s for 1s"], &local, w).contains("overlap on node1"));
         assert!(e(&["kill node1 at 5s", "pause node1 at 20s for 1s"], &local, w).contains("lasts to the end"));

@@ -20,6 +20,7 @@ use crate::cluster::local::{self, StartOptions, StopOptions};
 use crate::cluster::nodetool::JmxTarget;
 use crate::console::{group, say};
 use crate::engine::{LoaderSlice, Stop, Warmup};
+use crate::faults::Injector;
 use crate::files::write_json;
 use crate::sla::{Plan, RateResult, Sla};
 
@@ -46,6 +47,16 @@ pub struct SearchStep {
     pub window: Option<crate::steady::Class>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<bool>,
+    /// With faults (`--fault`): the window's availability (successful share of due
+    /// operations) and its faults' longest recovery in seconds (one not recovered counts as
+    /// the rest of the window: a lower bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_s: Option<f64>,
+    /// Whether every fault recovered within the window (None: no faults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<bool>,
 }
 
 impl SearchStep {
@@ -69,6 +80,9 @@ impl SearchStep {
             dir: dir.display().to_string(),
             window: r.steady_state.as_ref().and_then(|v| v.class),
             steady: r.steady_state.as_ref().map(|v| v.steady),
+            availability: r.availability,
+            recovery_s: r.longest_recovery(),
+            recovered: (!r.faults.is_empty()).then(|| r.faults.iter().all(|f| f.recover_s.is_some())),
         }
     }
 
@@ -87,8 +101,14 @@ impl SearchStep {
         } else {
             format!("FAIL ({})", self.reasons.join("; "))
         };
+        let faults = match (self.availability, self.recovered, self.recovery_s) {
+            (Some(a), Some(true), Some(r)) => format!(", availability {:.2} %, recovered in {r:.1} s", a * 100.0),
+            (Some(a), Some(false), _) => format!(", availability {:.2} %, NOT RECOVERED by the end", a * 100.0),
+            (Some(a), _, _) => format!(", availability {:.2} %", a * 100.0),
+            _ => String::new(),
+        };
         format!(
-            "{} op/s achieved, {}  {verdict}{}",
+            "{} op/s achieved, {}{faults}  {verdict}{}",
             group(self.achieved_rate),
             worst.join(", "),
             match (self.steady, self.window) {
@@ -135,6 +155,9 @@ pub struct CapacityReport {
     pub measure_s: f64,
     pub repeats: u32,
     pub fresh_node: bool,
+    /// The fault schedule every step carried (`--fault`), as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<String>,
     pub probe: Option<SearchStep>,
     pub steps: Vec<SearchStep>,
     pub rates: Vec<RateResult>,
@@ -170,6 +193,9 @@ impl CapacityReport {
     pub fn render(&self) -> String {
         let objectives: Vec<String> = self.sla.objectives.iter().map(|o| o.text()).collect();
         let mut s = format!("Capacity search, SLA {} ({})\n", self.sla.text(), self.mode);
+        if !self.faults.is_empty() {
+            s.push_str(&format!("Every step carried the faults: {}\n", self.faults.join("; ")));
+        }
         s.push_str(&format!("{:>12}  {:>6}  {:>12}", "rate op/s", "repeat", "achieved"));
         for o in &self.sla.objectives {
             s.push_str(&format!("  {:>14}", format!("{} max", o.label)));
@@ -189,6 +215,14 @@ impl CapacityReport {
                 }
             }
             s.push_str(if st.pass { "  pass" } else { "  FAIL" });
+            if let Some(a) = st.availability {
+                s.push_str(&format!("  availability {:.2} %", a * 100.0));
+                match (st.recovered, st.recovery_s) {
+                    (Some(true), Some(r)) => s.push_str(&format!(", recovered in {r:.1} s")),
+                    (Some(false), _) => s.push_str(", not recovered"),
+                    _ => {}
+                }
+            }
             if st.steady == Some(false) {
                 s.push_str(&format!(
                     " (not steady: {})",
@@ -270,6 +304,8 @@ pub struct Capacity {
     /// Read every node's thread pools over CQL in each step.
     pub pools: bool,
     pub pricing: Option<Pricing>,
+    /// The fault schedule every step's measured window carries (the probe's too).
+    pub faults: Option<Arc<Injector>>,
 }
 
 /// What a step needs besides its rate.
@@ -363,6 +399,12 @@ impl Capacity {
             measure_s: cfg.measure.as_secs_f64(),
             repeats: plan.repeats(),
             fresh_node: cfg.fresh_node,
+            faults: cfg
+                .faults
+                .iter()
+                .flat_map(|f| f.faults())
+                .map(|f| f.text.clone())
+                .collect(),
             probe: None,
             steps: Vec::new(),
             rates: Vec::new(),
@@ -528,7 +570,7 @@ impl Bench<'_> {
             profile: self.cfg.profile.clone(),
             start_at: None,
             pools: self.cfg.pools,
-            faults: None,
+            faults: self.cfg.faults.as_ref().map(|f| f.for_step()),
         };
         let result = self.prepared.run(&step, &self.target.site, self.stop.clone()).await?;
         // Named from the search's directory, so the record still finds it when the search was
@@ -604,6 +646,9 @@ mod tests {
             dir: format!("steps/{rate}"),
             window: None,
             steady: None,
+            availability: None,
+            recovery_s: None,
+            recovered: None,
         };
         (end, step)
     }

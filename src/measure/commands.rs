@@ -11,10 +11,12 @@ use std::time::Duration;
 use super::options::{CapacityOptions, DriveOptions, RunOptions, resolve_warmup};
 use super::target::{jmx_targets, targets};
 use super::{Capacity, CapacityReport, Choice, Prepared, Pricing, RunResult, Show, Step, Target};
+use crate::client::ClientOptions;
 use crate::cluster::Home;
 use crate::cluster::node::NodeState;
 use crate::cluster::options::NodeOptions;
 use crate::engine::Stop;
+use crate::faults::Injector;
 use crate::server_profile::Profiler;
 use crate::sla::{Plan, parse_rates};
 
@@ -33,22 +35,8 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         (d, _) => d,
     };
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
-    // Faults act on the cluster the targets belong to: every node caplab runs here, when the
-    // targets are among them (a home holds one cluster).
-    let cluster: Vec<NodeState> = if local_nodes.is_empty() || args.faults.is_empty() {
-        Vec::new()
-    } else {
-        crate::cluster::local::nodes(home)?
-            .into_iter()
-            .filter(|n| n.liveness() == crate::cluster::node::Liveness::Running)
-            .collect()
-    };
-    let names: Vec<String> = cluster.iter().map(|n| n.name.clone()).collect();
-    crate::faults::spec::check(&args.faults, &names, if args.ops.is_some() { None } else { duration })
-        .map_err(|e| anyhow::anyhow!(e))?;
-    let faults = (!args.faults.is_empty()).then(|| crate::faults::Injector::new(home.clone(), args.faults.clone()));
-    // Network faults put a proxy in front of every node of the cluster.
-    let proxied = faults.clone().filter(|f| f.has_network()).map(|f| (f, cluster));
+    let window = if args.ops.is_some() { None } else { duration };
+    let faults = fault_schedule(home, common, &local_nodes, window, "--duration")?;
     let local_nodes = common.telemetry.watched(local_nodes);
     let profile = profiler(home, common, &local_nodes, &hosts)?;
     let copts = common.conn.options(hosts, common.load.threads)?;
@@ -68,17 +56,13 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         profile,
         start_at: args.start_at,
         pools: common.telemetry.pools(),
-        faults,
+        faults: faults.as_ref().map(|(f, _)| f.clone()),
     };
 
     let out = step.out.clone();
     let rt = common.load.runtime()?;
     let result = rt.block_on(async move {
-        let mut copts = copts;
-        if let Some((faults, nodes)) = proxied {
-            copts.via = faults.start_proxies(&nodes).await?;
-        }
-        let target = Target::connect(copts, local_nodes).await?;
+        let target = Target::connect(through_proxies(copts, faults.as_ref()).await?, local_nodes).await?;
         step.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
         let prepared = Prepared::new(&target, &choice).await?;
         if !common.workload.no_populate {
@@ -111,6 +95,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
     common.conn.options(Vec::new(), common.load.threads)?;
     let choice = Choice::of(&common.workload)?;
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
+    let faults = fault_schedule(home, common, &local_nodes, Some(args.measure), "--measure")?;
     let local_nodes = common.telemetry.watched(local_nodes);
     if args.fresh_node && local_nodes.is_empty() {
         bail!(
@@ -140,16 +125,56 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
             nodes,
             target: args.target,
         }),
+        faults: faults.as_ref().map(|(f, _)| f.clone()),
     };
 
     let out = search.out.clone();
     let rt = common.load.runtime()?;
     let report = rt.block_on(async {
-        let target = Target::connect(copts, local_nodes).await?;
+        let target = Target::connect(through_proxies(copts, faults.as_ref()).await?, local_nodes).await?;
         search.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
         search.run(plan, home, target, &choice, stop.clone()).await
     })?;
     Ok((report, out, args.cost.is_some() && nodes == 0))
+}
+
+/// The fault schedule (`--fault`), checked before anything runs against the cluster it acts on:
+/// every node caplab runs here when the targets are among them (a home holds one cluster).
+/// `window` is each measured window's length, set by `flag`. Returns the injector and the
+/// nodes a network fault puts proxies in front of.
+fn fault_schedule(
+    home: &Home,
+    common: &DriveOptions,
+    local_nodes: &[NodeState],
+    window: Option<Duration>,
+    flag: &str,
+) -> Result<Option<(Arc<Injector>, Vec<NodeState>)>> {
+    if common.faults.is_empty() {
+        return Ok(None);
+    }
+    let cluster: Vec<NodeState> = if local_nodes.is_empty() {
+        Vec::new()
+    } else {
+        crate::cluster::local::nodes(home)?
+            .into_iter()
+            .filter(|n| n.liveness() == crate::cluster::node::Liveness::Running)
+            .collect()
+    };
+    let names: Vec<String> = cluster.iter().map(|n| n.name.clone()).collect();
+    crate::faults::spec::check(&common.faults, &names, window, flag).map_err(|e| anyhow::anyhow!(e))?;
+    Ok(Some((Injector::new(home.clone(), common.faults.clone()), cluster)))
+}
+
+/// The connection, through a proxy in front of every node when the schedule has a network
+/// fault (a run without one does not go through proxies at all).
+async fn through_proxies(
+    mut copts: ClientOptions,
+    faults: Option<&(Arc<Injector>, Vec<NodeState>)>,
+) -> Result<ClientOptions> {
+    if let Some((injector, nodes)) = faults.filter(|(f, _)| f.has_network()) {
+        copts.via = injector.start_proxies(nodes).await?;
+    }
+    Ok(copts)
 }
 
 /// The server profiler `--server-profile` asks for, ready (tools fetched, nodes checked).

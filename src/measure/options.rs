@@ -37,6 +37,14 @@ pub struct DriveOptions {
     pub conn: ConnectOptions,
     #[command(flatten)]
     pub telemetry: TelemetryOptions,
+    /// A fault during the measured window (each step's, in a capacity search), on a node caplab
+    /// runs here (repeatable): 'pause node1 at 5s for 3s', 'kill node2 at 10s for 20s'
+    /// (restarted after 20 s), 'stop NODE at T [for D]', 'drain NODE at T [for D]', 'restart NODE
+    /// at T', 'delay NODE at T for D by 50ms', 'blackhole NODE at T for D'. Each is undone after
+    /// its length, or at the end (and on Ctrl-C or an error); the results say when the client
+    /// saw it, when it recovered, and what failed.
+    #[arg(long = "fault", alias = "faults", value_name = "SPEC", value_parser = crate::faults::FaultSpec::parse)]
+    pub faults: Vec<crate::faults::FaultSpec>,
 }
 
 impl DriveOptions {
@@ -323,13 +331,6 @@ pub struct RunOptions {
     /// next whole second.
     #[arg(long, value_name = "TIME", value_parser = crate::engine::StartAt::parse)]
     pub start_at: Option<crate::engine::StartAt>,
-    /// A fault during the measured window, on a node caplab runs here (repeatable):
-    /// 'pause node1 at 5s for 3s', 'kill node2 at 10s for 20s' (restarted after 20 s), 'stop
-    /// NODE at T [for D]', 'drain NODE at T [for D]', 'restart NODE at T'. Each is undone after
-    /// its length, or at the end (and on Ctrl-C or an error); the results say when the client
-    /// saw it, when it recovered, and what failed.
-    #[arg(long = "fault", alias = "faults", value_name = "SPEC", value_parser = crate::faults::FaultSpec::parse)]
-    pub faults: Vec<crate::faults::FaultSpec>,
     #[command(flatten)]
     pub common: DriveOptions,
 }

@@ -295,6 +295,16 @@ impl RunResult {
         self.summary.as_ref().map_or(0.0, |s| s.total.op_rate)
     }
 
+    /// The longest time any of its faults took to recover; one not recovered counts as the
+    /// rest of the window after its end (a lower bound). None without faults.
+    pub fn longest_recovery(&self) -> Option<f64> {
+        let window = self.summary.as_ref()?.operation_time_s;
+        self.faults
+            .iter()
+            .filter_map(|f| f.recover_s.or(f.end_s.map(|e| (window - e).max(0.0))))
+            .reduce(f64::max)
+    }
+
     /// Writes result.json into `dir` (atomically).
     pub fn save(&self, dir: &Path) -> Result<()> {
         crate::files::write_json(&dir.join(RESULT_FILE), self)

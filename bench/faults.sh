@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Every fault type on this machine: 3 local nodes, RF 3, E1 inserts at RATE op/s and
+# CONSISTENCY (default 300 op/s, QUORUM: three JVMs on 2 shared cores saturate near 1,500),
+# one run per fault, each fault on node2 at 10 s of a 60 s window after a 20 s warm-up, 5 s long
+# where it has a length. Prints per fault: when the client saw it (detect), how long after its
+# end p99 and throughput were back in band (recover), when the node answered CQL again (back),
+# availability during the fault, after it and over the window, and the failures during it.
+#
+#   bench/faults.sh [RATE] [CONSISTENCY]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rate=${1:-300}
+cl=${2:-quorum}
+export CAPLAB_HOME=${FAULTS_HOME:-/tmp/caplab-faults-bench}
+work=$(mktemp -d /tmp/caplab-faults.XXXX)
+if [ -z "${CAPLAB:-}" ]; then
+  cargo build --release -q
+  CAPLAB=$PWD/target/release/caplab
+fi
+"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true
+"$CAPLAB" node wipe >/dev/null 2>&1 || true
+"$CAPLAB" node start --nodes 3 --address 127.0.53.1 --jmx-port 7800 --heap 1G >/dev/null
+trap '"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true' EXIT
+hosts=127.0.53.1,127.0.53.2,127.0.53.3
+common=(--hosts "$hosts" --replication-factor 3 --keyspace faults --consistency "$cl" --rate "$rate"
+  --timeout 2s --give-up-after 2m -q)
+# Warm the nodes' JIT first, so the runs compare faults, not warm-ups.
+"$CAPLAB" run "${common[@]}" --warmup 0s --duration 60s --out "$work/warm" >/dev/null
+
+printf '%-42s %7s %8s %7s %9s %9s %9s  %s\n' fault detect recover back during after window "failed during"
+for fault in \
+  "pause node2 at 10s for 5s" \
+  "kill node2 at 10s for 5s" \
+  "stop node2 at 10s for 5s" \
+  "drain node2 at 10s for 5s" \
+  "restart node2 at 10s" \
+  "delay node2 at 10s for 5s by 50ms" \
+  "bandwidth node2 at 10s for 5s to 10KB/s" \
+  "blackhole node2 at 10s for 5s" \
+  "reset node2 at 10s"; do
+  out="$work/$(echo "$fault" | cut -d' ' -f1)"
+  "$CAPLAB" run "${common[@]}" --warmup 20s --duration 60s --fault "$fault" --out "$out" >/dev/null || true
+  python3 - "$out" "$fault" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1] + "/result.json"))
+f = r["faults"][0]
+s = lambda v: "-" if v is None else f"{v:.1f}s"
+p = lambda v: "-" if v is None else f"{100 * v:.1f}%"
+errors = ", ".join(f"{k} {n}" for k, n in f["during"]["errors"].items()) or "none"
+back = None if f.get("back_s") is None or f.get("start_s") is None else f["back_s"] - f["start_s"]
+print(f"{sys.argv[2]:<42} {s(f['detect_s']):>7} {s(f['recover_s']):>8} {s(back):>7} "
+      f"{p(f['during']['availability']):>9} {p(f['after']['availability']):>9} {p(r.get('availability')):>9}  {errors}")
+EOF
+done
