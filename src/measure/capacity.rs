@@ -749,4 +749,20 @@ mod tests {
         assert!(cost(Pricing { nodes: 0, ..p }, 1_000.0).is_none());
         assert!(cost(p, 0.0).is_none());
     }
+
+    #[test]
+    fn a_step_with_faults_says_its_availability_and_whether_it_recovered() {
+        let (_, mut step) = server(5_000.0, 1, RunStatus::Completed);
+        assert!(!step.describe().contains("availability"), "no faults, nothing said");
+        step.availability = Some(0.9913);
+        step.recovered = Some(true);
+        step.recovery_s = Some(4.0);
+        assert!(
+            step.describe().contains("availability 99.13 %, recovered in 4.0 s"),
+            "{}",
+            step.describe()
+        );
+        step.recovered = Some(false);
+        assert!(step.describe().contains("NOT RECOVERED"), "{}", step.describe());
+    }
 }
