@@ -350,16 +350,11 @@ fn server_metrics() -> Vec<Metric> {
             None,
         ),
         m(
-            "flush_cpu_us_per_op",
-            "flush CPU per op",
+            "flush_cpu_us_per_flushed_op",
+            "flush CPU per flushed op",
             "µs",
             false,
-            |o| {
-                let s = server(o)?;
-                let cpu: f64 = s.nodes.iter().map(|n| n.flush_cpu_seconds).sum();
-                (s.nodes.iter().any(|n| n.flushes.count > 0)).then_some(())?;
-                per_op_us(cpu, o)
-            },
+            |o| server(o)?.flush_cpu_us_per_flushed_op(),
             None,
         ),
     ]

@@ -29,7 +29,7 @@ struct RunView {
     nodes: Vec<NodeRow>,
     cpu_us_per_op: Option<f64>,
     flushes: usize,
-    flush_cpu_us_per_op: Option<f64>,
+    flush_cpu_us_per_flushed_op: Option<f64>,
     /// Prefix of links to the run's own files (its profiles): relative when the page is the
     /// run's report.html, the directory itself on an overlay page written elsewhere.
     link_base: String,
@@ -72,13 +72,12 @@ fn view(label: String, r: RunResult, link_base: String) -> RunView {
         })
         .collect();
     let ops = r.summary.as_ref().map_or(0, |s| s.total.ops);
-    let (mut cpu_us_per_op, mut flushes, mut flush_cpu_us_per_op) = (None, 0, None);
+    let (mut cpu_us_per_op, mut flushes, mut flush_cpu_us_per_flushed_op) = (None, 0, None);
     if let Some(s) = r.server.as_ref().filter(|s| s.not_collected.is_none()) {
         if ops > 0 {
             cpu_us_per_op = Some(s.server_cpu_cores * s.window_s * 1e6 / ops as f64);
-            let flush_cpu: f64 = s.nodes.iter().map(|n| n.flush_cpu_seconds).sum();
-            flush_cpu_us_per_op = Some(flush_cpu * 1e6 / ops as f64);
         }
+        flush_cpu_us_per_flushed_op = s.flush_cpu_us_per_flushed_op();
         flushes = s.nodes.iter().map(|n| n.flushes.count).sum();
     }
     let profile_window = r.profile.as_ref().map(|p| {
@@ -93,7 +92,7 @@ fn view(label: String, r: RunResult, link_base: String) -> RunView {
         nodes,
         cpu_us_per_op,
         flushes,
-        flush_cpu_us_per_op,
+        flush_cpu_us_per_flushed_op,
     }
 }
 
