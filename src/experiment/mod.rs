@@ -198,8 +198,12 @@ fn run_steps(
                 s.status = Some(o.status);
                 s.error = None;
                 s.window = o.steady.as_ref().and_then(|v| v.class);
-                s.steady = o.steady.map(|v| v.steady);
-                say(&format!("  {}", o.line));
+                s.steady = o.steady.as_ref().map(|v| v.steady);
+                say(&format!(
+                    "  {}{}",
+                    o.line,
+                    unsteady_note(s.steady, exp.file.include_unsteady)
+                ));
                 if o.status == RunStatus::Completed {
                     timed.push(elapsed);
                 }
@@ -214,6 +218,15 @@ fn run_steps(
         record.save(out)?;
     }
     Ok(())
+}
+
+/// What becomes of a step whose window was not steady, said after its line.
+fn unsteady_note(steady: Option<bool>, include_unsteady: bool) -> &'static str {
+    match (steady, include_unsteady) {
+        (Some(false), false) => " (left out of comparisons)",
+        (Some(false), true) => " (compared anyway: include_unsteady)",
+        _ => "",
+    }
 }
 
 /// `, about 12m left` from the completed steps' times (nothing before one has completed).
@@ -272,11 +285,7 @@ fn run_step(home: &Home, fresh: bool, cell: &spec::Cell, dir: &Path, stop: &Arc<
                     w.length_s.map_or("-".into(), |s| format!("{s:.0} s")),
                     if w.settled == Some(false) { " (NOT settled)" } else { "" },
                     v.class.map_or("not judged", |c| c.name()),
-                    if v.steady {
-                        ""
-                    } else {
-                        " (NOT STEADY: left out of comparisons)"
-                    }
+                    if v.steady { "" } else { ", NOT STEADY" }
                 ),
                 _ => String::new(),
             };
@@ -539,5 +548,13 @@ mod tests {
     fn the_time_left_is_the_mean_step_times_the_steps_left() {
         assert_eq!(eta(&[], 3), "");
         assert_eq!(eta(&[60.0, 120.0], 4), ", about 6m left");
+    }
+
+    #[test]
+    fn an_unsteady_step_says_whether_it_is_compared() {
+        assert_eq!(unsteady_note(Some(false), false), " (left out of comparisons)");
+        assert_eq!(unsteady_note(Some(false), true), " (compared anyway: include_unsteady)");
+        assert_eq!(unsteady_note(Some(true), false), "");
+        assert_eq!(unsteady_note(None, false), "", "capacity steps have no window verdict");
     }
 }
