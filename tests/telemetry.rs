@@ -27,8 +27,8 @@ fn line_ms(line: &str) -> Option<u64> {
 fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
     let _jvm = jvm_lock();
     let lab = Lab::new("telemetry", "127.0.37.1", 7660);
-    // A small heap, so a short flat-out run collects often.
-    ok(lab.start(&["--heap", "512M"]));
+    // A small heap, so a short flat-out run collects often, and small memtables, so it flushes.
+    ok(lab.start(&["--heap", "512M", "--set", "memtable_heap_space=16MiB"]));
     let hosts = lab.cql();
     let out = lab.home.join("r");
     let run = |extra: &[&str]| {
@@ -122,9 +122,44 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
         "Max GC pause",
         "Server CPU",
         "Client CPU",
+        "µs flush CPU per flushed op",
     ] {
         assert!(summary.contains(line), "{line}: {summary}");
     }
+
+    // Flushes: those system.log says completed inside the window, with the flush writers' CPU
+    // per operation they flushed (E4's figure).
+    let system_log = std::fs::read_to_string(lab.home.join("nodes/node1/logs/system.log")).unwrap();
+    let completed = system_log
+        .lines()
+        .filter(|l| l.contains("Completed flushing "))
+        .filter(|l| {
+            // "INFO  [Thread] 2026-11-25 05:46:02,445 File.java:1 - ..." (UTC)
+            let stamp = l.split_once("] ").unwrap().1.get(..23).unwrap().replace(',', ".");
+            line_ms(&format!("[{stamp} UTC]")).is_some_and(|t| t >= from && t < to)
+        })
+        .count();
+    let flushes = &node["flushes"];
+    assert!(
+        completed >= 2,
+        "16 MiB memtables flush within 15 s of inserts: {completed}"
+    );
+    assert_eq!(
+        flushes["count"].as_u64(),
+        Some(completed as u64),
+        "flushes in the window: {flushes}"
+    );
+    let (ops, cpu) = (
+        flushes["ops"].as_u64().unwrap(),
+        node["flush_cpu_seconds"].as_f64().unwrap(),
+    );
+    assert!(
+        ops > 0 && cpu > 0.0,
+        "the flushes wrote operations and took CPU: {node}"
+    );
+    let per_op = node["flush_cpu_us_per_op"].as_f64().unwrap();
+    assert!((per_op - cpu * 1e6 / ops as f64).abs() < 1e-6, "{node}");
+    assert!((0.1..100.0).contains(&per_op), "µs per flushed insert: {per_op}");
     // The CSV carries each second's pause time and CPU.
     let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
     let gc_ms: f64 = csv
