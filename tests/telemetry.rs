@@ -127,8 +127,22 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
         assert!(summary.contains(line), "{line}: {summary}");
     }
 
-    // Flushes: those system.log says completed inside the window, with the flush writers' CPU
-    // per operation they flushed (E4's figure).
+    flushes_in_the_window(&lab, node, from, to);
+    // The CSV carries each second's pause time and CPU.
+    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+    let gc_ms: f64 = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(10)?.parse::<f64>().ok())
+        .sum();
+    assert!(gc_ms > 0.0, "{csv}");
+
+    a_cluster_caplab_does_not_run(&lab, &hosts, &out);
+}
+
+/// Flushes: those system.log says completed inside the window, with the flush writers' CPU per
+/// operation they flushed (E4's figure).
+fn flushes_in_the_window(lab: &Lab, node: &serde_json::Value, from: u64, to: u64) {
     let system_log = std::fs::read_to_string(lab.home.join("nodes/node1/logs/system.log")).unwrap();
     let completed = system_log
         .lines()
@@ -160,18 +174,12 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
     let per_op = node["flush_cpu_us_per_op"].as_f64().unwrap();
     assert!((per_op - cpu * 1e6 / ops as f64).abs() < 1e-6, "{node}");
     assert!((0.1..100.0).contains(&per_op), "µs per flushed insert: {per_op}");
-    // The CSV carries each second's pause time and CPU.
-    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
-    let gc_ms: f64 = csv
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split(',').nth(10)?.parse::<f64>().ok())
-        .sum();
-    assert!(gc_ms > 0.0, "{csv}");
+}
 
-    // Against a cluster caplab does not run here (another home), the run completes and says so;
-    // with --jmx it reads GCInspector over JMX instead, and an endpoint that does not answer is
-    // named, not fatal.
+/// Against a cluster caplab does not run here (another home), the run completes and says so;
+/// with --jmx it reads GCInspector over JMX instead, and an endpoint that does not answer is
+/// named, not fatal.
+fn a_cluster_caplab_does_not_run(lab: &Lab, hosts: &str, out: &std::path::Path) {
     let elsewhere = lab.home.join("elsewhere");
     let other = |extra: &[&str]| {
         let base = [
@@ -181,7 +189,7 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
             "--warmup",
             "0s",
             "--hosts",
-            &hosts,
+            hosts,
             "-q",
             "--force",
         ];
@@ -194,7 +202,7 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
         "{}",
         stdout(&o)
     );
-    let doc = result_json(&out);
+    let doc = result_json(out);
     assert!(doc["server"]["not_collected"].as_str().unwrap().contains("--jmx"));
     // What the cluster itself says over CQL is read all the same: every second's thread pools,
     // which the page draws beside the latency.
@@ -215,9 +223,9 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
     );
     // Turned off, nothing is read.
     other(&["-n", "2000", "--server-facts", "none"]);
-    assert!(result_json(&out)["server"]["pools"].is_null());
+    assert!(result_json(out)["server"]["pools"].is_null());
     let o = other(&["-n", "2000", "--jmx", "127.0.0.1:7660,127.0.0.1:1"]);
-    let jmx = &result_json(&out)["server"]["jmx"];
+    let jmx = &result_json(out)["server"]["jmx"];
     assert_eq!(jmx[0]["endpoint"], "127.0.0.1:7660");
     assert!(jmx[0]["gc"]["interval_ms"].as_u64().unwrap() > 0, "{jmx}");
     assert!(
