@@ -29,6 +29,11 @@ pub(crate) fn total(values: impl Iterator<Item = f64>) -> f64 {
     values.fold(0.0, |a, b| a + b)
 }
 
+/// Flush-writer CPU seconds per flushed operation, in µs; None when nothing was flushed.
+fn us_per_flushed_op(cpu_seconds: f64, ops: u64) -> Option<f64> {
+    (ops > 0).then(|| cpu_seconds * 1e6 / ops as f64)
+}
+
 /// Thread names (truncated to 15 characters) of Cassandra's memtable flush writers.
 const FLUSH_THREADS: &[&str] = &["PerDiskMemtable", "MemtableFlushWr"];
 
@@ -269,7 +274,7 @@ impl Watch {
                 cpu_system_seconds: n.measured_system_ticks as f64 / self.tck,
                 cpu_cores: if window_s > 0.0 { cpu_seconds / window_s } else { 0.0 },
                 rss_max_mb: n.rss_max as f64 / 1_048_576.0,
-                flush_cpu_us_per_op: (flushes.ops > 0).then(|| flush_cpu_seconds * 1e6 / flushes.ops as f64),
+                flush_cpu_us_per_op: us_per_flushed_op(flush_cpu_seconds, flushes.ops),
                 flushed_mb_per_s: if window_s > 0.0 {
                     flushes.written_mb / window_s
                 } else {
@@ -364,9 +369,10 @@ impl ServerReport {
     /// The flush writers' CPU per memtable operation they flushed, all nodes together (E4's
     /// "CPU per flushed partition": an insert writes one partition); None without flushes.
     pub fn flush_cpu_us_per_flushed_op(&self) -> Option<f64> {
-        let ops: u64 = self.nodes.iter().map(|n| n.flushes.ops).sum();
-        let cpu = total(self.nodes.iter().map(|n| n.flush_cpu_seconds));
-        (ops > 0).then(|| cpu * 1e6 / ops as f64)
+        us_per_flushed_op(
+            total(self.nodes.iter().map(|n| n.flush_cpu_seconds)),
+            self.nodes.iter().map(|n| n.flushes.ops).sum(),
+        )
     }
 
     /// For runs against nodes caplab does not run here.
