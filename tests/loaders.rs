@@ -89,17 +89,32 @@ fn merged_loaders(lab: &Lab) {
         "{m}"
     );
 
-    // Every merged second holds the three loaders' ~3,000 operations (the last 5 s, two's).
-    let csv = std::fs::read_to_string(merged.join("latency.csv")).unwrap();
-    let counts: Vec<u64> = csv
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
-        .collect();
-    assert_eq!(counts.len(), 20, "{csv}");
+    // Every merged second is the sum of the loaders' same second, exactly. Operations are
+    // counted in the second they complete, so a server stall moves some across a boundary
+    // (962 and 1,038, or 2,876 and 3,112, in runs beside two busy loops here): the shape is
+    // checked over whole spans, within 2 %: three loaders' 45,000 in the first 15 s (the last
+    // 5 s, two loaders', hold the rest of 55,000).
+    let seconds = |dir: &Path| -> Vec<(String, u64)> {
+        let csv = std::fs::read_to_string(dir.join("latency.csv")).unwrap();
+        csv.lines()
+            .skip(1)
+            .map(|l| {
+                let cols: Vec<&str> = l.split(',').collect();
+                (cols[0].to_string(), cols[4].parse().unwrap())
+            })
+            .collect()
+    };
+    let each: Vec<Vec<(String, u64)>> = (1..=3).map(|i| seconds(&dir(&format!("loader{i}")))).collect();
+    let merged_seconds = seconds(&merged);
+    assert_eq!(merged_seconds.len(), 20, "{merged_seconds:?}");
+    for (at, count) in &merged_seconds {
+        let of_loaders: u64 = each.iter().flatten().filter(|(t, _)| t == at).map(|(_, c)| c).sum();
+        assert_eq!(*count, of_loaders, "second {at}");
+    }
+    let counts: Vec<u64> = merged_seconds.iter().map(|(_, c)| *c).collect();
     assert_eq!(counts.iter().sum::<u64>(), sum);
-    assert!(counts[..15].iter().all(|c| c.abs_diff(3000) <= 30), "{counts:?}");
-    assert!(counts[15..].iter().all(|c| c.abs_diff(2000) <= 20), "{counts:?}");
+    let first: u64 = counts[..15].iter().sum();
+    assert!(first.abs_diff(45_000) <= 900, "{counts:?}");
 
     // Java's HistogramLogProcessor reads the merged log: its untagged histograms hold every
     // operation, and its p99 is the merged summary's.
