@@ -318,7 +318,7 @@ fn signals(lab: &Lab) {
             let due = 1000.0 * doc["summary"]["operation_time_s"].as_f64().unwrap();
             assert!(
                 (ops as f64 - due).abs() <= 5.0_f64.max(0.02 * due),
-                "stop {k} after {n} s: {ops} operations in {due} ms:\n{text}"
+                "stop {k} after {n} s: {ops} operations where {due:.0} were due:\n{text}"
             );
             measured += 1;
         }
