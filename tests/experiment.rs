@@ -143,13 +143,14 @@ fn a_small_heap_pauses_more_surely() {
     // and a quarter, for twice the pauses (15 s windows: 9, 8, 11, 8 against 1, 1, 1, 1; the
     // windows are 10 s now, to keep CI under 30 minutes: 6, 6, 6, 5 against 1, 0, 0, 0,
     // adjusted p 4e-6; 3 repeats were tried to save CI time, and failed a clean-clone CI with
-    // means of 5.7 against 2.0 pauses (p 0.055): back to 4). A 6 s warm-up leaves fresh nodes' JIT still compiling, so windows are
-    // often not steady; the count of young collections at a fixed allocation rate does not
-    // depend on it, so every step is compared (`include_unsteady`).
+    // means of 5.7 against 2.0 pauses (p 0.055): back to 4). A 6 s warm-up leaves fresh nodes'
+    // JIT still compiling, so windows are often not steady; the count of young collections at a
+    // fixed allocation rate does not depend on it, so every step is compared
+    // (`include_unsteady`).
     let file = lab.home.join("heap.yaml");
     std::fs::write(
         &file,
-        "name: heap\nrepeats: 3\nmetrics: [gc_count]\ninclude_unsteady: true\nnode: {address: 127.0.45.1, jmx_port: 7740, jvm_opt: \
+        "name: heap\nrepeats: 4\nmetrics: [gc_count]\ninclude_unsteady: true\nnode: {address: 127.0.45.1, jmx_port: 7740, jvm_opt: \
          [-XX:+UnlockExperimentalVMOptions, -XX:G1NewSizePercent=25, -XX:G1MaxNewSizePercent=25]}\n\
          run: {rate: 500, value_size: 1000, warmup: 6s, duration: 10s}\n\
          variants:\n  - {name: large, node: {heap: 4G}}\n  - {name: small, node: {heap: 512M}}\n\
