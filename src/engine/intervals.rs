@@ -10,9 +10,21 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
-use super::IntervalSink;
 use crate::metrics::recorder::{ShardSets, merge, shard_sets};
 use crate::metrics::{Interval, OpStats};
+
+/// Receives each closed interval (warm-up ones too, flagged) as the run goes on, on the
+/// engine's interval thread.
+pub trait IntervalSink {
+    fn interval(&mut self, interval: &Interval) -> Result<()>;
+
+    /// During an automatic warm-up, asked after each warm-up interval: whether what it has
+    /// seen has settled, so the measured window may begin. A sink that does not judge never
+    /// settles (warm-up then lasts its maximum).
+    fn settled(&mut self) -> bool {
+        false
+    }
+}
 
 /// One interval's shards, as swapped out of the recorder, and its place in time.
 pub struct Batch {

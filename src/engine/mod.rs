@@ -7,9 +7,13 @@
 //! late only when `C` are in flight (or the client itself is slow), never because one slow
 //! operation holds a lane; each worker records into its own shard of the recorder.
 
+pub mod anchor;
 pub mod clock;
+pub mod config;
+pub mod due;
 pub mod intervals;
 pub mod loader;
+pub mod run_end;
 pub mod runner;
 pub mod schedule;
 pub mod stop;
@@ -20,8 +24,12 @@ use std::future::Future;
 
 use crate::metrics::ErrorKind;
 
+pub use anchor::{Anchor, StartAt};
+pub use config::{EngineConfig, Warmup};
+pub use intervals::IntervalSink;
 pub use loader::{LoaderSlice, Sliced};
-pub use runner::{Anchor, EndReason, EngineConfig, IntervalSink, RunEnd, StartAt, Warmup, run};
+pub use run_end::{EndReason, RunEnd, Span};
+pub use runner::run;
 pub use schedule::Schedule;
 pub use stop::Stop;
 

@@ -10,17 +10,20 @@
 //! schedule: operations that complete after it (the drain) count in its last interval, whose
 //! length is the schedule's, not the drain's.
 
-use anyhow::Result;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use tokio::time::sleep_until;
 
-use super::intervals::{Batch, IntervalThread};
-use super::{Schedule, Stop, Workload, clock};
+use super::anchor::Anchor;
+use super::config::EngineConfig;
+use super::due::{Counters, Due};
+use super::intervals::{Batch, IntervalSink, IntervalThread, OnSettled};
+use super::run_end::{EndReason, RunEnd, Span};
+use super::{Stop, Workload, clock};
 use crate::metrics::recorder::{Completion, ShardSets};
-use crate::metrics::{ErrorKind, Interval, OpStats, Recorder};
+use crate::metrics::{ErrorKind, Recorder};
 
 /// Tokio's timers fire on a 1 ms grid, after their deadline (and the poll that waits for them
 /// rounds up to whole milliseconds too): a worker sleeping until its operation's intended start
@@ -39,378 +42,8 @@ const END_GRACE: Duration = Duration::from_millis(5);
 
 /// Sleeps longer than this also wait for a stop, so a stop is never held up by a worker asleep
 /// until a distant intended start. Shorter ones (high rates) do not register with the stop's
-/// waiter list: it is shared by all workers.
+/// waiter list: it is counters by all workers.
 const STOPPABLE_SLEEP: Duration = Duration::from_millis(10);
-
-/// What is excluded from the results at the start of a run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Warmup {
-    None,
-    Time(Duration),
-    Ops(u64),
-    /// Until the interval sink says the run has settled (`IntervalSink::settled`), or `max`
-    /// (rounded up to whole intervals), whichever comes first. Warm-up ends at an interval
-    /// boundary after the one the sink judged.
-    Auto {
-        max: Duration,
-    },
-}
-
-impl Warmup {
-    /// As results record it: `auto (max 5m)`, `30s`, `10000 ops`, `none`.
-    pub fn describe(&self) -> String {
-        match self {
-            Warmup::None => "none".into(),
-            Warmup::Time(d) => humantime::format_duration(*d).to_string(),
-            Warmup::Ops(n) => format!("{n} ops"),
-            Warmup::Auto { max } => format!("auto (max {})", humantime::format_duration(*max)),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct EngineConfig {
-    /// Operations per second; 0 runs flat out.
-    pub rate: f64,
-    /// Operations in flight at most (one worker task each).
-    pub concurrency: usize,
-    /// Length of the measured window (after warm-up).
-    pub duration: Option<Duration>,
-    /// Measured operations (after warm-up).
-    pub ops: Option<u64>,
-    pub warmup: Warmup,
-    pub interval: Duration,
-    /// End the run when no operation has succeeded, and some failed, for this long.
-    pub give_up_after: Duration,
-    /// After the end or a stop, how long in-flight operations may take to finish.
-    pub drain_timeout: Duration,
-    pub shards: usize,
-}
-
-/// The instant a run's schedule starts and the wall-clock time it corresponds to: the one
-/// anchor of the schedule, the intervals, the interval log and the server's window.
-#[derive(Debug, Clone, Copy)]
-pub struct Anchor {
-    pub instant: Instant,
-    pub wall: SystemTime,
-}
-
-impl Anchor {
-    pub fn now() -> Anchor {
-        Anchor {
-            wall: SystemTime::now(),
-            instant: clock::now(),
-        }
-    }
-
-    /// The next whole wall-clock second at least `lead` from now, so that every interval is a
-    /// whole wall-clock second and the intervals of loaders started apart line up. The engine
-    /// starts its workers before it, so the first operations go out on time.
-    pub fn next_second(lead: Duration) -> Anchor {
-        let now = Anchor::now();
-        let earliest = now.wall + lead;
-        let into = earliest.duration_since(UNIX_EPOCH).unwrap_or_default().subsec_nanos();
-        let wait = lead
-            + if into == 0 {
-                Duration::ZERO
-            } else {
-                Duration::from_nanos(1_000_000_000 - u64::from(into))
-            };
-        Anchor {
-            instant: now.instant + wait,
-            wall: now.wall + wait,
-        }
-    }
-
-    /// The anchor `start` asks for (`--start-at`): loaders started apart begin their schedules
-    /// in the same wall-clock second. Refused when that time is less than `lead` away.
-    pub fn starting(start: StartAt, lead: Duration) -> Result<Anchor, String> {
-        let now = Anchor::now();
-        let since_epoch = now.wall.duration_since(UNIX_EPOCH).unwrap_or_default();
-        let wall = match start {
-            StartAt::At(t) => t,
-            StartAt::Every(n) => {
-                let n = n.as_secs().max(1);
-                let earliest = (since_epoch + lead).as_secs_f64();
-                UNIX_EPOCH + Duration::from_secs((earliest / n as f64).ceil() as u64 * n)
-            }
-        };
-        let wait = wall.duration_since(now.wall).ok().filter(|w| *w >= lead).ok_or_else(|| {
-            format!(
-                "--start-at {} has passed (it is {} now): give a later time, or next:N to start at the next multiple \
-                 of N seconds",
-                humantime::format_rfc3339_millis(wall),
-                humantime::format_rfc3339_millis(now.wall)
-            )
-        })?;
-        Ok(Anchor {
-            instant: now.instant + wait,
-            wall,
-        })
-    }
-
-    /// `lead` from now (tests).
-    pub fn after(lead: Duration) -> Anchor {
-        let now = Anchor::now();
-        Anchor {
-            instant: now.instant + lead,
-            wall: now.wall + lead,
-        }
-    }
-}
-
-/// When a run's schedule starts (`--start-at`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartAt {
-    /// At this wall-clock time (whole seconds keep the intervals on the second grid).
-    At(SystemTime),
-    /// At the next wall-clock time that is a multiple of this many seconds since the epoch.
-    Every(Duration),
-}
-
-impl StartAt {
-    /// `2026-11-24T21:30:00Z` (RFC 3339, UTC), a Unix time in seconds (`1795555800`), or
-    /// `next:30s`.
-    pub fn parse(s: &str) -> Result<StartAt, String> {
-        let t = s.trim();
-        let bad = || {
-            format!(
-                "'{s}' is not a start time: write a UTC time (2026-11-24T21:30:00Z), Unix seconds (date +%s), or \
-                 next:30s for the next multiple of 30 s on the wall clock"
-            )
-        };
-        if let Some(every) = t.strip_prefix("next:") {
-            let d = humantime::parse_duration(every).map_err(|_| bad())?;
-            if d.as_secs() == 0 || d.subsec_nanos() != 0 {
-                return Err(format!("--start-at next:{every}: give whole seconds, at least 1s"));
-            }
-            return Ok(StartAt::Every(d));
-        }
-        let at = match t.parse::<u64>() {
-            Ok(secs) => UNIX_EPOCH + Duration::from_secs(secs),
-            Err(_) => humantime::parse_rfc3339_weak(t).map_err(|_| bad())?,
-        };
-        if at.duration_since(UNIX_EPOCH).unwrap_or_default().subsec_nanos() != 0 {
-            return Err(format!(
-                "--start-at {s}: give a whole second, so that every loader's intervals are whole seconds"
-            ));
-        }
-        Ok(StartAt::At(at))
-    }
-}
-
-/// Receives each closed interval (warm-up ones too, flagged) as the run goes on, on the
-/// engine's interval thread.
-pub trait IntervalSink {
-    fn interval(&mut self, interval: &Interval) -> Result<()>;
-
-    /// During an automatic warm-up, asked after each warm-up interval: whether what it has
-    /// seen has settled, so the measured window may begin. A sink that does not judge never
-    /// settles (warm-up then lasts its maximum).
-    fn settled(&mut self) -> bool {
-        false
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum EndReason {
-    /// The configured duration or operation count was reached.
-    Completed,
-    /// Stopped from outside (Ctrl-C).
-    Interrupted,
-    /// Nothing succeeded for `give_up_after`.
-    ClusterLost { last_errors: String },
-    /// Results could not be written.
-    OutputFailed(String),
-}
-
-#[derive(Debug)]
-pub struct RunEnd {
-    pub reason: EndReason,
-    /// Measured window only, per operation type.
-    pub totals: Vec<OpStats>,
-    /// The measured window, from the anchor: from the end of warm-up until the end of the
-    /// schedule (or the stop, or the last completion of a run without a schedule).
-    pub window: Option<(Duration, Duration)>,
-    /// Operations sent, warm-up included.
-    pub started_ops: u64,
-    /// Operations still in flight when the drain timed out: never completed, never recorded.
-    pub abandoned: u64,
-    /// How an automatic warm-up ended: Some(true) it settled, Some(false) it reached its
-    /// maximum; None for other warm-ups, or one still going when the run ended.
-    pub settled: Option<bool>,
-}
-
-impl RunEnd {
-    /// Length of the measured window.
-    pub fn measured(&self) -> Duration {
-        self.window.map(|(a, b)| b.saturating_sub(a)).unwrap_or_default()
-    }
-}
-
-const UNKNOWN: u64 = u64::MAX;
-
-/// What the workers share: one counter each, touched once per operation.
-struct Shared {
-    /// The next operation index to take.
-    next: AtomicU64,
-    /// Measured operations taken (for an operation count without a schedule).
-    measured_taken: AtomicU64,
-    /// Operations sent.
-    sent: AtomicU64,
-    /// End of warm-up, ns after the anchor (set when known, for a count warm-up flat out).
-    warmup_end_ns: AtomicU64,
-    /// End of the schedule, ns after the anchor (UNKNOWN until known, or when there is none).
-    end_ns: AtomicU64,
-    /// Operations from this index on are not taken (a count on a schedule; u64::MAX: none).
-    limit: AtomicU64,
-    /// How an automatic warm-up ended: 0 not yet, 1 settled, 2 its maximum.
-    auto_end: AtomicU8,
-}
-
-impl Shared {
-    fn at(t0: Instant, ns: u64) -> Option<Instant> {
-        (ns != UNKNOWN).then(|| t0 + Duration::from_nanos(ns))
-    }
-}
-
-fn ns_after(t0: Instant, t: Instant) -> u64 {
-    u64::try_from(t.saturating_duration_since(t0).as_nanos()).unwrap_or(UNKNOWN - 1)
-}
-
-/// What decides which operations are due and measured.
-#[derive(Clone, Copy)]
-struct Plan {
-    t0: Instant,
-    schedule: Schedule,
-    /// Operations of a count warm-up.
-    warmup_ops: u64,
-    /// The measured window's length, for a run with a duration.
-    duration: Option<Duration>,
-    /// Measured operations, for a run with an operation count.
-    ops: Option<u64>,
-    /// Warm-up ends when the sink settles (or at its maximum): until then nothing is measured.
-    auto: bool,
-    interval: Duration,
-}
-
-impl Plan {
-    fn warmup_end(&self, shared: &Shared) -> Option<Instant> {
-        Shared::at(self.t0, shared.warmup_end_ns.load(Ordering::Relaxed))
-    }
-
-    fn end(&self, shared: &Shared) -> Option<Instant> {
-        Shared::at(self.t0, shared.end_ns.load(Ordering::Relaxed))
-    }
-
-    /// Whether operation `i`, intended at `intended`, is measured (not warm-up); the first
-    /// measured operation of a count warm-up without a schedule ends warm-up there.
-    fn measured(&self, shared: &Shared, i: u64, intended: Instant) -> bool {
-        if self.warmup_ops > 0 {
-            if i < self.warmup_ops {
-                return false;
-            }
-            if !self.schedule.is_open() && shared.warmup_end_ns.load(Ordering::Relaxed) == UNKNOWN {
-                let at = ns_after(self.t0, intended);
-                if shared
-                    .warmup_end_ns
-                    .compare_exchange(UNKNOWN, at, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-                    && let Some(d) = self.duration
-                {
-                    let end = at.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(UNKNOWN - 1));
-                    shared.end_ns.store(end.min(UNKNOWN - 1), Ordering::Relaxed);
-                }
-            }
-            return true;
-        }
-        match self.warmup_end(shared) {
-            Some(w) => intended >= w,
-            None => !self.auto,
-        }
-    }
-
-    /// Ends an automatic warm-up (if it has not ended yet) at the first interval boundary not
-    /// before `not_before`; the measured window, or count, starts there. False if it had ended.
-    fn end_warmup(&self, shared: &Shared, not_before: Instant, settled: bool) -> bool {
-        let since = not_before.saturating_duration_since(self.t0).as_nanos();
-        let step = self.interval.as_nanos().max(1);
-        let at = self.t0 + Duration::from_nanos(u64::try_from(since.div_ceil(step) * step).unwrap_or(UNKNOWN - 1));
-        let ns = ns_after(self.t0, at);
-        if shared
-            .warmup_end_ns
-            .compare_exchange(UNKNOWN, ns, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-        {
-            return false;
-        }
-        if let Some(d) = self.duration {
-            let end = ns.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(UNKNOWN - 1));
-            shared.end_ns.store(end.min(UNKNOWN - 1), Ordering::Relaxed);
-        }
-        if let (Some(n), true) = (self.ops, self.schedule.is_open()) {
-            shared
-                .limit
-                .store(self.schedule.due_before(at).saturating_add(n), Ordering::Relaxed);
-        }
-        shared.auto_end.store(if settled { 1 } else { 2 }, Ordering::Relaxed);
-        true
-    }
-}
-
-/// Runs `workload` under `cfg` on the schedule anchored at `anchor`, handing each interval to
-/// `sink` (on a thread of its own), and gives the sink back at the end. `stop` ends it early.
-/// What is due and measured under `cfg` on the schedule anchored at `t0`, and the counters
-/// the workers share.
-fn plan(t0: Instant, cfg: &EngineConfig) -> (Plan, Arc<Shared>) {
-    let schedule = Schedule::new(t0, cfg.rate);
-    let plan = Plan {
-        t0,
-        schedule,
-        warmup_ops: match cfg.warmup {
-            Warmup::Ops(n) => n,
-            _ => 0,
-        },
-        duration: cfg.duration,
-        ops: cfg.ops,
-        auto: matches!(cfg.warmup, Warmup::Auto { .. }),
-        interval: cfg.interval,
-    };
-    let auto_max = match cfg.warmup {
-        Warmup::Auto { max } => Some(max),
-        _ => None,
-    };
-    let warmup_end = match cfg.warmup {
-        Warmup::None => Some(t0),
-        Warmup::Time(d) => Some(t0 + d),
-        Warmup::Ops(n) => schedule.intended(n),
-        Warmup::Auto { .. } => None,
-    };
-    // The first measured operation, on a schedule (an automatic warm-up sets its limit when
-    // it ends).
-    let first_measured = match cfg.warmup {
-        Warmup::None | Warmup::Auto { .. } => 0,
-        Warmup::Time(d) => schedule.due_before(t0 + d),
-        Warmup::Ops(n) => n,
-    };
-    // A run with a duration ends with its schedule; one counted in operations performs them
-    // all (late if it must: each counts from its intended start) and ends with the last.
-    let end = cfg.duration.and_then(|d| warmup_end.map(|w| w + d));
-    let limit = match (cfg.duration, cfg.ops) {
-        (None, Some(n)) if schedule.is_open() && auto_max.is_none() => first_measured + n,
-        _ => u64::MAX,
-    };
-    let shared = Arc::new(Shared {
-        next: AtomicU64::new(0),
-        measured_taken: AtomicU64::new(0),
-        sent: AtomicU64::new(0),
-        warmup_end_ns: AtomicU64::new(warmup_end.map_or(UNKNOWN, |w| ns_after(t0, w))),
-        end_ns: AtomicU64::new(end.map_or(UNKNOWN, |e| ns_after(t0, e))),
-        limit: AtomicU64::new(limit),
-        auto_end: Default::default(),
-    });
-    (plan, shared)
-}
 
 /// One worker: takes the next due operation whenever it is free, until the schedule ends, the
 /// count is reached or a stop comes, and records each into its shard.
@@ -419,10 +52,10 @@ async fn worker<W: Workload>(
     workload: Arc<W>,
     recorder: Arc<Recorder>,
     stop: Arc<Stop>,
-    shared: Arc<Shared>,
-    plan: Plan,
+    counters: Arc<Counters>,
+    due: Due,
 ) {
-    let schedule = plan.schedule;
+    let schedule = due.schedule;
     let shard = w % recorder.shard_count();
     let mut state = workload.worker(w);
     // Gives up operation `i`, due but not sent, at `at`.
@@ -441,26 +74,26 @@ async fn worker<W: Workload>(
     };
     // The schedule (flat out too) starts at the anchor.
     tokio::select! {
-        _ = sleep_until(plan.t0.into()) => {}
+        _ = sleep_until(due.t0.into()) => {}
         _ = stop.wait() => {}
     }
     while !stop.is_requested() {
-        let i = shared.next.fetch_add(1, Ordering::Relaxed);
-        if i >= shared.limit.load(Ordering::Relaxed) {
+        let i = counters.next.fetch_add(1, Ordering::Relaxed);
+        if i >= counters.limit.load(Ordering::Relaxed) {
             break;
         }
         let intended = schedule.intended(i).unwrap_or_else(clock::now);
         // On a schedule, judged again once the operation is due: an automatic
         // warm-up may end while its worker waits.
-        let mut measured = plan.measured(&shared, i, intended);
+        let mut measured = due.measured(&counters, i, intended);
         if measured
             && !schedule.is_open()
-            && let Some(n) = plan.ops
-            && shared.measured_taken.fetch_add(1, Ordering::Relaxed) >= n
+            && let Some(n) = due.ops
+            && counters.measured_taken.fetch_add(1, Ordering::Relaxed) >= n
         {
             break;
         }
-        let end = plan.end(&shared);
+        let end = due.end(&counters);
         if end.is_some_and(|e| intended >= e) {
             // Past the end of the schedule: not due.
             break;
@@ -478,12 +111,12 @@ async fn worker<W: Workload>(
                     sleep_until(wake.into()).await;
                 }
             }
-            measured = plan.measured(&shared, i, intended);
-            if i >= shared.limit.load(Ordering::Relaxed) {
+            measured = due.measured(&counters, i, intended);
+            if i >= counters.limit.load(Ordering::Relaxed) {
                 break;
             }
-            let end = plan.end(&shared);
-            // The window ends with the schedule, or earlier at a stop. What was due by
+            let end = due.end(&counters);
+            // The measured span ends with the schedule, or earlier at a stop. What was due by
             // then still goes out (a worker woken a moment late by its timer); what the
             // client could not send in time is given up.
             let until = match (stop.requested_at(), end) {
@@ -503,7 +136,7 @@ async fn worker<W: Workload>(
         }
         // Flat out, the operation was taken just now: that is its send.
         let sent = if schedule.is_open() { clock::now() } else { intended };
-        shared.sent.fetch_add(1, Ordering::Relaxed);
+        counters.sent.fetch_add(1, Ordering::Relaxed);
         let outcome = workload.execute(&mut state, i).await;
         recorder.record(
             shard,
@@ -519,6 +152,8 @@ async fn worker<W: Workload>(
     }
 }
 
+/// Runs `workload` under `cfg` on the schedule anchored at `anchor`, handing each interval to
+/// `sink` (on a thread of its own), and gives the sink back at the end. `stop` ends it early.
 pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     workload: Arc<W>,
     cfg: &EngineConfig,
@@ -529,11 +164,8 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     let names = workload.op_names();
     let recorder = Arc::new(Recorder::new(cfg.shards, names.len()));
     let t0 = anchor.instant;
-    let (plan, shared) = plan(t0, cfg);
-    let auto_max = match cfg.warmup {
-        Warmup::Auto { max } => Some(max),
-        _ => None,
-    };
+    let (due, counters) = Due::new(t0, cfg);
+    let auto_max = cfg.warmup.auto_max();
     let mut workers = JoinSet::new();
     for w in 0..cfg.concurrency.max(1) {
         workers.spawn(worker(
@@ -541,21 +173,21 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
             workload.clone(),
             recorder.clone(),
             stop.clone(),
-            shared.clone(),
-            plan,
+            counters.clone(),
+            due,
         ));
     }
 
-    let on_settled: Option<super::intervals::OnSettled> = auto_max.map(|_| {
-        let shared = shared.clone();
+    let on_settled: Option<OnSettled> = auto_max.map(|_| {
+        let counters = counters.clone();
         // The interval thread reads the runtime's clock (a paused one, in tests).
         let runtime = tokio::runtime::Handle::current();
         Box::new(move || {
             let _clock = runtime.enter();
             // The interval just judged has ended; the next boundary a little ahead (so no
-            // worker has taken an operation due after it as warm-up) starts the window.
-            plan.end_warmup(&shared, clock::now() + Duration::from_millis(50), true);
-        }) as super::intervals::OnSettled
+            // worker has taken an operation due after it as warm-up) starts the measured span.
+            due.end_warmup(&counters, clock::now() + Duration::from_millis(50), true);
+        }) as OnSettled
     });
     let intervals = IntervalThread::spawn(sink, recorder.shard_count(), names.len(), on_settled);
     let mut tick_start = t0;
@@ -563,15 +195,15 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     let mut reason = EndReason::Completed;
 
     // Closes intervals until the end of the schedule (or a stop, or every worker is done).
-    let window_end = loop {
+    let span_end = loop {
         if let Some(max) = auto_max
             && tick_start + cfg.interval >= t0 + max
         {
             // An automatic warm-up that has not settled ends at its maximum.
-            plan.end_warmup(&shared, t0 + max, false);
+            due.end_warmup(&counters, t0 + max, false);
         }
-        let end = plan.end(&shared);
-        let warm = plan.warmup_end(&shared);
+        let end = due.end(&counters);
+        let warm = due.warmup_end(&counters);
         let mut next_tick = tick_start + cfg.interval;
         if let Some(w) = warm
             && tick_start < w
@@ -627,15 +259,15 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         reason = EndReason::Interrupted;
     }
 
-    drain(&mut workers, clock::now().max(window_end) + cfg.drain_timeout).await;
-    let started_ops = shared.sent.load(Ordering::Relaxed);
-    record_unsent(workload.as_ref(), &recorder, plan, &shared, window_end);
-    let warm = plan.warmup_end(&shared);
+    drain(&mut workers, clock::now().max(span_end) + cfg.drain_timeout).await;
+    let started_ops = counters.sent.load(Ordering::Relaxed);
+    record_unsent(workload.as_ref(), &recorder, due, &counters, span_end);
+    let warm = due.warmup_end(&counters);
     intervals.send(batch(
         recorder.swap_out(intervals.spare()),
         t0,
         tick_start,
-        window_end,
+        span_end,
         warm,
     ));
     let finished = intervals.finish().await.expect("the interval thread panicked");
@@ -649,14 +281,17 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         .iter()
         .map(|t| t.ok + t.error_count() - t.errors[ErrorKind::NotSent as usize] + t.warmup_ops)
         .sum();
-    let window = warm.filter(|w| *w < window_end).map(|w| (w - t0, window_end - t0));
+    let measured = warm.filter(|w| *w < span_end).map(|w| Span {
+        from: w - t0,
+        to: span_end - t0,
+    });
     let end = RunEnd {
         reason,
         totals,
-        window,
+        measured,
         started_ops,
         abandoned: started_ops.saturating_sub(completed),
-        settled: match shared.auto_end.load(Ordering::Relaxed) {
+        settled: match counters.auto_end.load(Ordering::Relaxed) {
             1 => Some(true),
             2 => Some(false),
             _ => None,
@@ -682,17 +317,17 @@ async fn drain(workers: &mut JoinSet<()>, deadline: Instant) {
 }
 
 /// Due operations no worker took before the end (the client could not keep up, or a stop
-/// came): recorded as never sent, given up at the end of the window.
-fn record_unsent<W: Workload>(workload: &W, recorder: &Recorder, plan: Plan, shared: &Shared, window_end: Instant) {
-    let schedule = plan.schedule;
+/// came): recorded as never sent, given up at the end of the measured span.
+fn record_unsent<W: Workload>(workload: &W, recorder: &Recorder, due: Due, counters: &Counters, span_end: Instant) {
+    let schedule = due.schedule;
     if !schedule.is_open() {
         return;
     }
-    let due = schedule
-        .due_before(window_end)
-        .min(shared.limit.load(Ordering::Relaxed));
-    let taken = shared.next.load(Ordering::Relaxed);
-    for i in taken..due {
+    let due_count = schedule
+        .due_before(span_end)
+        .min(counters.limit.load(Ordering::Relaxed));
+    let taken = counters.next.load(Ordering::Relaxed);
+    for i in taken..due_count {
         let intended = schedule.intended(i).expect("a schedule");
         recorder.record(
             0,
@@ -700,9 +335,9 @@ fn record_unsent<W: Workload>(workload: &W, recorder: &Recorder, plan: Plan, sha
                 op: workload.op_of(i),
                 intended,
                 sent: None,
-                done: window_end,
+                done: span_end,
                 result: Err(ErrorKind::NotSent),
-                measured: plan.measured(shared, i, intended),
+                measured: due.measured(counters, i, intended),
             },
         );
     }
@@ -754,24 +389,9 @@ fn describe_errors(errors: [u64; ErrorKind::ALL.len()]) -> String {
 mod tests {
     use super::*;
     use crate::engine::testing::{Clocked, Scripted, Stalling};
-
-    #[test]
-    fn a_start_time_is_a_whole_second_ahead_and_next_n_lands_on_the_grid() {
-        let epoch = |s: u64| StartAt::At(UNIX_EPOCH + Duration::from_secs(s));
-        assert_eq!(StartAt::parse("1795555800"), Ok(epoch(1_795_555_800)));
-        assert_eq!(StartAt::parse("2026-11-24T21:30:00Z"), Ok(epoch(1_795_555_800)));
-        assert_eq!(StartAt::parse("next:30s"), Ok(StartAt::Every(Duration::from_secs(30))));
-        for bad in ["soon", "next:0s", "next:1.5s", "2026-11-24T21:30:00.5Z"] {
-            assert!(StartAt::parse(bad).is_err(), "{bad}");
-        }
-        let a = Anchor::starting(StartAt::Every(Duration::from_secs(5)), Duration::from_millis(100)).unwrap();
-        let secs = a.wall.duration_since(UNIX_EPOCH).unwrap();
-        assert_eq!((secs.as_secs() % 5, secs.subsec_nanos()), (0, 0));
-        let ahead = a.wall.duration_since(SystemTime::now()).unwrap();
-        assert!(ahead <= Duration::from_secs(5), "{ahead:?}");
-        let err = Anchor::starting(epoch(1_000), Duration::from_millis(100)).unwrap_err();
-        assert!(err.contains("has passed"), "{err}");
-    }
+    use crate::engine::{Schedule, Warmup};
+    use crate::metrics::Interval;
+    use anyhow::Result;
 
     struct Collect(Vec<Interval>);
     impl IntervalSink for Collect {
@@ -929,8 +549,8 @@ mod tests {
 
     /// What a run left: (window start, window end) in ms from the anchor, measured successes,
     /// successes in the intervals, warm-up completions.
-    fn window(end: &RunEnd, sink: &SettleAfter) -> ((u128, u128), u64, u64, u64) {
-        let (from, to) = end.window.expect("a measured window");
+    fn measured_span(end: &RunEnd, sink: &SettleAfter) -> ((u128, u128), u64, u64, u64) {
+        let Span { from, to } = end.measured.expect("a measured span");
         let logged = sink.seen.iter().map(|i| i.ops[0].ok).sum();
         let warm = sink.seen.iter().map(|i| i.ops[0].warmup_ops).sum();
         ((from.as_millis(), to.as_millis()), end.totals[0].ok, logged, warm)
@@ -947,7 +567,7 @@ mod tests {
         let t0 = anchor.instant;
         let (end, sink) = run(w, &c, anchor, Stop::new(), SettleAfter::new(Some(5))).await;
         assert_eq!((end.reason.clone(), end.settled), (EndReason::Completed, Some(true)));
-        let ((from, to), ok, logged, warm) = window(&end, &sink);
+        let ((from, to), ok, logged, warm) = measured_span(&end, &sink);
         // Judged when the fifth interval closed (0.5 s): the window starts on the first boundary
         // at least 50 ms after the sink said so (0.6 s unless the interval thread was held up;
         // the bound follows the sink's own clock, so a slow machine moves it, not the test's
@@ -979,7 +599,7 @@ mod tests {
         let sink = SettleAfter::new(None);
         let (end, sink) = run(w, &c, Anchor::after(Duration::from_millis(50)), Stop::new(), sink).await;
         assert_eq!(end.settled, Some(false));
-        let ((from, to), ok, logged, _) = window(&end, &sink);
+        let ((from, to), ok, logged, _) = measured_span(&end, &sink);
         assert_eq!(
             (from, to),
             (600, 900),
@@ -999,7 +619,7 @@ mod tests {
             let sink = SettleAfter::new(Some(3));
             let (end, sink) = run(w, &c, Anchor::after(Duration::from_millis(50)), Stop::new(), sink).await;
             assert_eq!(end.settled, Some(true), "rate {rate}");
-            let (_, ok, logged, warm) = window(&end, &sink);
+            let (_, ok, logged, warm) = measured_span(&end, &sink);
             assert_eq!((ok, logged), (700, 700), "rate {rate}");
             assert_eq!(
                 end.totals[0].error_count(),
@@ -1045,9 +665,10 @@ mod tests {
             "intervals hold exactly the measured operations"
         );
         assert!(
-            end.measured() >= Duration::from_millis(1490) && end.measured() <= Duration::from_millis(1510),
+            end.measured_length() >= Duration::from_millis(1490)
+                && end.measured_length() <= Duration::from_millis(1510),
             "3,000 operations at 2,000/s: {:?}",
-            end.measured()
+            end.measured_length()
         );
         assert_eq!(sink.0[0].length, Duration::from_millis(500), "warm-up ends an interval");
     }
@@ -1188,9 +809,9 @@ mod tests {
         );
         assert!(ms(t.response.max()) > 1900.0, "the stalled four waited 2 s");
         assert!(
-            (Duration::from_millis(2995)..=Duration::from_millis(3005)).contains(&end.measured()),
+            (Duration::from_millis(2995)..=Duration::from_millis(3005)).contains(&end.measured_length()),
             "the window is the schedule's, not the drain's: {:?}",
-            end.measured()
+            end.measured_length()
         );
     }
 
@@ -1221,7 +842,7 @@ mod tests {
         assert!(ms(t.response_ok.value_at_quantile(0.99)) < 2.5, "successes alone");
         assert_eq!(t.response.len(), 1000);
         assert_eq!(
-            end.measured(),
+            end.measured_length(),
             Duration::from_secs(2),
             "the window is the schedule's even when the last operation is done early"
         );
@@ -1265,7 +886,7 @@ mod tests {
             "the straggler is in the last interval"
         );
         assert_eq!(
-            end.measured(),
+            end.measured_length(),
             Duration::from_secs(2),
             "the op rate is over 2 s, not 3.5 s"
         );
@@ -1303,7 +924,7 @@ mod tests {
             (21, 0),
             "the 21 operations due by 1.025 s, all sent"
         );
-        let measured = end.measured();
+        let measured = end.measured_length();
         assert!(
             measured >= Duration::from_millis(1020) && measured <= Duration::from_millis(1060),
             "{measured:?}"
@@ -1327,7 +948,7 @@ mod tests {
             end.totals[0].ok, 1000,
             "1 s at 1,000/s after the 500 warm-up operations"
         );
-        assert_eq!(end.measured(), Duration::from_secs(1));
+        assert_eq!(end.measured_length(), Duration::from_secs(1));
         // Flat out, a count of measured operations after a time warm-up is exact.
         let w = Arc::new(Stalling::steady(Duration::from_micros(100)));
         let mut c = cfg(0.0, 8, 0);

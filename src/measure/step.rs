@@ -19,7 +19,7 @@ use super::target::Site;
 use crate::cluster::nodetool::JmxTarget;
 use crate::console::{group, say};
 use crate::engine::{
-    self, Anchor, EndReason, EngineConfig, LoaderSlice, RunEnd, Sliced, StartAt, Stop, Warmup, Workload,
+    self, Anchor, EndReason, EngineConfig, LoaderSlice, RunEnd, Sliced, Span, StartAt, Stop, Warmup, Workload,
 };
 use crate::faults::{Injector, impact};
 use crate::metrics::OpStats;
@@ -227,7 +227,7 @@ impl Step {
         result.incomplete = std::mem::take(&mut sink.incomplete);
         result.warmup = Some(WarmupRecord {
             asked: ecfg.warmup.describe(),
-            length_s: end.window.map(|(from, _)| from.as_secs_f64()),
+            length_s: end.measured.map(|s| s.from.as_secs_f64()),
             settled: end.settled,
             check: sink.check.take().map(|c| c.text),
         });
@@ -240,7 +240,7 @@ impl Step {
         }
         // Converted once the server's figures are read (the converter runs on this machine).
         if let (Some(p), Some(rec)) = (&self.profile, recording) {
-            let window = end.window.map(|(from, to)| (started + from, started + to));
+            let window = end.measured.map(|s| (started + s.from, started + s.to));
             let failed = failed_windows(verdict.as_ref(), window);
             let p = p.clone();
             result.profile = Some(tokio::task::spawn_blocking(move || p.finish(rec, window, &failed)).await?);
@@ -251,7 +251,7 @@ impl Step {
         }
         result.end_reason = end_reason(&end.reason, ecfg, out);
         result.finished_at = Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
-        result.summary = Some(Summary::of(&names, &end.totals, end.measured(), end.abandoned));
+        result.summary = Some(Summary::of(&names, &end.totals, end.measured_length(), end.abandoned));
         result.sla = verdict;
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
@@ -287,7 +287,7 @@ impl Step {
         started: SystemTime,
         verdict: Option<&SlaVerdict>,
     ) {
-        let (Some(injector), Some((from, to))) = (&self.faults, end.window) else {
+        let (Some(injector), Some(Span { from, to })) = (&self.faults, end.measured) else {
             return;
         };
         let (from, to) = (from.as_secs_f64(), to.as_secs_f64());
@@ -327,15 +327,15 @@ impl Step {
         end: &RunEnd,
         started: SystemTime,
     ) -> ServerReport {
-        let mut server = match (watch, end.window) {
-            (Some(w), Some((from, to))) => w.report(started + from, started + to),
+        let mut server = match (watch, end.measured) {
+            (Some(w), Some(s)) => w.report(started + s.from, started + s.to),
             (Some(_), None) => ServerReport::not_collected("nothing was measured"),
             (None, _) => ServerReport::not_collected(not_local(self.jmx.is_empty())),
         };
         if let Some(p) = pools {
             // A reading at most a second after the window's end still describes its last second.
-            let (from, to) = end.window.map_or((0, 0), |(from, to)| {
-                (epoch_ms(started + from), epoch_ms(started + to) + 1_000)
+            let (from, to) = end.measured.map_or((0, 0), |s| {
+                (epoch_ms(started + s.from), epoch_ms(started + s.to) + 1_000)
             });
             server.pools = Some(p.finish(from, to));
         }
@@ -401,7 +401,7 @@ impl Step {
 /// The measured window's steady-state verdict, from its seconds (given from the run's start;
 /// None when nothing was measured). A warm-up that reached its maximum leaves it not steady.
 fn steady_state(end: &RunEnd, seconds: &mut [crate::steady::Second]) -> Option<crate::steady::SteadyState> {
-    let from = end.window?.0.as_secs_f64();
+    let from = end.measured?.from.as_secs_f64();
     for s in seconds.iter_mut() {
         s.at_s -= from;
     }
