@@ -24,7 +24,7 @@ use crate::cluster::node::Liveness;
 use crate::console::say;
 use crate::engine::Stop;
 use crate::measure::{RunStatus, commands};
-use compare::{Comparison, Observation, compare};
+use compare::{Ask, Comparison, Excluded, Observation, compare};
 use record::{ExperimentRecord, ExperimentStep};
 use spec::{Experiment, What};
 
@@ -352,30 +352,43 @@ fn stop_nodes(home: &Home) {
 pub fn comparisons(exp: &Experiment, record: &ExperimentRecord, out: &Path) -> Vec<Comparison> {
     (0..exp.file.measure.len())
         .map(|m| {
+            // A completed step whose files cannot be read is left out and named, not dropped.
+            let mut unreadable = Vec::new();
             let variants: Vec<(String, Vec<Observation>)> = exp
                 .file
                 .variants
                 .iter()
                 .enumerate()
                 .map(|(v, variant)| {
-                    let obs = record
+                    let mut obs = Vec::new();
+                    let done = record
                         .steps
                         .iter()
                         .filter(|s| s.at.variant == v && s.at.measurement == m)
-                        .filter(|s| s.status == Some(RunStatus::Completed))
-                        .filter_map(|s| Observation::load(&out.join(&s.dir)).ok())
-                        .collect();
+                        .filter(|s| s.status == Some(RunStatus::Completed));
+                    for s in done {
+                        match Observation::load(&out.join(&s.dir)) {
+                            Ok(o) => obs.push(o),
+                            Err(e) => unreadable.push(Excluded {
+                                variant: variant.name.clone(),
+                                dir: s.dir.clone(),
+                                why: format!("{e:#}"),
+                                unreadable: true,
+                            }),
+                        }
+                    }
                     (variant.name.clone(), obs)
                 })
                 .collect();
-            compare(
-                &exp.file.measure[m].name,
-                &variants,
-                exp.baseline,
-                exp.file.floor,
-                exp.file.metrics.as_deref(),
-                !exp.file.include_unsteady,
-            )
+            let ask = Ask {
+                baseline: exp.baseline,
+                floor: exp.file.floor,
+                tested: exp.file.metrics.as_deref(),
+                steady_only: !exp.file.include_unsteady,
+            };
+            let mut cmp = compare(&exp.file.measure[m].name, &variants, ask);
+            cmp.excluded.extend(unreadable);
+            cmp
         })
         .collect()
 }
@@ -411,7 +424,13 @@ pub fn compare_dirs(args: &[String], floor: f64, include_unsteady: bool) -> Resu
             .unwrap_or_else(|| arg.clone());
         variants.push((name, obs));
     }
-    Ok(vec![compare("compare", &variants, 0, floor, None, !include_unsteady)])
+    let ask = Ask {
+        baseline: 0,
+        floor,
+        tested: None,
+        steady_only: !include_unsteady,
+    };
+    Ok(vec![compare("compare", &variants, ask)])
 }
 
 #[cfg(test)]
@@ -475,6 +494,25 @@ mod tests {
                 .iter()
                 .all(|s| s.status == Some(RunStatus::Completed) && s.elapsed_s.is_some())
         );
+    }
+
+    #[test]
+    fn a_completed_step_whose_results_cannot_be_read_is_named_not_dropped() {
+        // The fake steps write nothing: every completed step's directory lacks result.json.
+        let out = tempfile::tempdir().unwrap();
+        let mut record = open_record(&exp(), out.path(), None).unwrap();
+        let stop = Stop::new();
+        steps_run(&mut record, out.path(), &stop, |_| done("ok"));
+        let cmp = &comparisons(&exp(), &record, out.path())[0];
+        assert_eq!(cmp.excluded.len(), 4, "{cmp:?}");
+        assert!(
+            cmp.excluded
+                .iter()
+                .all(|e| e.unreadable && e.why.contains("result.json"))
+        );
+        let text = cmp.render();
+        assert!(text.contains("Left out, unreadable (4 run(s)):"), "{text}");
+        assert!(text.contains("steps/001-a-r1-insert: cannot read"), "{text}");
     }
 
     #[test]

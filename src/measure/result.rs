@@ -10,7 +10,10 @@ use std::path::Path;
 use crate::client::ClientOptions;
 use crate::cluster::node::NodeState;
 use crate::engine::EndReason;
-use crate::metrics::hdrlog::Encoded;
+use hdrhistogram::Histogram;
+
+use crate::metrics::hdrlog::{Encoded, TagKind};
+use crate::metrics::recorder::new_histogram;
 use crate::metrics::summary::Summary;
 use crate::sla::{Sla, SlaVerdict};
 use crate::telemetry::ServerReport;
@@ -288,6 +291,17 @@ impl RunResult {
     /// automatic warm-up that never settled).
     pub fn unsteady(&self) -> bool {
         self.steady_state.as_ref().is_some_and(|s| !s.steady)
+    }
+
+    /// Every operation type's response times (`<op>.response`) over the measured window, merged.
+    pub fn response_histogram(&self) -> Histogram<u64> {
+        let mut all = new_histogram();
+        for (tag, h) in &self.histograms {
+            if TagKind::Response.is(tag) {
+                all.add(&h.0).expect("histograms share their range");
+            }
+        }
+        all
     }
 
     /// Successful operations per second over the measured window.

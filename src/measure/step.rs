@@ -24,7 +24,7 @@ use crate::engine::{
 use crate::faults::{Injector, impact};
 use crate::metrics::OpStats;
 use crate::metrics::csv::CsvLog;
-use crate::metrics::hdrlog::{Encoded, HdrLog};
+use crate::metrics::hdrlog::{Encoded, HdrLog, TagKind};
 use crate::metrics::summary::Summary;
 use crate::server_profile::{Profiler, Slice};
 use crate::sla::{Judge, Sla, SlaVerdict};
@@ -612,13 +612,8 @@ fn failed_windows(verdict: Option<&SlaVerdict>, window: Option<(SystemTime, Syst
 /// Each operation type's response, success-only, service and error histograms, in the result.
 fn keep_histograms(result: &mut RunResult, names: &[String], totals: Vec<OpStats>) {
     for (n, t) in names.iter().zip(totals) {
-        for (kind, h) in [
-            ("response", t.response),
-            ("ok", t.response_ok),
-            ("service", t.service),
-            ("error", t.error_response),
-        ] {
-            result.histograms.insert(format!("{n}.{kind}"), Encoded(h));
+        for kind in TagKind::ALL {
+            result.histograms.insert(kind.tag(n), Encoded(kind.of(&t).clone()));
         }
     }
 }

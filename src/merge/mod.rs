@@ -26,7 +26,7 @@ use crate::measure::result::{
     CSV, HDR_LOG, LoaderRecord, MergeRecord, PartialSpan, RunResult, RunStatus, WarmupRecord,
 };
 use crate::metrics::csv::{CsvLog, row};
-use crate::metrics::hdrlog::{Encoded, HdrLog, decode};
+use crate::metrics::hdrlog::{Encoded, HdrLog, TagKind, decode};
 use crate::metrics::recorder::new_histogram;
 use crate::metrics::summary::{Latency, OpSummary, Summary};
 
@@ -345,7 +345,7 @@ fn write_logs(
             let ok: u64 = order
                 .iter()
                 .zip(&sums)
-                .filter(|(t, _)| t.is_some_and(|t| t.ends_with(".ok")))
+                .filter(|(t, _)| t.is_some_and(|t| TagKind::Ok.is(t)))
                 .map(|(_, h)| h.len())
                 .sum();
             let all = &sums[0];
@@ -511,10 +511,10 @@ fn merged_summary(results: &[&RunResult], histograms: &BTreeMap<String, Encoded>
     let summaries: Vec<&Summary> = results.iter().filter_map(|r| r.summary.as_ref()).collect();
     let first = summaries[0];
     let empty = new_histogram();
-    let hist = |op: &str, kind: &str| {
+    let hist = |op: &str, kind: TagKind| {
         let mut h = new_histogram();
         for (k, Encoded(v)) in histograms {
-            if (op == "total" || k.starts_with(&format!("{op}."))) && k.ends_with(&format!(".{kind}")) {
+            if TagKind::parse(k).is_some_and(|(o, k)| k == kind && (op == "total" || o == op)) {
                 h.add(v).expect("same bounds");
             }
         }
@@ -538,9 +538,9 @@ fn merged_summary(results: &[&RunResult], histograms: &BTreeMap<String, Encoded>
             rows: sum(|p| p.rows),
             row_rate: sumf(|p| p.row_rate),
             due: sum(|p| p.due),
-            response: Latency::of(&hist(name, "response")),
-            response_ok: Latency::of(&hist(name, "ok")),
-            service: Latency::of(&hist(name, "service")),
+            response: Latency::of(&hist(name, TagKind::Response)),
+            response_ok: Latency::of(&hist(name, TagKind::Ok)),
+            service: Latency::of(&hist(name, TagKind::Service)),
             errors,
             error_total: sum(|p| p.error_total),
             late_ops: sum(|p| p.late_ops),

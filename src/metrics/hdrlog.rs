@@ -15,7 +15,62 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::Interval;
+use super::{Interval, OpStats};
+
+/// What an operation type's tagged histogram holds: the one owner of the tag names
+/// `<op>.response`, `<op>.ok`, `<op>.service` and `<op>.error`, in the interval log and in
+/// result.json's `histograms` alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagKind {
+    /// Every due operation's response time: successes, failures and never-sent ones.
+    Response,
+    /// Successes only.
+    Ok,
+    /// Service time (completion − send) of every operation sent.
+    Service,
+    /// Failures' response times.
+    Error,
+}
+
+impl TagKind {
+    pub const ALL: [TagKind; 4] = [TagKind::Response, TagKind::Ok, TagKind::Service, TagKind::Error];
+
+    /// The word after the operation's name.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            TagKind::Response => "response",
+            TagKind::Ok => "ok",
+            TagKind::Service => "service",
+            TagKind::Error => "error",
+        }
+    }
+
+    /// The tag of operation type `op`'s histogram of this kind.
+    pub fn tag(self, op: &str) -> String {
+        format!("{op}.{}", self.suffix())
+    }
+
+    /// The operation type and kind a tag names; None for a tag caplab does not write.
+    pub fn parse(tag: &str) -> Option<(&str, TagKind)> {
+        let (op, suffix) = tag.rsplit_once('.')?;
+        TagKind::ALL.into_iter().find(|k| k.suffix() == suffix).map(|k| (op, k))
+    }
+
+    /// Whether `tag` names a histogram of this kind.
+    pub fn is(self, tag: &str) -> bool {
+        TagKind::parse(tag).is_some_and(|(_, k)| k == self)
+    }
+
+    /// This kind's histogram in an operation type's measurements.
+    pub fn of(self, s: &OpStats) -> &Histogram<u64> {
+        match self {
+            TagKind::Response => &s.response,
+            TagKind::Ok => &s.response_ok,
+            TagKind::Service => &s.service,
+            TagKind::Error => &s.error_response,
+        }
+    }
+}
 
 /// Java's HistogramLogWriter prints interval maxima in milliseconds for nanosecond values.
 pub const MAX_VALUE_DIVISOR: f64 = 1_000_000.0;
@@ -90,12 +145,8 @@ impl HdrLog {
             self.write(None, all, interval.start, interval.length)?;
         }
         for (name, s) in op_names.iter().zip(&interval.ops) {
-            for (measure, h) in [
-                ("response", &s.response),
-                ("ok", &s.response_ok),
-                ("service", &s.service),
-                ("error", &s.error_response),
-            ] {
+            for kind in TagKind::ALL {
+                let h = kind.of(s);
                 if h.is_empty() {
                     continue;
                 }
@@ -103,7 +154,7 @@ impl HdrLog {
                 tag.clear();
                 tag.push_str(name);
                 tag.push('.');
-                tag.push_str(measure);
+                tag.push_str(kind.suffix());
                 let written = self.write(Some(&tag), h, interval.start, interval.length);
                 self.tag = tag;
                 written?;

@@ -247,7 +247,7 @@ pub fn page(dir: &Path) -> Result<String> {
                         merged
                             .entry(s.at.variant)
                             .or_insert_with(new_histogram)
-                            .add(super::series::response_histogram(&r))
+                            .add(r.response_histogram())
                             .expect("same range");
                         series = Some(StepSeries {
                             t: rs.t,

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::measure::result::RunResult;
-use crate::metrics::hdrlog;
+use crate::metrics::hdrlog::{self, TagKind};
 use crate::metrics::recorder::new_histogram;
 
 /// Per-second points at most on a time axis; longer runs are merged into wider buckets.
@@ -152,10 +152,12 @@ impl Bucket {
                 merge(&mut self.response, h);
                 self.seconds += length.as_secs_f64();
             }
-            Some(tag) if tag.ends_with(".service") => merge(&mut self.service, h),
-            Some(tag) if tag.ends_with(".ok") => self.ok += h.len(),
-            Some(tag) if tag.ends_with(".error") => self.errors += h.len(),
-            Some(_) => {}
+            Some(tag) => match TagKind::parse(tag) {
+                Some((_, TagKind::Service)) => merge(&mut self.service, h),
+                Some((_, TagKind::Ok)) => self.ok += h.len(),
+                Some((_, TagKind::Error)) => self.errors += h.len(),
+                _ => {}
+            },
         }
     }
 
@@ -324,11 +326,13 @@ pub fn distributions(r: &RunResult) -> Vec<Curve> {
     let mut service = new_histogram();
     let mut per_op = Vec::new();
     for (key, h) in &r.histograms {
-        if let Some(op) = key.strip_suffix(".response") {
-            response.add(&h.0).expect("same range");
-            per_op.push(curve(&format!("{op} response"), &h.0));
-        } else if key.ends_with(".service") {
-            service.add(&h.0).expect("same range");
+        match TagKind::parse(key) {
+            Some((op, TagKind::Response)) => {
+                response.add(&h.0).expect("same range");
+                per_op.push(curve(&format!("{op} response"), &h.0));
+            }
+            Some((_, TagKind::Service)) => service.add(&h.0).expect("same range"),
+            _ => {}
         }
     }
     let mut curves = vec![curve("response time", &response), curve("service time", &service)];
@@ -336,17 +340,6 @@ pub fn distributions(r: &RunResult) -> Vec<Curve> {
         curves.extend(per_op);
     }
     curves
-}
-
-/// The merged response-time histogram of a run (all operation types).
-pub fn response_histogram(r: &RunResult) -> Histogram<u64> {
-    let mut all = new_histogram();
-    for (key, h) in &r.histograms {
-        if key.ends_with(".response") {
-            all.add(&h.0).expect("same range");
-        }
-    }
-    all
 }
 
 #[cfg(test)]

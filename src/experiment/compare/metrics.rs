@@ -1,0 +1,164 @@
+//! The table of what a comparison compares: each metric's key (what an experiment's `metrics`
+//! names), label, unit, direction, how it is read from an observation, its per-second series
+//! (for single repeats) and, for response-time percentiles, the quantile that pools repeats.
+
+use super::load::{Observation, Series};
+use crate::measure::RunResult;
+use crate::metrics::summary::OpSummary;
+use crate::telemetry::ServerReport;
+
+/// One metric of the table.
+pub struct Metric {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub higher_is_better: bool,
+    /// Its value in one observation (None: not measured there).
+    pub of: fn(&Observation) -> Option<f64>,
+    /// Its per-second values over a run's window, which stand in for repeats when a variant has
+    /// only one.
+    pub series: Option<fn(&Series) -> &Vec<f64>>,
+    /// A response-time percentile's quantile: repeats are also pooled by merging their
+    /// histograms and taking it.
+    pub quantile: Option<f64>,
+}
+
+impl Metric {
+    fn new(
+        key: &'static str,
+        label: &'static str,
+        unit: &'static str,
+        higher_is_better: bool,
+        of: fn(&Observation) -> Option<f64>,
+    ) -> Metric {
+        Metric {
+            key,
+            label,
+            unit,
+            higher_is_better,
+            of,
+            series: None,
+            quantile: None,
+        }
+    }
+
+    /// A metric where more is better (throughput, capacity, availability).
+    fn higher(
+        key: &'static str,
+        label: &'static str,
+        unit: &'static str,
+        of: fn(&Observation) -> Option<f64>,
+    ) -> Metric {
+        Metric::new(key, label, unit, true, of)
+    }
+
+    /// A metric where less is better (latency, CPU, pauses, errors).
+    fn lower(
+        key: &'static str,
+        label: &'static str,
+        unit: &'static str,
+        of: fn(&Observation) -> Option<f64>,
+    ) -> Metric {
+        Metric::new(key, label, unit, false, of)
+    }
+
+    fn series(mut self, series: fn(&Series) -> &Vec<f64>) -> Metric {
+        self.series = Some(series);
+        self
+    }
+
+    fn quantile(mut self, q: f64) -> Metric {
+        self.quantile = Some(q);
+        self
+    }
+}
+
+fn total(o: &Observation) -> Option<&OpSummary> {
+    o.result().and_then(|r| r.summary.as_ref()).map(|s| &s.total)
+}
+
+fn server(o: &Observation) -> Option<&ServerReport> {
+    o.result()
+        .and_then(|r| r.server.as_ref())
+        .filter(|s| s.not_collected.is_none())
+}
+
+fn per_op_us(seconds: f64, o: &Observation) -> Option<f64> {
+    let ops = total(o)?.ops;
+    (ops > 0).then(|| seconds * 1e6 / ops as f64)
+}
+
+/// Every metric compared, in the order of the table: the client's, then the server's.
+pub fn metrics() -> Vec<Metric> {
+    let mut all = client_metrics();
+    all.extend(server_metrics());
+    all
+}
+
+/// The keys of the metrics a comparison can hold (an experiment's `metrics` names some).
+pub fn metric_keys() -> Vec<&'static str> {
+    metrics().iter().map(|m| m.key).collect()
+}
+
+/// What the client measured: capacity, throughput, latency, errors.
+fn client_metrics() -> Vec<Metric> {
+    vec![
+        Metric::higher("capacity", "capacity", "op/s", |o| match o {
+            Observation::Capacity(c) => c.capacity,
+            _ => None,
+        }),
+        Metric::higher("highest_rate", "highest throughput", "op/s", |o| match o {
+            Observation::Capacity(c) => Some(c.highest_achieved_rate),
+            _ => None,
+        }),
+        Metric::higher("throughput", "throughput", "op/s", |o| total(o).map(|t| t.op_rate)).series(|s| &s.throughput),
+        Metric::higher("row_rate", "rows", "row/s", |o| total(o).map(|t| t.row_rate)),
+        Metric::lower("p50", "response p50", "ms", |o| total(o).map(|t| t.response.median_ms))
+            .series(|s| &s.p50)
+            .quantile(0.5),
+        Metric::lower("p99", "response p99", "ms", |o| total(o).map(|t| t.response.p99_ms))
+            .series(|s| &s.p99)
+            .quantile(0.99),
+        Metric::lower("p999", "response p99.9", "ms", |o| total(o).map(|t| t.response.p999_ms)).quantile(0.999),
+        Metric::lower("max", "response max", "ms", |o| total(o).map(|t| t.response.max_ms)),
+        Metric::lower("service_p99", "service p99", "ms", |o| {
+            total(o).map(|t| t.service.p99_ms)
+        }),
+        Metric::lower("errors", "errors", "", |o| total(o).map(|t| t.error_total as f64)),
+        Metric::higher("availability", "availability (with faults)", "%", |o| {
+            o.result().and_then(|r| r.availability).map(|a| a * 100.0)
+        }),
+        Metric::lower("recovery", "recovery after faults (longest)", "s", |o| {
+            o.result().and_then(RunResult::longest_recovery)
+        }),
+    ]
+}
+
+/// What the server's telemetry measured: CPU, GC, flushes.
+fn server_metrics() -> Vec<Metric> {
+    vec![
+        Metric::lower("server_cpu_us_per_op", "server CPU per op", "µs", |o| {
+            let s = server(o)?;
+            per_op_us(s.nodes.iter().map(|n| n.cpu_seconds).sum(), o)
+        }),
+        Metric::lower("server_cpu", "server CPU", "cores", |o| {
+            server(o).map(|s| s.server_cpu_cores)
+        })
+        .series(|s| &s.server_cpu),
+        Metric::lower("client_cpu", "client CPU", "cores", |o| {
+            server(o).map(|s| s.client_cpu_cores)
+        }),
+        Metric::lower("gc_count", "GC pauses", "", |o| server(o).map(|s| s.gc_count as f64)),
+        Metric::lower("gc_total_ms", "GC pause total", "ms", |o| {
+            server(o).map(|s| s.gc_total_ms)
+        })
+        .series(|s| &s.gc_pause_ms),
+        Metric::lower("gc_max_ms", "GC max pause", "ms", |o| server(o).map(|s| s.gc_max_ms)),
+        Metric::lower("allocation_stalls", "allocation stalls", "", |o| {
+            server(o).map(|s| s.allocation_stalls as f64)
+        }),
+        Metric::lower("flush_cpu_us_per_flushed_op", "flush CPU per flushed op", "µs", |o| {
+            server(o)?.flush_cpu_us_per_flushed_op()
+        }),
+    ]
+}

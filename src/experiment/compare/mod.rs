@@ -1,0 +1,97 @@
+//! Comparing variants, metric by metric, with statistics that say how sure the difference is.
+//!
+//! The repeat (a fresh JVM on fresh nodes) is the unit of replication: each metric is taken
+//! once per repeat (a percentile is each repeat's own, never an average of percentiles across
+//! runs; the pooled percentile of the merged histograms is shown beside it), and variants are
+//! compared on those values: the mean with its 95 % t interval, the ratio to the baseline with a
+//! bootstrap 95 % interval, Welch's t-test, and Benjamini–Hochberg's correction over every metric
+//! and variant of the measurement (the false discovery rate: Holm's family-wise control leaves
+//! almost no power at three repeats and ~15 metrics). A difference is *negligible* when it is below the floor (default 2 %)
+//! however small its p-value. With one repeat per variant, the per-second values of the measured
+//! window stand in, with an effective sample size by batch means (they are not independent):
+//! weaker evidence, and said so; metrics without a per-second series cannot be tested then.
+//!
+//! Only steady runs are compared unless asked otherwise: a run whose measured window was not
+//! steady (its verdict warm-up, slowdown or none, or an automatic warm-up that never settled)
+//! is left out, named in the comparison, and a variant left with fewer than two steady repeats
+//! is reported as such rather than tested. Windows too short to judge are kept. Capacity
+//! searches are compared whole (their steps' verdicts are in capacity.json).
+
+//!
+//! The files: `load` reads what a step left on disk (`Observation`), `metrics` is the table of
+//! what is compared, `statistics` makes the figures and verdicts, `render` prints them.
+
+pub mod load;
+pub mod metrics;
+pub mod render;
+pub mod statistics;
+
+use serde::{Deserialize, Serialize};
+
+pub use load::{Observation, Series};
+pub use metrics::metric_keys;
+pub use statistics::{Ask, compare};
+
+/// A run left out of a comparison because its window was not steady.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Excluded {
+    pub variant: String,
+    pub dir: String,
+    /// The verdict's summary (and why warm-up did not settle, if it did not), or why its
+    /// files could not be read.
+    pub why: String,
+    /// Left out because its results could not be read (not because it was unsteady).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unreadable: bool,
+}
+
+/// One variant's figure for one metric.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Figure {
+    pub variant: String,
+    /// Values behind it: repeats, or the effective number of per-second values.
+    pub n: f64,
+    pub mean: Option<f64>,
+    /// 95 % interval of the mean.
+    pub ci: Option<(f64, f64)>,
+    /// The percentile of every repeat's histograms merged (percentile metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooled: Option<f64>,
+    /// mean / the baseline's mean, and its 95 % interval.
+    pub ratio: Option<f64>,
+    pub ratio_ci: Option<(f64, f64)>,
+    /// Welch's test against the baseline, and the p-value after Benjamini–Hochberg's correction.
+    pub p: Option<f64>,
+    pub p_adjusted: Option<f64>,
+    pub verdict: String,
+}
+
+/// One metric's figures, a cell per variant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    pub metric: String,
+    pub label: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub cells: Vec<Figure>,
+}
+
+/// One measurement's comparison of its variants (experiment.json keeps it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    pub measurement: String,
+    pub baseline: String,
+    pub floor: f64,
+    /// `repeats`, `per-second series (one repeat: weaker evidence)`, or that a variant has too
+    /// few steady repeats to be tested.
+    pub evidence: String,
+    /// Repeats compared per variant (steady ones, unless unsteady ones were included).
+    pub repeats: Vec<usize>,
+    /// Whether runs whose window was not steady were left out (the default).
+    #[serde(default)]
+    pub steady_only: bool,
+    /// The runs left out, and why.
+    #[serde(default)]
+    pub excluded: Vec<Excluded>,
+    pub rows: Vec<Row>,
+}

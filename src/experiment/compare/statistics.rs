@@ -1,0 +1,554 @@
+//! The figures and verdicts of a comparison: which runs are compared (steady ones, by default),
+//! each metric's estimate per variant (over repeats, or a single run's per-second series), the
+//! ratio to the baseline with its interval, Welch's test, Benjamini–Hochberg's correction over
+//! the measurement, and the verdict in words.
+
+use super::load::Observation;
+use super::metrics::{Metric, metrics};
+use super::{Comparison, Excluded, Figure, Row};
+use crate::metrics::recorder::new_histogram;
+use crate::stats::{self, Estimate};
+
+const LEVEL: f64 = 0.95;
+const ALPHA: f64 = 0.05;
+
+/// What a comparison is asked.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    /// The index of the variant the others are compared with.
+    pub baseline: usize,
+    /// Differences smaller than this share (0.02: 2 %) are negligible however sure.
+    pub floor: f64,
+    /// Only these metrics get a test (and share the correction); the others keep their means
+    /// and intervals, marked untested. None: every metric.
+    pub tested: Option<&'a [String]>,
+    /// Leave out runs whose window was not steady.
+    pub steady_only: bool,
+}
+
+/// The variants' observations that are compared, the runs left out, and per variant why it
+/// cannot be tested (too few steady repeats), if so.
+struct Kept {
+    variants: Vec<(String, Vec<Observation>)>,
+    excluded: Vec<Excluded>,
+    short: Vec<Option<String>>,
+}
+
+/// Compares the variants of one measurement, metric by metric.
+pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], ask: Ask) -> Comparison {
+    let Kept {
+        variants,
+        excluded,
+        short,
+    } = keep(variants, ask.steady_only);
+    let repeats: Vec<usize> = variants.iter().map(|(_, o)| o.len()).collect();
+    let by_repeats = repeats.iter().all(|&n| n >= 2);
+    let mut rows: Vec<Row> = metrics()
+        .iter()
+        .filter_map(|metric| row(metric, &variants, &short, by_repeats, ask))
+        .collect();
+    adjust(&mut rows);
+    for row in &mut rows {
+        let better_up = row.higher_is_better;
+        let base_mean = row.cells[ask.baseline].mean;
+        for cell in row.cells.iter_mut().filter(|c| c.verdict.is_empty()) {
+            cell.verdict = verdict(cell, base_mean, ask.floor, better_up);
+        }
+    }
+    Comparison {
+        measurement: measurement.to_string(),
+        baseline: variants[ask.baseline].0.clone(),
+        floor: ask.floor,
+        evidence: if short.iter().any(Option::is_some) {
+            "too few steady repeats to test every variant".into()
+        } else if by_repeats {
+            "repeats".into()
+        } else {
+            "per-second series of single runs (weaker evidence: one JVM each)".into()
+        },
+        repeats,
+        steady_only: ask.steady_only,
+        excluded,
+        rows,
+    }
+}
+
+/// The runs compared: with `steady_only`, those whose window was not steady are left out and
+/// named, and a variant left with fewer than two is marked too short to test.
+fn keep(variants: &[(String, Vec<Observation>)], steady_only: bool) -> Kept {
+    let mut kept = Kept {
+        variants: Vec::new(),
+        excluded: Vec::new(),
+        short: Vec::new(),
+    };
+    for (name, obs) in variants {
+        let (keep, out): (Vec<Observation>, Vec<Observation>) =
+            obs.iter().cloned().partition(|o| !steady_only || !o.unsteady());
+        for o in &out {
+            if let Observation::Run { dir, result, .. } = o {
+                kept.excluded.push(Excluded {
+                    variant: name.clone(),
+                    dir: dir.clone(),
+                    why: result
+                        .steady_state
+                        .as_ref()
+                        .map_or_else(String::new, |s| s.summary.clone()),
+                    unreadable: false,
+                });
+            }
+        }
+        kept.short.push(
+            (!out.is_empty() && keep.len() < 2)
+                .then(|| format!("too few steady repeats ({} of {} steady)", keep.len(), obs.len())),
+        );
+        kept.variants.push((name.clone(), keep));
+    }
+    kept
+}
+
+/// Each variant's estimate of `metric`: over its repeats, or, when some variant has a single
+/// repeat, over that run's per-second series with an effective sample size.
+fn estimates(
+    metric: &Metric,
+    variants: &[(String, Vec<Observation>)],
+    values: &[Vec<f64>],
+    by_repeats: bool,
+) -> Vec<Option<Estimate>> {
+    variants
+        .iter()
+        .zip(values)
+        .map(|((_, obs), v)| match (by_repeats, metric.series, obs.as_slice()) {
+            (false, Some(series), [Observation::Run { series: s, .. }]) if series(s).len() >= 4 => {
+                let x = series(s);
+                Some(Estimate::from_moments(
+                    stats::mean(x),
+                    stats::variance(x),
+                    stats::effective_n(x),
+                    LEVEL,
+                ))
+            }
+            _ if v.is_empty() => None,
+            _ => Some(Estimate::of(v, LEVEL)),
+        })
+        .collect()
+}
+
+/// One metric's row: a cell per variant with its estimate, and against the baseline its ratio,
+/// interval and test (verdicts come after the correction). None when no variant measured it.
+fn row(
+    metric: &Metric,
+    variants: &[(String, Vec<Observation>)],
+    short: &[Option<String>],
+    by_repeats: bool,
+    ask: Ask,
+) -> Option<Row> {
+    let values: Vec<Vec<f64>> = variants
+        .iter()
+        .map(|(_, obs)| obs.iter().filter_map(|o| (metric.of)(o)).collect())
+        .collect();
+    if values.iter().all(|v| v.is_empty()) {
+        return None;
+    }
+    let estimates = estimates(metric, variants, &values, by_repeats);
+    let baseline = ask.baseline;
+    let base = &estimates[baseline];
+    let mut cells = Vec::new();
+    for (i, ((name, obs), est)) in variants.iter().zip(&estimates).enumerate() {
+        let mut cell = Figure {
+            variant: name.clone(),
+            n: est.map_or(0.0, |e| e.n),
+            mean: est.map(|e| e.mean),
+            ci: est
+                .filter(|e| e.half_width.is_finite())
+                .map(|e| positive_interval(e.mean, e.half_width)),
+            pooled: metric.quantile.and_then(|q| pooled(q, obs)).filter(|_| obs.len() > 1),
+            ratio: None,
+            ratio_ci: None,
+            p: None,
+            p_adjusted: None,
+            verdict: String::new(),
+        };
+        if i == baseline {
+            cell.verdict = short[i]
+                .as_ref()
+                .map_or_else(|| "baseline".into(), |why| format!("baseline: {why}"));
+        } else if let Some(why) = short[i].as_ref().or(short[baseline].as_ref()) {
+            // Not tested: what would be compared is not steady enough.
+            cell.ratio = match (base, est) {
+                (Some(b), Some(e)) if b.mean != 0.0 => Some(e.mean / b.mean),
+                _ => None,
+            };
+            cell.verdict = if short[i].is_some() {
+                why.clone()
+            } else {
+                format!("baseline has {why}")
+            };
+        } else if let (Some(b), Some(e)) = (base, est) {
+            cell.ratio = (b.mean != 0.0).then(|| e.mean / b.mean);
+            let testable = b.n >= 2.0 && e.n >= 2.0;
+            // Both sides the same constant (no errors, no stalls on either): nothing to
+            // test, and no test to spend the correction on.
+            let same_constant = b.variance == 0.0 && e.variance == 0.0 && b.mean == e.mean;
+            if same_constant {
+                cell.verdict = "no difference (every value the same)".into();
+            } else if ask.tested.is_some_and(|t| !t.iter().any(|k| k == metric.key)) {
+                cell.verdict = "not tested (not in the experiment's metrics)".into();
+            } else if testable {
+                cell.p = Some(stats::welch_moments((b.mean, b.variance, b.n), (e.mean, e.variance, e.n)).p);
+                cell.ratio_ci = if by_repeats {
+                    stats::bootstrap_ratio(&values[baseline], &values[i], LEVEL, 10_000, 0x5eed ^ i as u64)
+                } else {
+                    stats::delta_ratio(b, e, LEVEL)
+                };
+            }
+        }
+        cells.push(cell);
+    }
+    Some(Row {
+        metric: metric.key.into(),
+        label: metric.label.into(),
+        unit: metric.unit.into(),
+        higher_is_better: metric.higher_is_better,
+        cells,
+    })
+}
+
+/// Benjamini–Hochberg over every test of the measurement: each tested cell's adjusted p.
+fn adjust(rows: &mut [Row]) {
+    let tested: Vec<(usize, usize, f64)> = rows
+        .iter()
+        .enumerate()
+        .flat_map(|(r, row)| {
+            row.cells
+                .iter()
+                .enumerate()
+                .filter_map(move |(c, cell)| cell.p.map(|p| (r, c, p)))
+        })
+        .collect();
+    let adjusted = stats::benjamini_hochberg(&tested.iter().map(|t| t.2).collect::<Vec<_>>());
+    for ((r, c, _), p) in tested.iter().zip(adjusted) {
+        rows[*r].cells[*c].p_adjusted = Some(p);
+    }
+}
+
+/// The 95 % interval of a mean whose (t-based) half-width is `half`, on the log scale: every
+/// metric compared is a count, rate, time or share, none negative, and latencies are skewed, so
+/// the interval is ln(mean) ± half/mean (the delta method) taken back, `[mean/f, mean·f]` with
+/// f = e^(half/mean). It never goes below zero, and it is the linear interval when that is
+/// narrow. A mean of zero keeps `[0, half]`.
+fn positive_interval(mean: f64, half: f64) -> (f64, f64) {
+    if mean > 0.0 {
+        let f = (half / mean).exp();
+        (mean / f, mean * f)
+    } else {
+        (0.0, mean.max(0.0) + half)
+    }
+}
+
+/// The quantile `q` of every repeat's response histograms merged.
+fn pooled(q: f64, obs: &[Observation]) -> Option<f64> {
+    let mut all = new_histogram();
+    for o in obs {
+        if let Observation::Run { response, .. } = o {
+            all.add(&**response).ok()?;
+        }
+    }
+    (!all.is_empty()).then(|| all.value_at_quantile(q) as f64 / 1e6)
+}
+
+/// `base_mean` gives the direction when there is no ratio (a baseline of 0: no GC pause in any
+/// repeat, say).
+fn verdict(cell: &Figure, base_mean: Option<f64>, floor: f64, higher_is_better: bool) -> String {
+    let Some(p) = cell.p_adjusted else {
+        return "too few repeats to test".into();
+    };
+    let within_floor = |r: f64| (r - 1.0).abs() < floor;
+    if let Some((lo, hi)) = cell.ratio_ci
+        && within_floor(lo)
+        && within_floor(hi)
+    {
+        return format!("negligible (within ±{:.0}%)", floor * 100.0);
+    }
+    if p >= ALPHA {
+        return "not significant".into();
+    }
+    match cell.ratio {
+        Some(r) if within_floor(r) => format!("negligible (< {:.0}%)", floor * 100.0),
+        Some(r) => {
+            let better = (r > 1.0) == higher_is_better;
+            format!("significant, {}", if better { "better" } else { "worse" })
+        }
+        None => match (cell.mean, base_mean) {
+            (Some(m), Some(b)) if m != b => {
+                let better = (m > b) == higher_is_better;
+                format!("significant, {}", if better { "better" } else { "worse" })
+            }
+            _ => "significant".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::compare::Series;
+    use crate::measure::capacity::CapacityReport;
+    use crate::metrics::recorder::new_histogram;
+
+    fn capacity(cap: f64) -> Observation {
+        let json = serde_json::json!({
+            "caplab_version": "x", "command": [], "status": "completed", "workload": "w",
+            "sla": {"objectives": [], "min_rate_share": 0.97, "error_budget": 0.001},
+            "mode": "sweep", "precision": null, "warmup_s": 1.0, "measure_s": 1.0, "repeats": 1,
+            "fresh_node": false, "probe": null, "steps": [], "rates": [], "capacity": cap,
+            "highest_achieved_rate": cap * 1.1, "bracket": null, "stopped_early": null, "cost": null,
+            "started_at": "", "elapsed_s": 0.0
+        });
+        Observation::Capacity(Box::new(serde_json::from_value::<CapacityReport>(json).unwrap()))
+    }
+
+    #[test]
+    fn intervals_of_skewed_positive_figures_stay_positive() {
+        // Three repeats this far apart: mean 1,133, t-based half-width ~4,000. A symmetric
+        // interval would reach -2,900 (what the page once printed for latencies).
+        let spread = vec![capacity(100.0), capacity(300.0), capacity(3000.0)];
+        let cmp = compare(
+            "cap",
+            &[("a".into(), spread)],
+            Ask {
+                baseline: 0,
+                floor: 0.02,
+                tested: None,
+                steady_only: true,
+            },
+        );
+        let cell = &cmp.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[0];
+        let (mean, (lo, hi)) = (cell.mean.unwrap(), cell.ci.unwrap());
+        assert!(0.0 < lo && lo < mean && mean < hi, "{cell:?}");
+        assert!(hi - mean > mean - lo, "skewed upward: {cell:?}");
+        // A narrow interval is the linear one, to first order.
+        let (lo, hi) = positive_interval(100.0, 1.0);
+        assert!((lo - 99.0).abs() < 0.01 && (hi - 101.0).abs() < 0.01, "{lo} {hi}");
+        assert_eq!(positive_interval(0.0, 2.0), (0.0, 2.0));
+    }
+
+    #[test]
+    fn a_certain_difference_is_significant_and_a_small_one_negligible() {
+        let a = vec![capacity(1000.0), capacity(1010.0), capacity(990.0)];
+        let b = vec![capacity(2000.0), capacity(2030.0), capacity(1985.0)];
+        let c = vec![capacity(1005.0), capacity(1000.0), capacity(1008.0)];
+        let cmp = compare(
+            "cap",
+            &[("a".into(), a.clone()), ("b".into(), b), ("c".into(), c)],
+            Ask {
+                baseline: 0,
+                floor: 0.02,
+                tested: None,
+                steady_only: true,
+            },
+        );
+        let row = cmp.rows.iter().find(|r| r.metric == "capacity").unwrap();
+        let b = &row.cells[1];
+        let (lo, hi) = b.ratio_ci.unwrap();
+        assert!(lo < 2.0 && hi > 2.0 && (b.ratio.unwrap() - 2.0).abs() < 0.02, "{b:?}");
+        assert_eq!(b.verdict, "significant, better");
+        assert!(
+            row.cells[2].verdict.starts_with("negligible") || row.cells[2].verdict == "not significant",
+            "{:?}",
+            row.cells[2]
+        );
+        assert_eq!(row.cells[0].verdict, "baseline");
+        // Identical variants are never different.
+        let aa = compare(
+            "cap",
+            &[("a".into(), a.clone()), ("a2".into(), a.clone())],
+            Ask {
+                baseline: 0,
+                floor: 0.02,
+                tested: None,
+                steady_only: true,
+            },
+        );
+        assert!(aa.rows.iter().all(|r| !r.cells[1].verdict.starts_with("significant")));
+        assert!(cmp.render().contains("×2.0"), "{}", cmp.render());
+        // Metrics the experiment does not ask about keep their numbers but get no test.
+        let b = vec![capacity(2000.0), capacity(2030.0), capacity(1985.0)];
+        let only = compare(
+            "cap",
+            &[("a".into(), a), ("b".into(), b)],
+            Ask {
+                baseline: 0,
+                floor: 0.02,
+                tested: Some(&["p99".to_string()]),
+                steady_only: true,
+            },
+        );
+        let cell = &only.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
+        assert_eq!(
+            (cell.p, cell.verdict.as_str()),
+            (None, "not tested (not in the experiment's metrics)")
+        );
+        assert!(cell.ratio.is_some() && cell.ratio_ci.is_none());
+    }
+
+    /// A run's observation with throughput `rate` and a window classed `class` (None: a result
+    /// from before verdicts).
+    fn run(dir: &str, rate: f64, class: Option<&str>) -> Observation {
+        let stat = serde_json::json!({"count": 1, "mean_ms": 1.0, "median_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0,
+            "p999_ms": 1.0, "max_ms": 1.0});
+        let mut json = serde_json::json!({
+            "caplab_version": "x", "format": 2, "status": "completed", "workload": "insert", "started_at": "",
+            "command": [],
+            "config": {
+                "client": {"hosts": [], "dc": null, "consistency": "LocalOne", "connections_per_host": 1,
+                    "compression": false, "user": null, "request_timeout": {"secs": 12, "nanos": 0},
+                    "connect_timeout": {"secs": 3, "nanos": 0}, "tls": false, "tls_ca": null, "tls_insecure": false,
+                    "retries": 0},
+                "engine": {"rate": 0.0, "concurrency": 1, "threads": 1, "duration_s": 30.0, "ops": null,
+                    "warmup": "auto (max 5m)", "interval_s": 1.0, "loader": "1/1"},
+                "workload": {"kind": "insert", "keyspace": "k", "partitions": 1, "value_columns": 1, "value_size": 1,
+                    "batch_size": 1, "replication_factor": 1, "durable_writes": false, "compaction": false},
+                "sla": null},
+            "environment": {"client_host": "h", "cores": 2, "ram_bytes": 1, "kernel": "k",
+                "cassandra_release_version": null, "local_nodes": []},
+            "schema": [], "statements": [], "files": {"hdr_log": "latency.hlog", "csv": "latency.csv"},
+            "summary": {"operation_time_s": 30.0, "per_op": [], "abandoned": 0, "total": {"name": "total",
+                "ops": 1, "op_rate": rate, "partitions": 1, "partition_rate": rate, "rows": 1, "row_rate": rate,
+                "due": 1, "response": stat, "response_ok": stat, "service": stat, "errors": {}, "error_total": 0,
+                "late_ops": 0, "max_lag_ms": 0.0}},
+        });
+        if let Some(c) = class {
+            json["steady_state"] = serde_json::json!({"class": c, "steady": c == "flat", "window_s": 30.0,
+                "series": [], "summary": format!("{c} over 30 s"), "rule": ""});
+        }
+        Observation::Run {
+            dir: dir.into(),
+            result: Box::new(serde_json::from_value(json).unwrap()),
+            series: Series::default(),
+            response: Box::new(new_histogram()),
+        }
+    }
+
+    #[test]
+    fn runs_that_were_not_steady_are_left_out_and_named() {
+        let a = vec![
+            run("a1", 1000.0, Some("flat")),
+            run("a2", 1010.0, Some("flat")),
+            run("a3", 400.0, Some("warmup")),
+        ];
+        let b = vec![
+            run("b1", 2000.0, Some("flat")),
+            run("b2", 2020.0, None),
+            run("b3", 1990.0, Some("flat")),
+        ];
+        let cmp = compare(
+            "insert",
+            &[("a".into(), a.clone()), ("b".into(), b.clone())],
+            Ask {
+                baseline: 0,
+                floor: 0.02,
+                tested: None,
+                steady_only: true,
+            },
+        );
+        assert_eq!(
+            cmp.repeats,
+            vec![2, 3],
+            "the warm-up run is out; a result without a verdict stays"
+        );
+        assert_eq!(cmp.excluded.len(), 1);
+        assert_eq!(
+            (cmp.excluded[0].variant.as_str(), cmp.excluded[0].dir.as_str()),
+            ("a", "a3")
+        );
+        assert!(
+            cmp.render().contains("Left out, not steady (1 run(s)") && cmp.render().contains("a3: warmup over 30 s")
+        );
+        let t = &cmp.rows.iter().find(|r| r.metric == "throughput").unwrap().cells[1];
+        assert!((t.ratio.unwrap() - 2003.3 / 1005.0).abs() < 0.01, "{t:?}");
+        assert_eq!(t.verdict, "significant, better");
+        // Kept in, the warm-up run drags the baseline's mean down.
+        let all = compare(
+            "insert",
+            &[("a".into(), a), ("b".into(), b.clone())],
+            Ask {
+                baseline: 0,
+                floor: 0.02,
+                tested: None,
+                steady_only: false,
+            },
+        );
+        assert_eq!((all.repeats.clone(), all.excluded.len()), (vec![3, 3], 0));
+        let t = &all.rows.iter().find(|r| r.metric == "throughput").unwrap().cells[1];
+        assert!(t.ratio.unwrap() > 2.4, "{t:?}");
+        // One steady repeat of three: reported as too few, not as "not significant".
+        let few = vec![
+            run("c1", 1000.0, Some("flat")),
+            run("c2", 800.0, Some("slowdown")),
+            run("c3", 700.0, Some("none")),
+        ];
+        let cmp = compare(
+            "insert",
+            &[("b".into(), b), ("c".into(), few)],
+            Ask {
+                baseline: 0,
+                floor: 0.02,
+                tested: None,
+                steady_only: true,
+            },
+        );
+        let t = &cmp.rows.iter().find(|r| r.metric == "throughput").unwrap().cells[1];
+        assert_eq!(t.verdict, "too few steady repeats (1 of 3 steady)", "{t:?}");
+        assert_eq!((t.p, t.ratio_ci), (None, None));
+        assert_eq!(cmp.excluded.len(), 2);
+        // The header names each variant's count and does not claim a weaker test was made.
+        let head = cmp.render();
+        assert!(
+            head.starts_with(
+                "insert: baseline b, runs compared: b 3, c 1 (too few steady repeats to test \
+                 every variant, steady runs only)"
+            ),
+            "{head}"
+        );
+    }
+
+    #[test]
+    fn a_difference_from_a_baseline_of_zero_has_a_direction() {
+        // No GC pause in any repeat of the baseline, five in every repeat of the variant.
+        let zero = vec![capacity(0.0), capacity(0.0), capacity(0.0)];
+        let five = vec![capacity(5.0), capacity(5.0), capacity(5.0)];
+        let cmp = compare(
+            "c",
+            &[("a".into(), zero), ("b".into(), five)],
+            Ask {
+                baseline: 0,
+                floor: 0.02,
+                tested: None,
+                steady_only: true,
+            },
+        );
+        let c = &cmp.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
+        assert_eq!((c.ratio, c.verdict.as_str()), (None, "significant, better"), "{c:?}");
+    }
+
+    #[test]
+    fn one_repeat_without_a_series_cannot_be_tested() {
+        let cmp = compare(
+            "cap",
+            &[
+                ("a".into(), vec![capacity(1000.0)]),
+                ("b".into(), vec![capacity(2000.0)]),
+            ],
+            Ask {
+                baseline: 0,
+                floor: 0.02,
+                tested: None,
+                steady_only: true,
+            },
+        );
+        let row = &cmp.rows[0];
+        assert_eq!(row.cells[1].verdict, "too few repeats to test");
+        assert_eq!(row.cells[1].ratio, Some(2.0));
+        assert!(cmp.evidence.contains("weaker"));
+    }
+}
