@@ -5,8 +5,8 @@
 use anyhow::Result;
 
 use crate::cluster::Home;
-use crate::measure::capacity::CAPACITY_FILE;
 use crate::measure::options::CapacityOptions;
+use crate::measure::result::CAPACITY_FILE;
 use crate::measure::signal::stop_on_signals;
 use crate::measure::{RunStatus, commands};
 

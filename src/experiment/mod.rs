@@ -112,7 +112,7 @@ fn open_record(exp: &Experiment, out: &Path, resume: Option<ExperimentRecord>) -
                         status: None,
                         elapsed_s: None,
                         error: None,
-                        window: None,
+                        steady_class: None,
                         steady: None,
                     }
                 })
@@ -197,7 +197,7 @@ fn run_steps(
             Ok(o) => {
                 s.status = Some(o.status);
                 s.error = None;
-                s.window = o.steady.as_ref().and_then(|v| v.class);
+                s.steady_class = o.steady.as_ref().and_then(|v| v.class);
                 s.steady = o.steady.as_ref().map(|v| v.steady);
                 say(&format!(
                     "  {}{}",

@@ -32,8 +32,8 @@ pub struct ExperimentStep {
     pub error: Option<String>,
     /// Its measured window's steady-state class (`flat`, `warmup`, `slowdown`, `none`), and
     /// whether it counts as steady (None: not judged, or a capacity search).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<crate::steady::Class>,
+    #[serde(rename = "window", default, skip_serializing_if = "Option::is_none")]
+    pub steady_class: Option<crate::steady::Class>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<bool>,
 }

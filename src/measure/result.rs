@@ -12,6 +12,8 @@ use crate::cluster::node::NodeState;
 use crate::engine::EndReason;
 use hdrhistogram::Histogram;
 
+use super::sinks::Incomplete;
+use crate::metrics::OpStats;
 use crate::metrics::hdrlog::{Encoded, TagKind};
 use crate::metrics::recorder::new_histogram;
 use crate::metrics::summary::Summary;
@@ -190,7 +192,7 @@ pub struct RunResult {
     pub end_reason: Option<String>,
     /// Results files that could not be written whole (a full disk), and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub incomplete: Vec<super::sinks::Incomplete>,
+    pub incomplete: Vec<Incomplete>,
     /// The signal that interrupted the step (`SIGINT`, `SIGTERM`, `SIGHUP`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<String>,
@@ -317,6 +319,44 @@ impl RunResult {
             .iter()
             .filter_map(|f| f.recover_s.or(f.end_s.map(|e| (window - e).max(0.0))))
             .reduce(f64::max)
+    }
+
+    /// Writes the final self.json. On a full disk the result is still returned (and printed),
+    /// and a smaller result.json (without histograms and the per-second server timeline) may still
+    /// fit; what could not be written is said in `incomplete`.
+    pub fn save_or_compact(&mut self, out: &Path) {
+        if let Err(e) = self.save(out) {
+            // A full disk: the result is still printed; a smaller result.json (without
+            // histograms and the per-second server timeline) may still fit.
+            self.incomplete.push(Incomplete {
+                file: RESULT_FILE.into(),
+                reason: format!("{e:#}"),
+            });
+            let mut compact = self.clone();
+            compact.histograms.clear();
+            if let Some(s) = &mut compact.server {
+                s.timeline.clear();
+            }
+            if let Some(last) = compact.incomplete.last_mut() {
+                last.reason
+                    .push_str("; written without histograms and the server timeline");
+            }
+            if compact.save(out).is_err() {
+                self.incomplete.last_mut().expect("just pushed").reason.push_str(
+                    "; the result.json on disk is the one written at the start (status running): the summary printed \
+                     is this run's result",
+                );
+            }
+        }
+    }
+
+    /// Each operation type's response, success-only, service and error histograms, in the result.
+    pub fn keep_histograms(&mut self, names: &[String], totals: Vec<OpStats>) {
+        for (n, t) in names.iter().zip(totals) {
+            for (kind, h) in TagKind::histograms(t) {
+                self.histograms.insert(kind.tag(n), Encoded(h));
+            }
+        }
     }
 
     /// Writes result.json into `dir` (atomically).

@@ -7,24 +7,22 @@
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::render;
 use super::result::{
     About, CapacityStep, EngineRecord, Files, RESULT_FILE, RunConfig, RunResult, RunStatus, WarmupRecord,
 };
-use super::sinks::{Incomplete, Outputs, Show};
+use super::sinks::{Outputs, Show};
 use super::target::Site;
 use crate::cluster::nodetool::JmxTarget;
-use crate::console::{group, say};
-use crate::engine::{
-    self, Anchor, EndReason, EngineConfig, LoaderSlice, RunEnd, Sliced, Span, StartAt, Stop, Warmup, Workload,
-};
+use crate::console::say;
+use crate::engine::{self, Anchor, EngineConfig, LoaderSlice, RunEnd, Sliced, Span, StartAt, Stop, Warmup, Workload};
 use crate::faults::{Injector, impact};
-use crate::metrics::OpStats;
 use crate::metrics::csv::CsvLog;
-use crate::metrics::hdrlog::{Encoded, HdrLog, TagKind};
+use crate::metrics::hdrlog::HdrLog;
 use crate::metrics::summary::Summary;
 use crate::server_profile::{Profiler, Slice};
 use crate::sla::{Judge, Sla, SlaVerdict};
@@ -33,45 +31,6 @@ use crate::telemetry::pools::PoolWatch;
 use crate::telemetry::{ServerReport, Watch, jmx};
 
 pub use super::result::{CSV, HDR_LOG};
-
-/// How the client generates load, whatever a step's rate and length.
-#[derive(Debug, Clone)]
-pub struct Load {
-    /// Operations in flight at most.
-    pub concurrency: usize,
-    /// Client runtime threads.
-    pub threads: u32,
-    /// End a step when nothing has succeeded (and something failed) for this long.
-    pub give_up_after: Duration,
-    /// The client's request timeout: operations in flight at the end get this long (and a
-    /// little more) to finish, at most `drain`.
-    pub request_timeout: Duration,
-    /// The longest operations in flight get to finish at the end or a stop (`--drain`).
-    pub drain: Duration,
-}
-
-impl Load {
-    /// The engine's settings for a step at `rate` (0: flat out) for `duration` or `ops`.
-    pub fn engine(&self, rate: f64, duration: Option<Duration>, ops: Option<u64>, warmup: Warmup) -> EngineConfig {
-        EngineConfig {
-            rate,
-            concurrency: self.concurrency,
-            duration,
-            ops,
-            warmup,
-            interval: Duration::from_secs(1),
-            give_up_after: self.give_up_after,
-            drain_timeout: (self.request_timeout + Duration::from_secs(2)).min(self.drain),
-            // One client thread has no one to contend with for a shard; several get a few
-            // shards each, so workers on different threads rarely share one.
-            shards: if self.threads <= 1 {
-                1
-            } else {
-                4 * self.threads as usize
-            },
-        }
-    }
-}
 
 /// One measured step's settings.
 pub struct Step {
@@ -132,7 +91,7 @@ impl Step {
                 format!(" as loader {}", self.loader)
             },
             site.describe(),
-            describe_load(ecfg),
+            render::describe_load(ecfg),
             out.display()
         ));
 
@@ -249,16 +208,16 @@ impl Step {
         if result.status == RunStatus::Interrupted {
             result.interrupted_by = Some(stop.cause().unwrap_or("SIGINT").to_string());
         }
-        result.end_reason = end_reason(&end.reason, ecfg, out);
+        result.end_reason = render::end_reason(&end.reason, ecfg, out);
         result.finished_at = Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
         result.summary = Some(Summary::of(&names, &end.totals, end.measured_length(), end.abandoned));
         result.sla = verdict;
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
         result.retries = site.retries.load(std::sync::atomic::Ordering::Relaxed) - retries_before;
-        keep_histograms(&mut result, &names, end.totals);
+        result.keep_histograms(&names, end.totals);
         marked.finish();
-        save_or_compact(&mut result, out);
+        result.save_or_compact(out);
         Ok(result)
     }
 
@@ -330,7 +289,7 @@ impl Step {
         let mut server = match (watch, end.measured) {
             (Some(w), Some(s)) => w.report(started + s.from, started + s.to),
             (Some(_), None) => ServerReport::not_collected("nothing was measured"),
-            (None, _) => ServerReport::not_collected(not_local(self.jmx.is_empty())),
+            (None, _) => ServerReport::not_collected(render::not_local(self.jmx.is_empty())),
         };
         if let Some(p) = pools {
             // A reading at most a second after the window's end still describes its last second.
@@ -415,112 +374,6 @@ fn steady_state(end: &RunEnd, seconds: &mut [crate::steady::Second]) -> Option<c
     Some(verdict)
 }
 
-/// Why a step ended early, for people (None when it completed or was interrupted).
-fn end_reason(reason: &EndReason, ecfg: &EngineConfig, out: &Path) -> Option<String> {
-    match reason {
-        EndReason::Completed | EndReason::Interrupted => None,
-        EndReason::ClusterLost { last_errors } => Some(format!(
-            "the cluster stopped answering: no operation succeeded for {}s (last second: {last_errors}); \
-             the run was stopped and everything measured until then is in {}",
-            ecfg.give_up_after.as_secs(),
-            out.display()
-        )),
-        EndReason::OutputFailed(e) => Some(format!("results could not be written: {e}")),
-    }
-}
-
-/// Why the server's figures were not read from the target's nodes.
-fn not_local(no_jmx: bool) -> &'static str {
-    if no_jmx {
-        "no node caplab runs on this machine is watched (a remote cluster, or --server-facts cql/none): \
-         server GC and CPU are read from local nodes' GC logs and /proc; give --jmx HOST:PORT to read GC from \
-         Cassandra over JMX"
-    } else {
-        "no node caplab runs on this machine is watched (a remote cluster, or --server-facts cql/none): CPU, \
-         RSS and the GC log are read for local nodes only; GC over JMX is below"
-    }
-}
-
-/// Writes the final result.json. On a full disk the result is still returned (and printed),
-/// and a smaller result.json (without histograms and the per-second server timeline) may still
-/// fit; what could not be written is said in `incomplete`.
-fn save_or_compact(result: &mut RunResult, out: &Path) {
-    if let Err(e) = result.save(out) {
-        // A full disk: the result is still printed; a smaller result.json (without
-        // histograms and the per-second server timeline) may still fit.
-        result.incomplete.push(Incomplete {
-            file: RESULT_FILE.into(),
-            reason: format!("{e:#}"),
-        });
-        let mut compact = result.clone();
-        compact.histograms.clear();
-        if let Some(s) = &mut compact.server {
-            s.timeline.clear();
-        }
-        if let Some(last) = compact.incomplete.last_mut() {
-            last.reason
-                .push_str("; written without histograms and the server timeline");
-        }
-        if compact.save(out).is_err() {
-            result.incomplete.last_mut().expect("just pushed").reason.push_str(
-                "; the result.json on disk is the one written at the start (status running): the summary printed \
-                 is this run's result",
-            );
-        }
-    }
-}
-
-impl RunResult {
-    /// The end-of-step text: the summary, the server's lines, the service level's verdict,
-    /// and the files that could not be written.
-    pub fn render(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(s) = &self.summary {
-            let mut text = s.render();
-            if self.retries > 0 {
-                text.push_str(&format!(
-                    "Retries (--retries)           : {:>12}\n",
-                    crate::console::group(self.retries as f64)
-                ));
-            }
-            parts.push(text);
-        }
-        let steadiness: Vec<String> = [
-            self.warmup.as_ref().map(WarmupRecord::render),
-            self.steady_state.as_ref().map(|s| s.render()),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        if !steadiness.is_empty() {
-            parts.push(steadiness.join("\n"));
-        }
-        if let Some(m) = &self.merged {
-            parts.push(render_merge(m));
-        }
-        if !self.faults.is_empty() {
-            let mut text: Vec<String> = self.faults.iter().map(crate::faults::FaultRecord::render).collect();
-            if let Some(a) = self.availability {
-                text.push(format!("Availability (measured window)  : {:.3} %", a * 100.0));
-            }
-            parts.push(text.join("\n"));
-        }
-        if let Some(s) = &self.server {
-            parts.push(s.render());
-        }
-        if let Some(p) = &self.profile {
-            parts.push(p.render());
-        }
-        if let Some(v) = &self.sla {
-            parts.push(v.render());
-        }
-        for f in &self.incomplete {
-            parts.push(format!("INCOMPLETE: {}: {}", f.file, f.reason));
-        }
-        parts.join("\n")
-    }
-}
-
 /// Undoes a step's faults when the step ends: awaited (`now`) on the way out, or on drop when
 /// the step ends by an error.
 struct UndoFaults(Option<Arc<Injector>>);
@@ -542,56 +395,6 @@ impl Drop for UndoFaults {
     }
 }
 
-/// A merged result's loaders, and the seconds not all of them reported.
-fn render_merge(m: &super::result::MergeRecord) -> String {
-    let mut text = format!("Loaders merged                : {}\n", m.loaders.len());
-    for l in &m.loaders {
-        text.push_str(&format!(
-            "  {:<6} {:<12} {:>10} ops  {:>4} s reported ({:.0}–{:.0} s)  {}  {}\n",
-            l.slice,
-            l.status.name(),
-            group(l.ops as f64),
-            l.intervals,
-            l.from_s,
-            l.to_s,
-            l.host,
-            l.dir
-        ));
-    }
-    for p in &m.partial {
-        text.push_str(&format!(
-            "PARTIAL {:.0}–{:.0} s: not reported by loader {} (their operations are missing from those seconds)\n",
-            p.from_s,
-            p.to_s,
-            p.missing.join(", ")
-        ));
-    }
-    text.trim_end().to_string()
-}
-
-fn describe_load(c: &EngineConfig) -> String {
-    let rate = if c.rate > 0.0 {
-        format!("at {} op/s", group(c.rate))
-    } else {
-        "flat out".into()
-    };
-    let length = match (c.duration, c.ops) {
-        (Some(d), _) => format!("for {}", humantime::format_duration(d)),
-        (None, Some(n)) => format!("for {} ops", group(n as f64)),
-        _ => String::new(),
-    };
-    let warm = match c.warmup {
-        Warmup::None => String::new(),
-        Warmup::Time(d) => format!(" after {} warm-up", humantime::format_duration(d)),
-        Warmup::Ops(n) => format!(" after {} warm-up ops", group(n as f64)),
-        Warmup::Auto { max } => format!(
-            " after a warm-up that ends when it settles (at most {})",
-            humantime::format_duration(max)
-        ),
-    };
-    format!("{rate} {length}{warm}, {} in flight", c.concurrency)
-}
-
 /// The measured window's slices that failed the service level, for flame graphs of their own.
 fn failed_windows(verdict: Option<&SlaVerdict>, window: Option<(SystemTime, SystemTime)>) -> Vec<Slice> {
     match (verdict, window) {
@@ -609,20 +412,12 @@ fn failed_windows(verdict: Option<&SlaVerdict>, window: Option<(SystemTime, Syst
     }
 }
 
-/// Each operation type's response, success-only, service and error histograms, in the result.
-fn keep_histograms(result: &mut RunResult, names: &[String], totals: Vec<OpStats>) {
-    for (n, t) in names.iter().zip(totals) {
-        for kind in TagKind::ALL {
-            result.histograms.insert(kind.tag(n), Encoded(kind.of(&t).clone()));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::client::ClientOptions;
     use crate::engine::testing::Stalling;
+    use crate::measure::Load;
     use crate::measure::result::WorkloadRecord;
     use crate::workload::e1::{E1Options, Kind};
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};

@@ -70,6 +70,16 @@ impl TagKind {
             TagKind::Error => &s.error_response,
         }
     }
+
+    /// An operation type's four histograms, each with its kind (as `of` pairs them).
+    pub fn histograms(s: OpStats) -> [(TagKind, Histogram<u64>); 4] {
+        [
+            (TagKind::Response, s.response),
+            (TagKind::Ok, s.response_ok),
+            (TagKind::Service, s.service),
+            (TagKind::Error, s.error_response),
+        ]
+    }
 }
 
 /// Java's HistogramLogWriter prints interval maxima in milliseconds for nanosecond values.
@@ -255,6 +265,18 @@ impl<'de> Deserialize<'de> for Encoded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tag_names_its_operation_and_kind_and_only_caplab_s_tags_parse() {
+        for kind in TagKind::ALL {
+            assert_eq!(TagKind::parse(&kind.tag("read.rows")), Some(("read.rows", kind)));
+        }
+        assert_eq!(TagKind::Ok.tag("insert"), "insert.ok");
+        assert!(TagKind::Response.is("insert.response") && !TagKind::Response.is("insert.ok"));
+        for other in ["insert", "insert.latency", "response"] {
+            assert_eq!(TagKind::parse(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn histograms_travel_in_json_whole() {

@@ -1,4 +1,4 @@
-//! Measurements: latency histograms recorded by the engine's workers without contention,
+//! Recording latency: histograms recorded by the engine's workers without contention,
 //! merged once per interval, and written as an HdrHistogram interval log, a per-second CSV
 //! and the run summary.
 

@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 use super::{REPORT_FILE, html};
-use crate::measure::capacity::{CapacityReport, SearchStep};
+use crate::measure::capacity_report::{CapacityReport, SearchStep};
 
 #[derive(Serialize)]
 struct StepView {

@@ -259,7 +259,7 @@ pub fn page(dir: &Path) -> Result<String> {
                     }
                     Err(e) => note = Some(format!("cannot read: {e:#}")),
                 }
-            } else if sdir.join(crate::measure::capacity::CAPACITY_FILE).is_file() {
+            } else if sdir.join(crate::measure::result::CAPACITY_FILE).is_file() {
                 note = Some("a capacity search: see its page".into());
             }
             steps.push(StepView {

@@ -17,7 +17,7 @@ use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
 use crate::experiment::record::EXPERIMENT_FILE;
-use crate::measure::capacity::CAPACITY_FILE;
+use crate::measure::result::CAPACITY_FILE;
 use crate::measure::result::RESULT_FILE;
 
 /// The file name of a results directory's page.

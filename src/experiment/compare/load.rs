@@ -38,7 +38,7 @@ impl Observation {
     /// log cannot be read is an error naming the file: a comparison without its per-second
     /// series would test one repeat on nothing.
     pub fn load(dir: &Path) -> Result<Observation> {
-        if dir.join(crate::measure::capacity::CAPACITY_FILE).exists() {
+        if dir.join(crate::measure::result::CAPACITY_FILE).exists() {
             return Ok(Observation::Capacity(Box::new(CapacityReport::load(dir)?)));
         }
         let result = RunResult::load(dir)?;

@@ -292,7 +292,7 @@ fn verdict(cell: &Figure, base_mean: Option<f64>, floor: f64, higher_is_better: 
 mod tests {
     use super::*;
     use crate::experiment::compare::Series;
-    use crate::measure::capacity::CapacityReport;
+    use crate::measure::capacity_report::CapacityReport;
     use crate::metrics::recorder::new_histogram;
 
     fn capacity(cap: f64) -> Observation {

@@ -1,0 +1,294 @@
+//! capacity.json: what a capacity search records, step by step, and the table it prints.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::result::{CAPACITY_FILE, RunResult, RunStatus};
+use crate::console::group;
+use crate::sla::{RateResult, Sla};
+
+/// One step as capacity.json records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchStep {
+    pub rate: f64,
+    pub repeat: u32,
+    pub pass: bool,
+    pub status: RunStatus,
+    pub achieved_rate: f64,
+    /// The largest value of each objective over the step's windows.
+    pub worst_ms: BTreeMap<String, Option<f64>>,
+    pub windows_judged: usize,
+    pub windows_failed: usize,
+    /// Why the first failing window failed.
+    pub reasons: Vec<String>,
+    /// The step's results directory, relative to the search's (`steps/07-5840-r1`).
+    pub dir: String,
+    /// Its measured window's steady-state class, and whether it was steady (None: not judged).
+    #[serde(rename = "window", default, skip_serializing_if = "Option::is_none")]
+    pub steady_class: Option<crate::steady::Class>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<bool>,
+    /// With faults (`--fault`): the window's availability (successful share of due
+    /// operations) and its faults' longest recovery in seconds (one not recovered counts as
+    /// the rest of the window: a lower bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_s: Option<f64>,
+    /// Whether every fault recovered within the window (None: no faults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<bool>,
+}
+
+impl SearchStep {
+    pub fn of(rate: f64, repeat: u32, r: &RunResult, dir: &Path) -> SearchStep {
+        let verdict = r.sla.as_ref();
+        SearchStep {
+            rate,
+            repeat,
+            pass: r.status == RunStatus::Completed && verdict.is_some_and(|v| v.pass),
+            status: r.status,
+            achieved_rate: r.achieved_rate(),
+            worst_ms: verdict
+                .map(|v| v.objectives.iter().map(|o| (o.objective.clone(), o.worst_ms)).collect())
+                .unwrap_or_default(),
+            windows_judged: verdict.map_or(0, |v| v.windows_judged),
+            windows_failed: verdict.map_or(0, |v| v.windows_failed),
+            reasons: verdict
+                .and_then(|v| v.windows.iter().find(|w| w.judged && !w.pass))
+                .map(|w| w.reasons.clone())
+                .unwrap_or_default(),
+            dir: dir.display().to_string(),
+            steady_class: r.steady_state.as_ref().and_then(|v| v.class),
+            steady: r.steady_state.as_ref().map(|v| v.steady),
+            availability: r.availability,
+            recovery_s: r.longest_recovery(),
+            recovered: (!r.faults.is_empty()).then(|| r.faults.iter().all(|f| f.recover_s.is_some())),
+        }
+    }
+
+    /// One line: achieved rate, each objective's worst window, the verdict.
+    pub fn describe(&self) -> String {
+        let worst: Vec<String> = self
+            .worst_ms
+            .iter()
+            .map(|(o, ms)| match ms {
+                Some(ms) => format!("{} max {ms:.2} ms", o.split('<').next().unwrap_or(o)),
+                None => format!("{o}: no data"),
+            })
+            .collect();
+        let verdict = if self.pass {
+            "PASS".to_string()
+        } else {
+            format!("FAIL ({})", self.reasons.join("; "))
+        };
+        let faults = match (self.availability, self.recovered, self.recovery_s) {
+            (Some(a), Some(true), Some(r)) => format!(", availability {:.2} %, recovered in {r:.1} s", a * 100.0),
+            (Some(a), Some(false), _) => format!(", availability {:.2} %, NOT RECOVERED by the end", a * 100.0),
+            (Some(a), _, _) => format!(", availability {:.2} %", a * 100.0),
+            _ => String::new(),
+        };
+        format!(
+            "{} op/s achieved, {}{faults}  {verdict}{}",
+            group(self.achieved_rate),
+            worst.join(", "),
+            match (self.steady, self.steady_class) {
+                (Some(false), Some(c)) => format!("  (window {}: NOT STEADY)", c.name()),
+                (Some(false), None) => "  (warm-up did not settle: NOT STEADY)".to_string(),
+                _ => String::new(),
+            }
+        )
+    }
+}
+
+/// What the capacity found costs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cost {
+    pub price_per_node_hour: f64,
+    pub nodes: usize,
+    pub cluster_per_hour: f64,
+    pub per_1k_ops_per_hour: f64,
+    pub target_rate: Option<f64>,
+    pub nodes_for_target: Option<f64>,
+}
+
+/// capacity.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CapacityReport {
+    pub caplab_version: String,
+    pub command: Vec<String>,
+    pub status: RunStatus,
+    /// Why a search that failed failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<String>,
+    /// The signal that interrupted the search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
+    pub workload: String,
+    pub sla: Sla,
+    pub mode: String,
+    pub precision: Option<f64>,
+    /// Each step's warm-up as asked (`auto (max 5m)`, `30s`).
+    #[serde(default)]
+    pub warmup: String,
+    /// A timed warm-up's length (None for an automatic one: see each step's result).
+    pub warmup_s: Option<f64>,
+    pub measure_s: f64,
+    pub repeats: u32,
+    pub fresh_node: bool,
+    /// The fault schedule every step carried (`--fault`), as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<String>,
+    pub probe: Option<SearchStep>,
+    pub steps: Vec<SearchStep>,
+    pub rates: Vec<RateResult>,
+    pub capacity: Option<f64>,
+    pub highest_achieved_rate: f64,
+    pub bracket: Option<String>,
+    pub stopped_early: Option<String>,
+    pub cost: Option<Cost>,
+    pub started_at: String,
+    pub elapsed_s: f64,
+}
+
+impl CapacityReport {
+    /// The process exit code: 0 a capacity was found, 1 none (or the cluster failed), 130
+    /// interrupted.
+    pub fn exit_code(&self) -> u8 {
+        match self.status {
+            RunStatus::Completed if self.capacity.is_some() => 0,
+            RunStatus::Completed => 1,
+            RunStatus::Interrupted => super::signal::exit_code(self.interrupted_by.as_deref()),
+            s => s.exit_code(),
+        }
+    }
+
+    pub fn load(dir: &Path) -> Result<CapacityReport> {
+        let file = dir.join(CAPACITY_FILE);
+        let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a capacity search caplab can read", file.display()))
+    }
+
+    /// The end-of-search text: E3's table, the capacity, the highest throughput, the cost.
+    pub fn render(&self) -> String {
+        let objectives: Vec<String> = self.sla.objectives.iter().map(|o| o.text()).collect();
+        let mut s = format!("Capacity search, SLA {} ({})\n", self.sla.text(), self.mode);
+        if !self.faults.is_empty() {
+            s.push_str(&format!("Every step carried the faults: {}\n", self.faults.join("; ")));
+        }
+        s.push_str(&format!("{:>12}  {:>6}  {:>12}", "rate op/s", "repeat", "achieved"));
+        for o in &self.sla.objectives {
+            s.push_str(&format!("  {:>14}", format!("{} max", o.label)));
+        }
+        s.push_str("  verdict\n");
+        for st in &self.steps {
+            s.push_str(&format!(
+                "{:>12}  {:>6}  {:>12}",
+                group(st.rate),
+                st.repeat,
+                group(st.achieved_rate)
+            ));
+            for o in &objectives {
+                match st.worst_ms.get(o).copied().flatten() {
+                    Some(ms) => s.push_str(&format!("  {:>11.2} ms", ms)),
+                    None => s.push_str(&format!("  {:>14}", "-")),
+                }
+            }
+            s.push_str(if st.pass { "  pass" } else { "  FAIL" });
+            if let Some(a) = st.availability {
+                s.push_str(&format!("  availability {:.2} %", a * 100.0));
+                match (st.recovered, st.recovery_s) {
+                    (Some(true), Some(r)) => s.push_str(&format!(", recovered in {r:.1} s")),
+                    (Some(false), _) => s.push_str(", not recovered"),
+                    _ => {}
+                }
+            }
+            if st.steady == Some(false) {
+                s.push_str(&format!(
+                    " (not steady: {})",
+                    st.steady_class.map_or("warm-up did not settle", |c| c.name())
+                ));
+            }
+            s.push('\n');
+        }
+        match (self.status, self.capacity) {
+            (RunStatus::Running | RunStatus::Interrupted | RunStatus::Failed, _) => s.push_str(&format!(
+                "Capacity: not decided: the search {} after {} step(s)\n",
+                match (self.status, &self.interrupted_by) {
+                    (RunStatus::Failed, _) => "failed".to_string(),
+                    (_, Some(sig)) => format!("was interrupted ({sig})"),
+                    _ => "did not finish".to_string(),
+                },
+                self.steps.len() + usize::from(self.probe.is_some())
+            )),
+            (_, Some(c)) => s.push_str(&format!(
+                "Capacity: {} op/s (the highest rate that passed every repeat)\n",
+                group(c)
+            )),
+            (_, None) => s.push_str("Capacity: none found: no rate tried met the SLA\n"),
+        }
+        if let Some(why) = &self.stopped_early {
+            s.push_str(&format!("Note: {why}\n"));
+        }
+        s.push_str(&format!(
+            "Highest throughput achieved (any SLA): {} op/s\n",
+            group(self.highest_achieved_rate)
+        ));
+        if let Some(c) = &self.cost {
+            s.push_str(&format!(
+                "Cost: {} nodes x {}/h = {:.3}/h; {:.4}/h per 1k op/s of capacity",
+                c.nodes, c.price_per_node_hour, c.cluster_per_hour, c.per_1k_ops_per_hour
+            ));
+            if let (Some(t), Some(n)) = (c.target_rate, c.nodes_for_target) {
+                s.push_str(&format!("; {} op/s needs {n:.0} nodes", group(t)));
+            }
+            s.push('\n');
+        }
+        s.push_str(&format!("Search took {:.0}s", self.elapsed_s));
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step() -> SearchStep {
+        SearchStep {
+            rate: 5_000.0,
+            repeat: 1,
+            pass: true,
+            status: RunStatus::Completed,
+            achieved_rate: 5_000.0,
+            worst_ms: Default::default(),
+            windows_judged: 1,
+            windows_failed: 0,
+            reasons: Vec::new(),
+            dir: "steps/5000".into(),
+            steady_class: None,
+            steady: None,
+            availability: None,
+            recovery_s: None,
+            recovered: None,
+        }
+    }
+
+    #[test]
+    fn a_step_with_faults_says_its_availability_and_whether_it_recovered() {
+        let mut step = step();
+        assert!(!step.describe().contains("availability"), "no faults, nothing said");
+        step.availability = Some(0.9913);
+        step.recovered = Some(true);
+        step.recovery_s = Some(4.0);
+        assert!(
+            step.describe().contains("availability 99.13 %, recovered in 4.0 s"),
+            "{}",
+            step.describe()
+        );
+        step.recovered = Some(false);
+        assert!(step.describe().contains("NOT RECOVERED"), "{}", step.describe());
+    }
+}
