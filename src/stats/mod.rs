@@ -7,7 +7,8 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::workload::values::mix;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
 
 pub fn mean(x: &[f64]) -> f64 {
     if x.is_empty() {
@@ -112,11 +113,8 @@ pub fn bootstrap_ratio(a: &[f64], b: &[f64], level: f64, resamples: usize, seed:
     if a.is_empty() || b.is_empty() {
         return None;
     }
-    let mut rng = seed;
-    let mut next = |n: usize| {
-        rng = mix(rng);
-        (rng % n as u64) as usize
-    };
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let mut next = |n: usize| rng.random_range(0..n);
     let mut ratios = Vec::with_capacity(resamples);
     for _ in 0..resamples {
         let ma = (0..a.len()).map(|_| a[next(a.len())]).sum::<f64>() / a.len() as f64;
@@ -249,11 +247,8 @@ mod tests {
 
     #[test]
     fn batch_means_see_autocorrelation() {
-        let mut h = 1u64;
-        let mut noise = || {
-            h = mix(h);
-            (h >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut rng = Pcg64Mcg::seed_from_u64(1);
+        let mut noise = || rng.random::<f64>() - 0.5;
         let iid: Vec<f64> = (0..512).map(|_| noise()).collect();
         let n = effective_n(&iid);
         assert!(n > 256.0, "independent values keep most of their count: {n}");
