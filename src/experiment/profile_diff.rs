@@ -34,7 +34,7 @@ fn merged(record: &ExperimentRecord, out: &Path, variant: usize, measurement: us
     for s in steps {
         let dir = out.join(&s.dir);
         let Ok(r) = RunResult::load(&dir) else { continue };
-        let Some(p) = &r.profile else { continue };
+        let Some(p) = &r.server_profile else { continue };
         let java = r.environment.local_nodes.first().map(|n| n.spec.jdk.java.clone());
         for e in p.nodes.iter().flat_map(|n| &n.events) {
             let Ok(text) = std::fs::read_to_string(dir.join(&e.collapsed)) else {

@@ -55,7 +55,7 @@ pub struct Capacity {
     pub jmx: Vec<JmxTarget>,
     pub command: Vec<String>,
     /// Profile the local nodes in each step's measured window.
-    pub profile: Option<Arc<crate::server_profile::Profiler>>,
+    pub server_profile: Option<Arc<crate::server_profile::Profiler>>,
     /// Read every node's thread pools over CQL in each step.
     pub pools: bool,
     pub pricing: Option<Pricing>,
@@ -322,7 +322,7 @@ impl Bench<'_> {
             capacity_step: Some(CapacityStep { rate, repeat }),
             jmx: self.cfg.jmx.clone(),
             command: self.cfg.command.clone(),
-            profile: self.cfg.profile.clone(),
+            server_profile: self.cfg.server_profile.clone(),
             start_at: None,
             pools: self.cfg.pools,
             faults: self.cfg.faults.as_ref().map(|f| f.for_step()),

@@ -38,7 +38,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     let window = if args.ops.is_some() { None } else { duration };
     let faults = fault_schedule(home, common, &local_nodes, window, "--duration")?;
     let local_nodes = common.telemetry.watched(local_nodes);
-    let profile = profiler(home, common, &local_nodes, &hosts)?;
+    let server_profile = profiler(home, common, &local_nodes, &hosts)?;
     let copts = common.conn.options(hosts, common.load.threads)?;
     let mut step = Step {
         engine: common.load().engine(args.rate, duration, args.ops, warmup),
@@ -53,7 +53,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         capacity_step: None,
         jmx: Vec::new(),
         command: crate::measure::out::command_line(),
-        profile,
+        server_profile,
         start_at: args.start_at,
         pools: common.telemetry.pools(),
         faults: faults.as_ref().map(|(f, _)| f.clone()),
@@ -102,7 +102,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
             "--fresh-node wipes and restarts local nodes caplab runs; it cannot restart --hosts. Drop --hosts or --fresh-node"
         );
     }
-    let profile = profiler(home, common, &local_nodes, &hosts)?;
+    let server_profile = profiler(home, common, &local_nodes, &hosts)?;
     let copts = common.conn.options(hosts, common.load.threads)?;
     let nodes = args.nodes.map(|n| n as usize).unwrap_or(local_nodes.len());
     let mut search = Capacity {
@@ -118,7 +118,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
         out: common.out_dir(&format!("capacity-{}", choice.name()))?,
         jmx: Vec::new(),
         command: crate::measure::out::command_line(),
-        profile,
+        server_profile,
         pools: common.telemetry.pools(),
         pricing: args.cost.map(|price| Pricing {
             price,

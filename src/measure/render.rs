@@ -46,7 +46,7 @@ impl RunResult {
         if let Some(s) = &self.server {
             parts.push(s.render());
         }
-        if let Some(p) = &self.profile {
+        if let Some(p) = &self.server_profile {
             parts.push(p.render());
         }
         if let Some(v) = &self.sla {

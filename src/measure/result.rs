@@ -212,8 +212,8 @@ pub struct RunResult {
     pub server: Option<ServerReport>,
     /// The server profile of the measured window (`--server-profile`): its presence says the
     /// run was profiled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::server_profile::ProfileReport>,
+    #[serde(rename = "profile", default, skip_serializing_if = "Option::is_none")]
+    pub server_profile: Option<crate::server_profile::ProfileReport>,
     /// Requests the client retried on another node (`--retries`; warm-up included).
     #[serde(default)]
     pub retries: u64,

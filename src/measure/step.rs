@@ -49,7 +49,7 @@ pub struct Step {
     /// The command line that ran it, as results record it.
     pub command: Vec<String>,
     /// Profile the local nodes over the measured window.
-    pub profile: Option<Arc<Profiler>>,
+    pub server_profile: Option<Arc<Profiler>>,
     /// When the schedule starts (`--start-at`); None: the next whole second.
     pub start_at: Option<StartAt>,
     /// Read every node's thread pools over CQL each second (`--server-facts`).
@@ -110,7 +110,7 @@ impl Step {
             _ => None,
         };
         let mut recording = None;
-        if let Some(p) = &self.profile
+        if let Some(p) = &self.server_profile
             && profile_after.is_none()
         {
             let (p, out, nodes) = (p.clone(), out.clone(), site.local_nodes.clone());
@@ -118,7 +118,7 @@ impl Step {
         }
         let anchor = self.anchor()?;
         let started = anchor.wall;
-        let (cancel_profile, delayed) = match (&self.profile, profile_after) {
+        let (cancel_profile, delayed) = match (&self.server_profile, profile_after) {
             (Some(p), Some(after)) => {
                 let (tx, rx) = tokio::sync::oneshot::channel::<()>();
                 let (p, out, nodes) = (p.clone(), out.clone(), site.local_nodes.clone());
@@ -198,11 +198,11 @@ impl Step {
             server.jmx = tokio::task::spawn_blocking(move || jmx::read(&targets)).await?;
         }
         // Converted once the server's figures are read (the converter runs on this machine).
-        if let (Some(p), Some(rec)) = (&self.profile, recording) {
+        if let (Some(p), Some(rec)) = (&self.server_profile, recording) {
             let window = end.measured.map(|s| (started + s.from, started + s.to));
             let failed = failed_windows(verdict.as_ref(), window);
             let p = p.clone();
-            result.profile = Some(tokio::task::spawn_blocking(move || p.finish(rec, window, &failed)).await?);
+            result.server_profile = Some(tokio::task::spawn_blocking(move || p.finish(rec, window, &failed)).await?);
         }
         result.status = RunStatus::of(&end.reason);
         if result.status == RunStatus::Interrupted {
@@ -347,7 +347,7 @@ impl Step {
             warmup: None,
             steady_state: None,
             server: None,
-            profile: None,
+            server_profile: None,
             started_ops: None,
             histograms: BTreeMap::new(),
             faults: Vec::new(),
@@ -492,7 +492,7 @@ mod tests {
             capacity_step: None,
             jmx: Vec::new(),
             command: vec!["caplab".into(), "run".into()],
-            profile: None,
+            server_profile: None,
             start_at: None,
             pools: false,
             faults: None,

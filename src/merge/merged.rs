@@ -64,7 +64,7 @@ pub fn merged_result(loaders: &[Loader], dirs: &[PathBuf], base_ms: i64) -> Resu
     }
     r.summary = Some(merged_summary(&results, &r.histograms));
     r.sla = None;
-    r.profile = None;
+    r.server_profile = None;
     // A fault schedule ran in one loader, and its judgement was on that loader's seconds.
     r.faults = Vec::new();
     r.availability = None;

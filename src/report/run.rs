@@ -80,7 +80,7 @@ fn view(label: String, r: RunResult, link_base: String) -> RunView {
         flush_cpu_us_per_flushed_op = s.flush_cpu_us_per_flushed_op();
         flushes = s.nodes.iter().map(|n| n.flushes.count).sum();
     }
-    let profile_window = r.profile.as_ref().map(|p| {
+    let profile_window = r.server_profile.as_ref().map(|p| {
         let secs = p.window_to_ms.saturating_sub(p.window_from_ms) as f64 / 1e3;
         format!("{} ({secs:.0} s)", p.window())
     });
