@@ -27,7 +27,7 @@ pub struct ExperimentArgs {
     /// Continue an interrupted experiment in DIR, without redoing its finished steps.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
-    /// Only read and check the file (and this machine's JDKs), and print the plan: every step
+    /// Only read and check the file (and this machine's JDKs), and print its steps: every step
     /// in order and an estimate of the time. Starts nothing.
     #[arg(long, requires = "file", conflicts_with_all = ["out", "force", "resume"])]
     pub check: bool,
@@ -66,7 +66,7 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
             let exp = Experiment::parse(&text, &file.display().to_string())?;
             exp.check_here()?;
             if args.check {
-                print!("{}", experiment::check::plan_text(&exp));
+                print!("{}", experiment::check::steps_text(&exp));
                 return Ok(0);
             }
             let out = match &args.out {

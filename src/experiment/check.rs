@@ -1,10 +1,10 @@
 //! `caplab experiment --check FILE`: an experiment read and checked (as `spec` does, plus this
-//! machine's JDKs), and its plan printed without running it: every step in the order it will
+//! machine's JDKs), and its steps printed without running them: every step in the order it will
 //! run, what each measures, and how long the whole is likely to take.
 
 use std::time::Duration;
 
-use super::plan;
+use super::order;
 use super::spec::{Experiment, What};
 use crate::engine::Warmup;
 use crate::measure::commands::DEFAULT_DURATION;
@@ -14,9 +14,9 @@ const START: Duration = Duration::from_secs(30);
 /// The least an automatic warm-up lasts: one window of the settle rule.
 const AUTO_LEAST: Duration = Duration::from_secs(crate::steady::settle::WINDOW as u64);
 
-/// The plan of `exp` for people: a header, one line per step, and the estimate.
-pub fn plan_text(exp: &Experiment) -> String {
-    let steps = plan::steps(
+/// The steps of `exp` for people: a header, one line per step, and the estimate.
+pub fn steps_text(exp: &Experiment) -> String {
+    let steps = order::steps(
         exp.cells.len(),
         exp.file.measure.len(),
         exp.file.repeats,
@@ -153,11 +153,11 @@ mod tests {
                     run: {warmup_max: 2m, duration: 30s}\n\
                     variants: [{name: a}, {name: b}]\nmeasure: [{name: insert, workload: insert}]\n";
         let exp = Experiment::parse(text, "p.yaml").unwrap();
-        let plan = plan_text(&exp);
-        let lines: Vec<&str> = plan.lines().collect();
+        let text = steps_text(&exp);
+        let lines: Vec<&str> = text.lines().collect();
         assert!(
             lines[0].starts_with("p.yaml: valid. 2 variant(s) x 1 measurement(s) x 2 repeat(s) = 4 steps"),
-            "{plan}"
+            "{text}"
         );
         // Rotated: repeat 2 starts with b.
         let order: Vec<&str> = lines[1..5]
@@ -175,21 +175,21 @@ mod tests {
         );
         assert!(
             lines[1].contains("insert flat out, 30s measured after a warm-up (auto (max 2m))"),
-            "{plan}"
+            "{text}"
         );
         // Each step: 30 s to start, 30 s to 2 min of warm-up, 30 s measured: 4 x (1.5 to 3 min).
-        assert!(lines[5].starts_with("Estimated time: 6m to 12m"), "{plan}");
+        assert!(lines[5].starts_with("Estimated time: 6m to 12m"), "{text}");
     }
 
     #[test]
     fn capacity_searches_are_listed_but_not_estimated() {
         let text = "name: c\nnode: {version: 5.0.9, java: 17}\nrun: {sla: 'p99<10ms/5s'}\n\
                     variants: [{name: a}]\nmeasure: [{name: cap, capacity: true, rates: '1k,2k', measure: 20s}]\n";
-        let plan = plan_text(&Experiment::parse(text, "c.yaml").unwrap());
+        let text = steps_text(&Experiment::parse(text, "c.yaml").unwrap());
         assert!(
-            plan.contains("001 a r1 cap: capacity sweep of 1k,2k, 20s per step"),
-            "{plan}"
+            text.contains("001 a r1 cap: capacity sweep of 1k,2k, 20s per step"),
+            "{text}"
         );
-        assert!(plan.contains("not estimated (3 capacity search(es)"), "{plan}");
+        assert!(text.contains("not estimated (3 capacity search(es)"), "{text}");
     }
 }

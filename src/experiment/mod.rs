@@ -1,14 +1,14 @@
 //! Experiments: configurations compared side by side, on fresh nodes, with honest statistics.
 //! An experiment file (`spec`) names variants and measurements; the steps run in an order
-//! that favours no variant (`plan`), each on the variant's own freshly started nodes and with
+//! that favours no variant (`order`), each on the variant's own freshly started nodes and with
 //! the same code as `caplab run` / `capacity`; experiment.json (`record`) is rewritten after
 //! every step so an interrupted experiment keeps what it did and resumes where it stopped; and
 //! each measurement's variants are compared metric by metric (`compare`), and their server
-//! profiles frame by frame (`profile_diff`). `check` prints the plan of a file without running it.
+//! profiles frame by frame (`profile_diff`). `check` prints the steps of a file without running them.
 
 pub mod check;
 pub mod compare;
-pub mod plan;
+pub mod order;
 pub mod profile_diff;
 pub mod record;
 pub mod spec;
@@ -71,10 +71,10 @@ pub fn run(
     Ok(record)
 }
 
-/// The record to run: the interrupted one given (which must have `exp`'s plan), or a new one
-/// with every step of the plan, none run.
+/// The record to run: the interrupted one given (which must have `exp`'s steps, in order), or a new
+/// one with every step of the order, none run.
 fn open_record(exp: &Experiment, out: &Path, resume: Option<ExperimentRecord>) -> Result<ExperimentRecord> {
-    let plan = plan::steps(
+    let steps = order::steps(
         exp.cells.len(),
         exp.file.measure.len(),
         exp.file.repeats,
@@ -97,7 +97,7 @@ fn open_record(exp: &Experiment, out: &Path, resume: Option<ExperimentRecord>) -
             command: crate::measure::out::command_line(),
             started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
             elapsed_s: 0.0,
-            steps: plan
+            steps: steps
                 .iter()
                 .enumerate()
                 .map(|(i, at)| {
@@ -121,7 +121,7 @@ fn open_record(exp: &Experiment, out: &Path, resume: Option<ExperimentRecord>) -
             profile_diffs: Vec::new(),
         },
     };
-    if record.steps.len() != plan.len() || record.steps.iter().zip(&plan).any(|(s, at)| s.at != *at) {
+    if record.steps.len() != steps.len() || record.steps.iter().zip(&steps).any(|(s, at)| s.at != *at) {
         bail!(
             "{} does not match its experiment file's steps: it cannot be resumed",
             out.display()
@@ -574,7 +574,7 @@ mod tests {
     }
 
     #[test]
-    fn a_record_of_another_plan_is_not_resumed() {
+    fn a_record_of_other_steps_is_not_resumed() {
         let out = tempfile::tempdir().unwrap();
         let mut other = open_record(&exp(), out.path(), None).unwrap();
         other.steps.pop();

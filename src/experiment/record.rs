@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 use super::compare::Comparison;
-use super::plan::StepAt;
+use super::order::StepAt;
 use crate::files::write_json;
 use crate::measure::RunStatus;
 use crate::server_profile::{FrameChange, Kind};

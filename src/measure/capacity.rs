@@ -191,7 +191,7 @@ impl StepEnd {
     }
 }
 
-/// The search itself: the flat-out probe when the plan wants one, then every trial the plan
+/// The search itself: the flat-out probe when the plan wants one, then every step the plan
 /// asks for, each run by `step` (rate, 0 flat out; repeat; label) and recorded in `report`,
 /// which is saved after each, until the plan has its answer (status completed, with the
 /// capacity) or a step ends the search (interrupted, or the cluster failed: its status).
@@ -214,16 +214,16 @@ async fn search(
             return Ok(());
         }
     }
-    while let Some(trial) = plan.next_trial() {
-        if trial.repeat == 1 {
-            say(&format!("Trying {} op/s", group(trial.rate)));
+    while let Some(next) = plan.next_step() {
+        if next.repeat == 1 {
+            say(&format!("Trying {} op/s", group(next.rate)));
         }
-        let label = format!("{}-r{}", trial.rate as u64, trial.repeat);
-        let (end, record) = step(trial.rate, trial.repeat, label).await?;
+        let label = format!("{}-r{}", next.rate as u64, next.repeat);
+        let (end, record) = step(next.rate, next.repeat, label).await?;
         say(&format!(
             "  {} op/s repeat {}/{}: {}",
-            group(trial.rate),
-            trial.repeat,
+            group(next.rate),
+            next.repeat,
             plan.repeats(),
             record.describe()
         ));

@@ -10,7 +10,7 @@ use super::{REPORT_FILE, html};
 use crate::measure::capacity_report::{CapacityReport, SearchStep};
 
 #[derive(Serialize)]
-struct StepView {
+struct SearchStepView {
     name: String,
     record: SearchStep,
     /// Each objective's worst window, in the SLA's order.
@@ -21,7 +21,7 @@ struct StepView {
 #[derive(Serialize)]
 struct Page {
     report: CapacityReport,
-    steps: Vec<StepView>,
+    steps: Vec<SearchStepView>,
 }
 
 #[derive(Serialize)]
@@ -100,7 +100,7 @@ pub fn page(dir: &Path) -> Result<String> {
         } else {
             (i + usize::from(report.probe.is_none())).to_string()
         };
-        steps.push(StepView {
+        steps.push(SearchStepView {
             name,
             record: s.clone(),
             worst,

@@ -22,7 +22,7 @@ struct VariantView {
 }
 
 #[derive(Serialize)]
-struct StepView {
+struct ExperimentStepView {
     index: usize,
     variant: String,
     repeat: u32,
@@ -41,7 +41,7 @@ struct MeasurementView {
     /// One SVG per metric.
     bars: Vec<String>,
     has_distribution: bool,
-    steps: Vec<StepView>,
+    steps: Vec<ExperimentStepView>,
 }
 
 #[derive(Serialize)]
@@ -262,7 +262,7 @@ pub fn page(dir: &Path) -> Result<String> {
             } else if sdir.join(crate::measure::result::CAPACITY_FILE).is_file() {
                 note = Some("a capacity search: see its page".into());
             }
-            steps.push(StepView {
+            steps.push(ExperimentStepView {
                 index: s.index,
                 variant: s.variant_name.clone(),
                 repeat: s.at.repeat,

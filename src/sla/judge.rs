@@ -1,6 +1,6 @@
 //! Judging a run against a service level, window by window, as its intervals close.
 //!
-//! Windows are aligned to the start of the measured window: window k of length W holds the
+//! Windows are aligned to the start of the measured span (after warm-up): window k of length W holds the
 //! intervals starting in [k·W, (k+1)·W). A window passes when every objective's percentile of
 //! response time (of every due operation: timeouts, errors and never-sent ones included) is
 //! within its bound, the achieved rate is at least the required share of

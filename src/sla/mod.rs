@@ -8,6 +8,6 @@ pub mod search;
 pub mod spec;
 
 pub use judge::{Judge, SlaVerdict, WindowVerdict};
-pub use plan::{Plan, RateResult, Trial};
+pub use plan::{Plan, RateResult, RateStep};
 pub use search::{Search, parse_rates};
 pub use spec::{Sla, parse_share};

@@ -12,7 +12,7 @@ use crate::console::group;
 
 /// One step to run: a rate and which repeat of it (from 1).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Trial {
+pub struct RateStep {
     pub rate: f64,
     pub repeat: u32,
 }
@@ -44,7 +44,7 @@ pub struct Plan {
     mode: Mode,
     repeats: u32,
     /// The rate being run, its last repeat, and whether every repeat so far passed.
-    current: Option<(Trial, bool)>,
+    current: Option<(RateStep, bool)>,
     rates: Vec<RateResult>,
 }
 
@@ -128,10 +128,10 @@ impl Plan {
     }
 
     /// The next step to run, or None when the plan is done.
-    pub fn next_trial(&mut self) -> Option<Trial> {
+    pub fn next_step(&mut self) -> Option<RateStep> {
         if let Some((t, all_pass)) = self.current {
             if all_pass && t.repeat < self.repeats {
-                let next = Trial {
+                let next = RateStep {
                     repeat: t.repeat + 1,
                     ..t
                 };
@@ -148,9 +148,9 @@ impl Plan {
                 r
             }
         };
-        let trial = Trial { rate, repeat: 1 };
-        self.current = Some((trial, true));
-        Some(trial)
+        let step = RateStep { rate, repeat: 1 };
+        self.current = Some((step, true));
+        Some(step)
     }
 
     /// Whether the step `next` gave passed. Returns the rate's result once it is decided
@@ -233,7 +233,7 @@ mod tests {
     /// every step run.
     fn drive(plan: &mut Plan, passes: impl Fn(f64, u32) -> bool) -> Vec<(f64, u32, bool)> {
         let mut steps = Vec::new();
-        while let Some(t) = plan.next_trial() {
+        while let Some(t) = plan.next_step() {
             let ok = passes(t.rate, t.repeat);
             steps.push((t.rate, t.repeat, ok));
             plan.record(ok);
@@ -292,10 +292,10 @@ mod tests {
         let mut plan = Plan::adaptive(None, 0.05, true, 2);
         assert!(plan.wants_probe());
         plan.probed(10_000.0);
-        let first = plan.next_trial().unwrap();
+        let first = plan.next_step().unwrap();
         assert_eq!(
             first,
-            Trial {
+            RateStep {
                 rate: 5_000.0,
                 repeat: 1
             }
@@ -303,8 +303,8 @@ mod tests {
         assert!(!plan.wants_probe());
         assert_eq!(plan.record(true), None, "one more repeat to go");
         assert_eq!(
-            plan.next_trial().unwrap(),
-            Trial {
+            plan.next_step().unwrap(),
+            RateStep {
                 rate: 5_000.0,
                 repeat: 2
             }
@@ -328,8 +328,8 @@ mod tests {
     fn without_a_probe_the_search_starts_where_told() {
         let mut plan = Plan::adaptive(Some(200.0), 0.05, false, 1);
         assert!(!plan.wants_probe());
-        assert_eq!(plan.next_trial().map(|t| t.rate), Some(200.0));
+        assert_eq!(plan.next_step().map(|t| t.rate), Some(200.0));
         let mut plan = Plan::adaptive(None, 0.05, false, 1);
-        assert_eq!(plan.next_trial().map(|t| t.rate), Some(1_000.0));
+        assert_eq!(plan.next_step().map(|t| t.rate), Some(1_000.0));
     }
 }
