@@ -25,13 +25,13 @@ pub fn run(home: &Home, args: CapacityOptions) -> Result<u8> {
             report.status.name(),
             out.join(CAPACITY_FILE).display()
         );
-        super::report::page_of(&out);
+        super::page_of(&out);
         return Ok(report.exit_code());
     }
     if cost_without_nodes {
         println!("Cost: give --nodes (the cluster's node count) to price the capacity");
     }
     println!("Results: {}", out.display());
-    super::report::page_of(&out);
+    super::page_of(&out);
     Ok(report.exit_code())
 }

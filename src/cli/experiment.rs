@@ -117,7 +117,7 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
         ));
     }
     println!("Results: {}", out.display());
-    super::report::page_of(&out);
+    super::page_of(&out);
     Ok(record.exit_code())
 }
 

@@ -23,7 +23,7 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     let result = crate::merge::merge(&args.dirs, &args.out, args.force)?;
     println!("{}", result.render());
     println!("Results: {}", args.out.display());
-    super::report::page_of(&args.out);
+    super::page_of(&args.out);
     let partial = result.merged.as_ref().is_some_and(|m| !m.partial.is_empty());
     Ok(if partial {
         result.exit_code().max(1)

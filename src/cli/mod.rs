@@ -9,7 +9,7 @@ pub mod run;
 pub mod workloads;
 
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::cluster::Home;
 
@@ -79,5 +79,14 @@ impl Cli {
             Command::Report(args) => report::run(args),
             Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }
+    }
+}
+
+/// The page of results a command just wrote: its path, or why there is none (the results
+/// themselves are already on disk, so this never fails the command).
+pub fn page_of(dir: &Path) {
+    match crate::report::write(dir) {
+        Ok(path) => println!("Report: {}", path.display()),
+        Err(e) => eprintln!("warning: no report page ({e:#}); the results are in {}", dir.display()),
     }
 }

@@ -1,9 +1,8 @@
-//! `caplab report DIR [DIR...]`: (re)build the HTML page of results on disk; and the page every
-//! measuring command writes when it ends.
+//! `caplab report DIR [DIR...]`: (re)build the HTML page of results on disk.
 
 use anyhow::{Result, bail};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::report;
 
@@ -30,13 +29,4 @@ pub fn run(args: ReportArgs) -> Result<u8> {
     };
     println!("Report: {}", path.display());
     Ok(0)
-}
-
-/// The page of results a command just wrote: its path, or why there is none (the results
-/// themselves are already on disk, so this never fails the command).
-pub fn page_of(dir: &Path) {
-    match report::write(dir) {
-        Ok(path) => println!("Report: {}", path.display()),
-        Err(e) => eprintln!("warning: no report page ({e:#}); the results are in {}", dir.display()),
-    }
 }

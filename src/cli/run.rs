@@ -15,7 +15,7 @@ pub fn run(home: &Home, args: RunOptions) -> Result<u8> {
     let (result, out) = commands::run(home, &args, &stop)?;
     println!("{}", result.render());
     println!("Results: {}", out.display());
-    super::report::page_of(&out);
+    super::page_of(&out);
     if let (RunStatus::Failed, Some(m)) = (result.status, &result.end_reason) {
         eprintln!("error: {m}");
     }

@@ -19,8 +19,8 @@ struct SearchStepView {
 }
 
 #[derive(Serialize)]
-struct Page {
-    report: CapacityReport,
+struct Page<'a> {
+    report: &'a CapacityReport,
     steps: Vec<SearchStepView>,
 }
 
@@ -69,18 +69,16 @@ fn link(dir: &Path, step: &Path) -> Option<String> {
 }
 
 /// The results directories of the search's steps (probe included).
-pub fn step_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
-    let report = CapacityReport::load(dir)?;
-    Ok(report
+pub fn step_dirs(dir: &Path, report: &CapacityReport) -> Vec<PathBuf> {
+    report
         .probe
         .iter()
         .chain(&report.steps)
         .map(|s| step_dir(dir, s))
-        .collect())
+        .collect()
 }
 
-pub fn page(dir: &Path) -> Result<String> {
-    let report = CapacityReport::load(dir)?;
+pub fn page(dir: &Path, report: &CapacityReport) -> Result<String> {
     let labels: Vec<String> = report.sla.objectives.iter().map(|o| o.label.clone()).collect();
     let mut steps = Vec::new();
     for (i, s) in report.probe.iter().chain(&report.steps).enumerate() {

@@ -45,8 +45,8 @@ struct MeasurementView {
 }
 
 #[derive(Serialize)]
-struct Page {
-    record: ExperimentRecord,
+struct Page<'a> {
+    record: &'a ExperimentRecord,
     variants: Vec<VariantView>,
     baseline: String,
     done: usize,
@@ -82,14 +82,13 @@ struct Data {
 }
 
 /// The results directories of the experiment's steps that ran.
-pub fn step_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
-    let record = ExperimentRecord::load(dir)?;
-    Ok(record
+pub fn step_dirs(dir: &Path, record: &ExperimentRecord) -> Vec<PathBuf> {
+    record
         .steps
         .iter()
         .filter(|s| s.status.is_some())
         .map(|s| dir.join(&s.dir))
-        .collect())
+        .collect()
 }
 
 /// One metric's bars: mean per variant, 95 % interval as whiskers, baseline first.
@@ -188,8 +187,7 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-pub fn page(dir: &Path) -> Result<String> {
-    let record = ExperimentRecord::load(dir)?;
+pub fn page(dir: &Path, record: &ExperimentRecord) -> Result<String> {
     let file: Option<ExperimentFile> = serde_norway::from_str(&record.text).ok();
     let variant_names: Vec<String> = file
         .as_ref()

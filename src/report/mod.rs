@@ -16,9 +16,9 @@ mod series;
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
-use crate::experiment::record::EXPERIMENT_FILE;
-use crate::measure::result::CAPACITY_FILE;
-use crate::measure::result::RESULT_FILE;
+use crate::experiment::record::{EXPERIMENT_FILE, ExperimentRecord};
+use crate::measure::CapacityReport;
+use crate::measure::result::{CAPACITY_FILE, RESULT_FILE};
 
 /// The file name of a results directory's page.
 pub const REPORT_FILE: &str = "report.html";
@@ -54,16 +54,18 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
     let page = match kind(dir)? {
         ResultsKind::Run => run::page(&[dir.to_path_buf()])?,
         ResultsKind::Capacity => {
-            for step in capacity::step_dirs(dir)? {
+            let report = CapacityReport::load(dir)?;
+            for step in capacity::step_dirs(dir, &report) {
                 write_step(&step);
             }
-            capacity::page(dir)?
+            capacity::page(dir, &report)?
         }
         ResultsKind::Experiment => {
-            for step in experiment::step_dirs(dir)? {
+            let record = ExperimentRecord::load(dir)?;
+            for step in experiment::step_dirs(dir, &record) {
                 write_step(&step);
             }
-            experiment::page(dir)?
+            experiment::page(dir, &record)?
         }
     };
     let path = dir.join(REPORT_FILE);
