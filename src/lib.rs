@@ -12,6 +12,22 @@
 //! line (`cli`) only parses options into settings, calls, and prints. `console` (printing and
 //! number formats), `files` (writing a file whole) and `procfs` (/proc) are small helpers any
 //! folder may use.
+//!
+//! Layers, highest first: a folder imports only folders on lower lines, never one on its own
+//! line or above (`scripts/check-layout.py` checks it in CI, and names the two files of any
+//! import against it).
+//!
+//! ```text
+//! cli
+//! report
+//! experiment merge
+//! measure
+//! server_profile
+//! workload telemetry sla faults
+//! client engine cluster
+//! metrics stats steady
+//! console files procfs
+//! ```
 
 pub mod cli;
 pub mod client;

@@ -4,13 +4,13 @@
 
 mod common;
 
-use common::{Lab, fails, jvm_lock, ok, result_json, spawn, stderr, stdout};
+use common::{Args, Lab, jvm_lock, ok, result_json, stderr, stdout};
 use std::time::Instant;
 
 #[test]
 fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("capacity", "127.0.35.1", 7640);
+    let lab = Lab::new("capacity");
     ok(lab.start(&[]));
     let hosts = lab.cql();
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
@@ -135,7 +135,8 @@ fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted(lab: &Lab, hosts: &str)
         "--target",
         "10k",
     ];
-    let o = spawn(lab, None, &[&quick[..], &priced, &["--hosts", hosts]].concat())
+    let o = lab
+        .spawn(&Args::new(&[&quick[..], &priced, &["--hosts", hosts]].concat()))
         .wait_with_output()
         .unwrap();
     let o = ok(o);
@@ -188,44 +189,6 @@ fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted(lab: &Lab, hosts: &str)
         result_json_named(&lab.home.join("fresh"), "capacity.json")["capacity"].as_f64(),
         Some(500.0)
     );
-}
-
-#[test]
-fn capacity_mistakes_are_named_before_anything_runs() {
-    let lab = Lab::new("capacity-flags", "127.0.36.1", 7650);
-    let err = fails(lab.caplab(&["capacity", "--hosts", "127.0.36.1:9042"]));
-    assert!(err.contains("add --sla"), "{err}");
-    let err = fails(lab.caplab(&[
-        "capacity",
-        "--hosts",
-        "127.0.36.1:9042",
-        "--sla",
-        "p99<10ms/10s",
-        "--measure",
-        "5s",
-    ]));
-    assert!(err.contains("shorter than the SLA's 10s window"), "{err}");
-    let err = fails(lab.caplab(&[
-        "capacity",
-        "--hosts",
-        "127.0.36.1:9042",
-        "--sla",
-        "p99<10ms/2s",
-        "--fresh-node",
-    ]));
-    assert!(err.contains("cannot restart --hosts"), "{err}");
-    let err = fails(lab.caplab(&["run", "--hosts", "127.0.36.1:9042", "--sla", "p99 10ms"]));
-    assert!(err.contains("p99.9<100ms/10s"), "{err}");
-    let o = lab.caplab(&[
-        "capacity",
-        "--hosts",
-        "127.0.36.1:9042",
-        "--sla",
-        "p99<10ms/2s",
-        "--rates",
-        "fast",
-    ]);
-    assert!(stderr(&o).contains("from:to:step"), "{}", stderr(&o));
 }
 
 fn result_json_named(dir: &std::path::Path, name: &str) -> serde_json::Value {

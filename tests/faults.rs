@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::{Lab, fails, jvm_lock, ok, result_json, spawn, stderr, stdout, wait_for_seconds};
+use common::{
+    Args, Lab, Scenarios, fails, jvm_lock, ok, result_json, signal, stderr, stdout, wait_for_seconds, wait_until,
+};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::Duration;
@@ -62,51 +62,39 @@ impl Drop for SmallDisk {
     }
 }
 
-/// `caplab run` against the lab's node into `out`, on keyspace faults, with `extra` flags.
-fn run(lab: &Lab, extra: &[&str], out: &str) -> Output {
-    let hosts = lab.cql();
-    let mut args = vec![
-        "run",
-        "--warmup",
-        "0s",
-        "--hosts",
-        &hosts,
-        "--keyspace",
-        "faults",
-        "-q",
-        "--out",
-        out,
-    ];
-    args.extend_from_slice(extra);
-    lab.caplab(&args)
+/// `caplab run` against the lab's node into the lab's `out`, on keyspace faults, with `extra`.
+fn run(lab: &Lab, out: &str, extra: &[&str]) -> Output {
+    let mut args = lab.run_args(out, &["--keyspace", "faults"]);
+    args.push(extra);
+    lab.caplab(&args.refs())
 }
 
-/// The lab's directory `name`, as a flag's value.
-fn dir(lab: &Lab, name: &str) -> String {
-    lab.home.join(name).to_str().unwrap().to_string()
-}
-
+/// One node: five scenarios in turn (each named when it fails; a later one may depend on the
+/// keyspace an earlier one left).
 #[test]
 fn results_survive_faults_and_record_what_ran() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("faults", "127.0.40.1", 7690);
+    let lab = Lab::new("faults");
     ok(lab.start(&[]));
-
-    a_schema_unlike_the_one_asked_for_is_refused(&lab);
-    sigterm_is_a_ctrl_c(&lab);
-    loaders_get_their_own_directories_and_results_are_not_overwritten(&lab);
-    passwords_never_reach_a_file(&lab);
-    a_full_disk_keeps_every_whole_second(&lab);
+    let mut s = Scenarios::new();
+    s.run("a schema unlike the one asked for is refused", || {
+        a_schema_unlike_the_one_asked_for_is_refused(&lab)
+    });
+    s.run("SIGTERM is a Ctrl-C", || sigterm_is_a_ctrl_c(&lab));
+    s.run("loaders get their own directories", || {
+        loaders_get_their_own_directories_and_results_are_not_overwritten(&lab)
+    });
+    s.run("passwords never reach a file", || passwords_never_reach_a_file(&lab));
+    s.run("a full disk keeps every whole second", || {
+        a_full_disk_keeps_every_whole_second(&lab)
+    });
+    s.finish();
 }
 
 /// A keyspace left with RF 1 is not silently run on when RF 3 is asked for.
 fn a_schema_unlike_the_one_asked_for_is_refused(lab: &Lab) {
-    ok(run(lab, &["-n", "100"], &dir(lab, "rf1")));
-    let err = fails(run(
-        lab,
-        &["-n", "100", "--replication-factor", "3"],
-        &dir(lab, "rf3-refused"),
-    ));
+    ok(run(lab, "rf1", &["-n", "100"]));
+    let err = fails(run(lab, "rf3-refused", &["-n", "100", "--replication-factor", "3"]));
     assert!(
         err.contains("keyspace faults exists with replication")
             && err.contains("'replication_factor': '1'")
@@ -117,19 +105,15 @@ fn a_schema_unlike_the_one_asked_for_is_refused(lab: &Lab) {
         !lab.home.join("rf3-refused").exists(),
         "a refused run leaves no directory"
     );
-    let err = fails(run(
-        lab,
-        &["-n", "100", "--compaction"],
-        &dir(lab, "compaction-refused"),
-    ));
+    let err = fails(run(lab, "compaction-refused", &["-n", "100", "--compaction"]));
     assert!(
         err.contains("compaction is off, not on") && err.contains("--recreate"),
         "{err}"
     );
     ok(run(
         lab,
+        "rf3",
         &["-n", "100", "--replication-factor", "3", "--recreate"],
-        &dir(lab, "rf3"),
     ));
     let doc = result_json(&lab.home.join("rf3"));
     let schema = doc["schema"].as_array().unwrap()[0].as_str().unwrap().to_string();
@@ -142,26 +126,9 @@ fn a_schema_unlike_the_one_asked_for_is_refused(lab: &Lab) {
 /// SIGTERM is a Ctrl-C: in-flight operations finish, everything is written, exit 143.
 fn sigterm_is_a_ctrl_c(lab: &Lab) {
     let term = lab.home.join("sigterm");
-    let child = spawn(
-        lab,
-        None,
-        &[
-            "run",
-            "--warmup",
-            "0s",
-            "--hosts",
-            &lab.cql(),
-            "--rate",
-            "1000",
-            "--duration",
-            "60s",
-            "-q",
-            "--out",
-            term.to_str().unwrap(),
-        ],
-    );
+    let child = lab.spawn(&lab.run_args("sigterm", &["--rate", "1000", "--duration", "60s"]));
     wait_for_seconds(&term, 3);
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    signal(&child, "TERM");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(143), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
@@ -188,24 +155,21 @@ fn loaders_get_their_own_directories_and_results_are_not_overwritten(lab: &Lab) 
     let loaders: Vec<Child> = ["1/2", "2/2"]
         .iter()
         .map(|slice| {
-            spawn(
-                lab,
-                None,
-                &[
-                    "run",
-                    "--warmup",
-                    "0s",
-                    "--hosts",
-                    &lab.cql(),
-                    "--rate",
-                    "200",
-                    "--duration",
-                    "2s",
-                    "--loader",
-                    slice,
-                    "-q",
-                ],
-            )
+            // No --out: each picks its own default directory.
+            lab.spawn(&Args::new(&[
+                "run",
+                "--warmup",
+                "0s",
+                "--hosts",
+                &lab.cql(),
+                "--rate",
+                "200",
+                "--duration",
+                "2s",
+                "--loader",
+                slice,
+                "-q",
+            ]))
         })
         .collect();
     for child in loaders {
@@ -230,16 +194,12 @@ fn loaders_get_their_own_directories_and_results_are_not_overwritten(lab: &Lab) 
         .collect();
     slices.sort();
     assert_eq!(slices, ["1/2", "2/2"]);
-    let err = fails(run(lab, &["-n", "10"], &dir(lab, "rf3")));
+    let err = fails(run(lab, "rf3", &["-n", "10"]));
     assert!(
         err.contains("already holds results") && err.contains("--force"),
         "{err}"
     );
-    ok(run(
-        lab,
-        &["-n", "10", "--replication-factor", "3", "--force"],
-        &dir(lab, "rf3"),
-    ));
+    ok(run(lab, "rf3", &["-n", "10", "--replication-factor", "3", "--force"]));
 }
 
 /// Passwords never reach a file: not in result.json's command, not in a JMX password file.
@@ -248,6 +208,7 @@ fn passwords_never_reach_a_file(lab: &Lab) {
     let jmx = format!("127.0.0.1:{}", lab.jmx_port);
     let o = run(
         lab,
+        "secrets",
         &[
             "-n",
             "200",
@@ -263,7 +224,6 @@ fn passwords_never_reach_a_file(lab: &Lab) {
             "monitor",
             "--jmx-password=hunter2-jmx",
         ],
-        secret_out.to_str().unwrap(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = result_json(&secret_out);
@@ -287,20 +247,7 @@ fn passwords_never_reach_a_file(lab: &Lab) {
 fn a_full_disk_keeps_every_whole_second(lab: &Lab) {
     let disk = SmallDisk::mount(lab.home.join("small-disk"), 64);
     let full = disk.0.join("r");
-    let o = lab.caplab(&[
-        "run",
-        "--warmup",
-        "0s",
-        "--hosts",
-        &lab.cql(),
-        "--rate",
-        "1000",
-        "--duration",
-        "25s",
-        "-q",
-        "--out",
-        full.to_str().unwrap(),
-    ]);
+    let o = lab.run("small-disk/r", &["--rate", "1000", "--duration", "25s"]);
     assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -339,52 +286,54 @@ fn proc_state(lab: &Lab, node: &str) -> Option<char> {
 #[test]
 fn faults_on_schedule_are_measured_and_undone_and_unavailable_is_reported_as_unavailable() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("faults-three", "127.0.41.1", 7700);
+    let lab = Lab::new("faults-three");
     ok(lab.start(&["--nodes", "3"]));
     let hosts = lab.cql();
-    let out = |n: &str| lab.home.join(n).to_str().unwrap().to_string();
-    ok(lab.caplab(&[
-        "run",
-        "--warmup",
-        "0s",
-        "--hosts",
-        &hosts,
-        "--replication-factor",
-        "3",
-        "--keyspace",
-        "rf3",
-        "-n",
-        "100",
-        "-q",
-        "--out",
-        &out("create"),
-    ]));
-    scheduled_faults(&lab, &hosts);
+    ok(lab.run(
+        "create",
+        &["--replication-factor", "3", "--keyspace", "rf3", "-n", "100"],
+    ));
+    let mut s = Scenarios::new();
+    s.run("refused schedules", || refused_schedules(&lab, &hosts));
+    s.run("pause at QUORUM", || pause_at_quorum(&lab, &hosts));
+    s.run("kill at ALL", || kill_at_all(&lab, &hosts));
+    s.run("kill at ONE in a capacity search", || {
+        kill_at_one_in_a_capacity_search(&lab, &hosts)
+    });
+    s.run("Ctrl-C in a fault", || interrupted_in_a_fault(&lab, &hosts));
+    s.run("delay through the proxy", || delay_through_the_proxy(&lab, &hosts));
+    s.run("QUORUM with two of three down is unavailable", || {
+        unavailable_at_quorum(&lab, &hosts)
+    });
+    s.finish();
+}
+
+/// Two of three nodes stopped by hand: QUORUM reports Unavailable, not timeouts or
+/// connection errors.
+fn unavailable_at_quorum(lab: &Lab, hosts: &str) {
     ok(lab.caplab(&["node", "stop", "node2", "node3", "--no-drain", "--timeout", "20"]));
-    // Until node1's failure detector marks them down, writes time out instead.
-    std::thread::sleep(Duration::from_secs(15));
-    let o = lab.caplab(&[
-        "run",
-        "--warmup",
-        "0s",
-        "--hosts",
-        &hosts,
-        "--keyspace",
-        "rf3",
-        "--replication-factor",
-        "3",
-        "--consistency",
+    // Until node1's failure detector marks them down, writes time out instead: asks node1
+    // until it answers a QUORUM write with Unavailable.
+    wait_until("node1 sees node2 and node3 down", Duration::from_secs(90), || {
+        quorum_write_error(hosts).is_some_and(|e| e.contains("Unavailable"))
+    });
+    let o = lab.run(
         "quorum",
-        "--rate",
-        "200",
-        "--duration",
-        "5s",
-        "--timeout",
-        "3s",
-        "-q",
-        "--out",
-        &out("quorum"),
-    ]);
+        &[
+            "--keyspace",
+            "rf3",
+            "--replication-factor",
+            "3",
+            "--consistency",
+            "quorum",
+            "--rate",
+            "200",
+            "--duration",
+            "5s",
+            "--timeout",
+            "3s",
+        ],
+    );
     let doc = result_json(&lab.home.join("quorum"));
     let errors = &doc["summary"]["total"]["errors"];
     assert_eq!(doc["retries"], 0, "no retries by default");
@@ -420,13 +369,17 @@ fn fault_run(lab: &Lab, hosts: &str, name: &str, extra: &[&str]) -> Output {
     lab.caplab(&[&base[..], &[o.as_str()], extra].concat())
 }
 
-fn scheduled_faults(lab: &Lab, hosts: &str) {
-    refused_schedules(lab, hosts);
-    pause_at_quorum(lab, hosts);
-    kill_at_all(lab, hosts);
-    kill_at_one_in_a_capacity_search(lab, hosts);
-    interrupted_in_a_fault(lab, hosts);
-    delay_through_the_proxy(lab, hosts);
+/// The error of one QUORUM write to rf3 coordinated by the node at `hosts` (None: it succeeded).
+fn quorum_write_error(hosts: &str) -> Option<String> {
+    use scylla::client::session_builder::SessionBuilder;
+    use scylla::statement::{Consistency, Statement};
+    common::runtime().block_on(async {
+        let s = SessionBuilder::new().known_node(hosts).build().await.ok()?;
+        let mut st = Statement::new("INSERT INTO rf3.e1_insert (pk, ck, v1) VALUES ('probe', 'probe', 'x')");
+        st.set_consistency(Consistency::Quorum);
+        st.set_request_timeout(Some(Duration::from_secs(3)));
+        s.query_unpaged(st, ()).await.err().map(|e| format!("{e:?}"))
+    })
 }
 
 fn refused_schedules(lab: &Lab, hosts: &str) {
@@ -604,35 +557,30 @@ fn kill_at_one_in_a_capacity_search(lab: &Lab, hosts: &str) {
 }
 
 fn interrupted_in_a_fault(lab: &Lab, hosts: &str) {
-    let out = |n: &str| lab.home.join(n).to_str().unwrap().to_string();
     // Ctrl-C in the middle of a pause: the run stops and the node is resumed.
-    let mut child = common::spawn(
-        lab,
-        None,
-        &[
-            "run",
-            "--hosts",
-            hosts,
-            "--keyspace",
-            "rf3",
-            "--replication-factor",
-            "3",
-            "--warmup",
-            "1s",
-            "--rate",
-            "300",
-            "--duration",
-            "30s",
-            "--fault",
-            "pause node2 at 2s for 20s",
-            "-q",
-            "--out",
-            &out("interrupted"),
-        ],
-    );
+    let mut child = lab.spawn(&Args::new(&[
+        "run",
+        "--hosts",
+        hosts,
+        "--keyspace",
+        "rf3",
+        "--replication-factor",
+        "3",
+        "--warmup",
+        "1s",
+        "--rate",
+        "300",
+        "--duration",
+        "30s",
+        "--fault",
+        "pause node2 at 2s for 20s",
+        "-q",
+        "--out",
+        &lab.dir("interrupted"),
+    ]));
     wait_for_seconds(&lab.home.join("interrupted"), 4);
     assert_eq!(proc_state(lab, "node2"), Some('T'), "paused by now");
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    signal(&child, "INT");
     child.wait().unwrap();
     assert_ne!(proc_state(lab, "node2"), Some('T'), "resumed on Ctrl-C");
     let doc = result_json(&lab.home.join("interrupted"));

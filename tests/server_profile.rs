@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Lab, browse, fails, jvm_lock, ok, result_json, stdout};
+use common::{Lab, browse, jvm_lock, ok, result_json, stdout};
 use std::path::Path;
 
 /// A frame without the converter's type suffix (`_[j]` compiled, `_[i]` inlined…).
@@ -61,7 +61,7 @@ fn open_flame_graph(page: &Path) -> (String, String) {
 #[test]
 fn a_profiled_run_shows_the_write_path_of_the_measured_window_only() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("profile", "127.0.47.1", 7760);
+    let lab = Lab::new("profile");
     ok(lab.start(&[]));
     let out = lab.home.join("profiled");
     // A long warm-up (10 s) before a 5 s window: a profile that included the warm-up would
@@ -204,26 +204,24 @@ fn a_profiled_run_shows_the_write_path_of_the_measured_window_only() {
 #[test]
 fn an_experiment_shows_where_two_versions_spend_differently() {
     let _jvm = jvm_lock();
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("caplab-tests/profile-diff");
-    let _ = std::fs::remove_dir_all(&dir);
+    let lab = Lab::new("profile-diff");
+    let dir = lab.home.clone();
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("versions.yaml");
     // 6.0 runs on JDK 21 only, 5.0 on JDK 17: each variant names its JDK.
     std::fs::write(
         &file,
-        "name: versions-profile\nrepeats: 1\n\
-         node: {heap: 1G, address: 127.0.48.1, jmx_port: 7770}\n\
-         run: {rate: 1500, warmup: 5s, duration: 5s, server-profile: cpu}\n\
-         variants:\n  - {name: '5.0.9', node: {version: 5.0.9, java: 17}}\n  - {name: 6.0-alpha2, node: {version: 6.0-alpha2, java: 21}}\n\
-         measure:\n  - {name: insert, workload: insert}\n",
+        format!(
+            "name: versions-profile\nrepeats: 1\n\
+             node: {{heap: 1G, address: {}, jmx_port: {}}}\n\
+             run: {{rate: 1500, warmup: 5s, duration: 5s, server-profile: cpu}}\n\
+             variants:\n  - {{name: '5.0.9', node: {{version: 5.0.9, java: 17}}}}\n  - {{name: 6.0-alpha2, node: {{version: 6.0-alpha2, java: 21}}}}\n\
+             measure:\n  - {{name: insert, workload: insert}}\n",
+            lab.address, lab.jmx_port
+        ),
     )
     .unwrap();
     let out = dir.join("out");
-    let lab = Lab {
-        home: out.join("home"),
-        address: "127.0.48.1".into(),
-        jmx_port: 7770,
-    };
     let o = lab.caplab(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     let text = stdout(&o);
     assert!(o.status.success(), "{text}\n{}", common::stderr(&o));
@@ -269,24 +267,4 @@ fn an_experiment_shows_where_two_versions_spend_differently() {
         page.dom.contains(d["flame_graph"].as_str().unwrap()),
         "no link to the differential flame graph"
     );
-}
-
-#[test]
-fn profiling_needs_nodes_caplab_runs_and_says_how_otherwise() {
-    let lab = Lab::new("profile-errors", "127.0.49.1", 7780);
-    let e = fails(lab.caplab(&[
-        "run",
-        "--hosts",
-        "127.0.49.9:9042",
-        "--duration",
-        "1s",
-        "--server-profile",
-        "cpu",
-    ]));
-    assert!(e.contains("needs nodes caplab runs on this machine"), "{e}");
-    assert!(e.contains("-agentpath:"), "says how to attach by hand: {e}");
-    let o = lab.caplab(&["run", "--server-profile", "heap"]);
-    assert_eq!(o.status.code(), Some(2), "a usage error");
-    let e = common::stderr(&o);
-    assert!(e.contains("use cpu, wall, alloc, lock"), "{e}");
 }

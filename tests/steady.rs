@@ -33,7 +33,7 @@ fn series<'a>(doc: &'a Value, metric: &str) -> &'a Value {
 #[test]
 fn a_fresh_node_warms_up_and_the_automatic_warm_up_waits_for_it() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("steady", "127.0.52.1", 7820);
+    let lab = Lab::new("steady");
     let hosts = lab.cql();
     let run = |name: &str, extra: &[&str]| {
         let out = lab.home.join(name);

@@ -14,7 +14,7 @@ const TYPESTEST: &str = include_str!("../workloads/cassandra-stress/typestest.ya
 #[test]
 fn cassandra_stress_profiles_run_as_written() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("stress", "127.0.34.1", 7630);
+    let lab = Lab::new("stress");
     ok(lab.start(&[]));
     let hosts = lab.cql();
     let blog = lab.home.join("blogposts.yaml");
@@ -113,7 +113,7 @@ fn cassandra_stress_profiles_run_as_written() {
     // Mistakes are named before anything connects.
     let bad = lab.home.join("bad.yaml");
     std::fs::write(&bad, TYPESTEST.replace("- name: lval", "- name: lvalue")).unwrap();
-    let err = fails(lab.caplab(&["run", "--hosts", "127.0.34.99:9042", "--profile", bad.to_str().unwrap()]));
+    let err = fails(lab.caplab(&["run", "--hosts", &lab.nowhere(), "--profile", bad.to_str().unwrap()]));
     assert!(
         err.contains("columnspec names 'lvalue', which is not a column of typestest"),
         "{err}"
@@ -121,7 +121,7 @@ fn cassandra_stress_profiles_run_as_written() {
     let err = fails(lab.caplab(&[
         "run",
         "--hosts",
-        "127.0.34.99:9042",
+        &lab.nowhere(),
         "--profile",
         types.to_str().unwrap(),
         "--ops",

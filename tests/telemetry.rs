@@ -26,7 +26,7 @@ fn line_ms(line: &str) -> Option<u64> {
 #[test]
 fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("telemetry", "127.0.37.1", 7660);
+    let lab = Lab::new("telemetry");
     // A small heap, so a short flat-out run collects often, and small memtables, so it flushes.
     ok(lab.start(&["--heap", "512M", "--set", "memtable_heap_space=16MiB"]));
     let hosts = lab.cql();
@@ -224,13 +224,18 @@ fn a_cluster_caplab_does_not_run(lab: &Lab, hosts: &str, out: &std::path::Path) 
     // Turned off, nothing is read.
     other(&["-n", "2000", "--server-facts", "none"]);
     assert!(result_json(out)["server"]["pools"].is_null());
-    let o = other(&["-n", "2000", "--jmx", "127.0.0.1:7660,127.0.0.1:1"]);
+    let endpoint = format!("127.0.0.1:{}", lab.jmx_port);
+    let o = other(&["-n", "2000", "--jmx", &format!("{endpoint},127.0.0.1:1")]);
     let jmx = &result_json(out)["server"]["jmx"];
-    assert_eq!(jmx[0]["endpoint"], "127.0.0.1:7660");
+    assert_eq!(jmx[0]["endpoint"], endpoint.as_str());
     assert!(jmx[0]["gc"]["interval_ms"].as_u64().unwrap() > 0, "{jmx}");
     assert!(
         jmx[1]["gc"].is_null() && jmx[1]["error"].as_str().unwrap().contains("127.0.0.1:1"),
         "{jmx}"
     );
-    assert!(stdout(&o).contains("GCInspector 127.0.0.1:7660"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains(&format!("GCInspector {endpoint}")),
+        "{}",
+        stdout(&o)
+    );
 }

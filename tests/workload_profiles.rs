@@ -15,7 +15,7 @@ enum Rows {
 #[test]
 fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("profiles", "127.0.32.1", 7610);
+    let lab = Lab::new("profiles");
     ok(lab.start(&[]));
     let hosts = lab.cql();
     let listed = stdout(&ok(lab.caplab(&["workloads"])));
@@ -284,27 +284,4 @@ fn e1_runs_as_profiles_and_a_wrong_profile_is_refused(lab: &Lab, hosts: &str) {
         r.into_rows_result().unwrap().rows_num()
     });
     assert_eq!(left, 0, "the rejected profile's keyspace was dropped");
-}
-
-#[test]
-fn a_malformed_profile_is_refused_before_connecting() {
-    let lab = Lab::new("profile-yaml", "127.0.33.1", 7620);
-    std::fs::create_dir_all(&lab.home).unwrap();
-    let file = lab.home.join("typo.yaml");
-    std::fs::write(&file, "schema:\n  - CREATE TABLE t (k int PRIMARY KEY)\noperations:\n  read: {cql: \"SELECT * FROM t WHERE k = ?\", wieght: 2}\n").unwrap();
-    // Nothing listens there: the error must be about the file, found before any connection.
-    let err = fails(lab.caplab(&[
-        "run",
-        "--hosts",
-        "127.0.33.1:9042",
-        "--profile",
-        file.to_str().unwrap(),
-        "-n",
-        "1",
-    ]));
-    assert!(
-        err.contains("typo.yaml:4:") && err.contains("unknown field `wieght`"),
-        "{err}"
-    );
-    assert!(fails(lab.caplab(&["run", "--hosts", "127.0.33.1:9042", "--workload", "nope"])).contains("keyvalue"));
 }

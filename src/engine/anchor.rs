@@ -130,11 +130,16 @@ mod tests {
         for bad in ["soon", "next:0s", "next:1.5s", "2026-11-24T21:30:00.5Z"] {
             assert!(StartAt::parse(bad).is_err(), "{bad}");
         }
-        let a = Anchor::starting(StartAt::Every(Duration::from_secs(5)), Duration::from_millis(100)).unwrap();
+        let lead = Duration::from_millis(100);
+        let before = SystemTime::now();
+        let a = Anchor::starting(StartAt::Every(Duration::from_secs(5)), lead).unwrap();
+        let after = SystemTime::now();
         let secs = a.wall.duration_since(UNIX_EPOCH).unwrap();
         assert_eq!((secs.as_secs() % 5, secs.subsec_nanos()), (0, 0));
-        let ahead = a.wall.duration_since(SystemTime::now()).unwrap();
-        assert!(ahead <= Duration::from_secs(5), "{ahead:?}");
+        // At least the lead ahead of when it was asked, and the next multiple of 5 s after that
+        // (bounds on the clock readings around the call, so a slow machine cannot break them).
+        assert!(a.wall >= before + lead, "{a:?}");
+        assert!(a.wall <= after + lead + Duration::from_secs(5), "{a:?}");
         let err = Anchor::starting(epoch(1_000), Duration::from_millis(100)).unwrap_err();
         assert!(err.contains("has passed"), "{err}");
     }

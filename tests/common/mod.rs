@@ -1,13 +1,16 @@
 //! Helpers for integration tests: each test gets its own caplab home, loopback address and
-//! JMX ports, drives the real `caplab` binary, and stops its nodes when it ends (even on a
-//! failed assertion). Tests that start JVMs take a lock so two never boot at once on a
-//! 2-core machine.
+//! JMX ports (from one allocator, `Lab::new`), drives the real `caplab` binary, and stops its
+//! nodes when it ends (even on a failed assertion). Tests that start JVMs take a lock so two
+//! never boot at once on a 2-core machine. Tests that run several scenarios on one cluster run
+//! each through `Scenarios`, so one failure neither hides the others nor goes unnamed.
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 static JVM_LOCK: Mutex<()> = Mutex::new(());
 
@@ -16,22 +19,67 @@ pub fn jvm_lock() -> MutexGuard<'static, ()> {
     JVM_LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The test files, in a fixed order: each gets eight labs' worth of addresses and ports of its
+/// own. A new test file adds its name here (a file not listed fails at its first lab, saying so).
+const TEST_FILES: &[&str] = &[
+    "capacity",
+    "experiment",
+    "faults",
+    "fidelity",
+    "loaders",
+    "node",
+    "refusals",
+    "report",
+    "run",
+    "server_profile",
+    "steady",
+    "stress",
+    "telemetry",
+    "workload_profiles",
+];
+
+/// Labs per test file.
+const LABS_PER_FILE: u8 = 8;
+
+static NEXT_LAB: AtomicU8 = AtomicU8::new(0);
+
+/// The next lab's slot in this test file: its nodes listen on 127.0.S.1, .2, … (S from 10) and
+/// take JMX ports from 7400 + 10·(S − 10) up, one per node; Cassandra's own ports (7000, 9042)
+/// are per address, so no two labs share one.
+fn next_slot() -> u8 {
+    let file = env!("CARGO_CRATE_NAME");
+    let index = TEST_FILES
+        .iter()
+        .position(|f| *f == file)
+        .unwrap_or_else(|| panic!("tests/common/mod.rs: add '{file}' to TEST_FILES, so its labs get addresses"));
+    let n = NEXT_LAB.fetch_add(1, Ordering::Relaxed);
+    assert!(
+        n < LABS_PER_FILE,
+        "tests/{file}.rs has more than {LABS_PER_FILE} labs: raise LABS_PER_FILE"
+    );
+    10 + index as u8 * LABS_PER_FILE + n
+}
+
 pub struct Lab {
     pub home: PathBuf,
+    /// The first node's address; node i listens on the same address with the last byte i.
     pub address: String,
+    /// The first node's JMX port; node i takes the port i − 1 above it.
     pub jmx_port: u16,
 }
 
 impl Lab {
-    /// A fresh home for test `name`; nodes listen from `address` with JMX from `jmx_port`.
-    pub fn new(name: &str, address: &str, jmx_port: u16) -> Lab {
+    /// A fresh home for test `name`, with an address and JMX ports no other lab of this test
+    /// file has.
+    pub fn new(name: &str) -> Lab {
         let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join("caplab-tests")
             .join(name);
+        let slot = next_slot();
         let lab = Lab {
             home,
-            address: address.into(),
-            jmx_port,
+            address: format!("127.0.{slot}.1"),
+            jmx_port: 7400 + 10 * (u16::from(slot) - 10),
         };
         // Left over from an aborted earlier run: stop and remove.
         if lab.home.exists() {
@@ -62,6 +110,129 @@ impl Lab {
 
     pub fn cql(&self) -> String {
         format!("{}:9042", self.address)
+    }
+
+    /// Node `i`'s address (from 1).
+    pub fn node_address(&self, i: u8) -> String {
+        let (net, _) = self.address.rsplit_once('.').unwrap();
+        format!("{net}.{i}")
+    }
+
+    /// A CQL address of this lab's where nothing listens (for refusals).
+    pub fn nowhere(&self) -> String {
+        format!("{}:9042", self.node_address(99))
+    }
+
+    /// The path of `name` in the lab's home, as a flag's value.
+    pub fn dir(&self, name: &str) -> String {
+        self.home.join(name).to_str().unwrap().to_string()
+    }
+
+    /// `caplab run` against the lab's first node, quiet, into the lab's directory `out`, with no
+    /// warm-up unless `extra` gives one.
+    pub fn run(&self, out: &str, extra: &[&str]) -> Output {
+        self.caplab(&self.run_args(out, extra).refs())
+    }
+
+    /// The arguments of `run` (to spawn it, or add to them).
+    pub fn run_args(&self, out: &str, extra: &[&str]) -> Args {
+        let mut args = Args::new(&["run", "--hosts", &self.cql(), "-q", "--out", &self.dir(out)]);
+        if !extra.iter().any(|a| a.starts_with("--warmup")) {
+            args.push(&["--warmup", "0s"]);
+        }
+        args.push(extra);
+        args
+    }
+
+    /// Starts caplab with `args` in the lab's home, its output collected.
+    pub fn spawn(&self, args: &Args) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_caplab"))
+            .args(&args.0)
+            .current_dir(&self.home)
+            .env("CAPLAB_HOME", &self.home)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run caplab")
+    }
+}
+
+/// A command line being built.
+#[derive(Debug, Clone, Default)]
+pub struct Args(pub Vec<String>);
+
+impl Args {
+    pub fn new(args: &[&str]) -> Args {
+        Args(args.iter().map(|a| a.to_string()).collect())
+    }
+
+    pub fn push(&mut self, args: &[&str]) -> &mut Args {
+        self.0.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    pub fn refs(&self) -> Vec<&str> {
+        self.0.iter().map(String::as_str).collect()
+    }
+}
+
+/// Sends `signal` (`TERM`, `INT`, `KILL`…) to a caplab started with `spawn`.
+pub fn signal(child: &Child, signal: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{signal} {} failed", child.id());
+}
+
+/// Waits until `ready` holds, polling every 20 ms; fails naming `what` after `limit`.
+#[track_caller]
+pub fn wait_until(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
+    let begin = Instant::now();
+    while !ready() {
+        assert!(begin.elapsed() < limit, "{what}: not after {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Several scenarios on one (expensive) cluster: each runs whatever the others did, its
+/// failure is printed with its name as it happens, and `finish` fails the test naming every
+/// scenario that failed.
+pub struct Scenarios {
+    failed: Vec<String>,
+}
+
+impl Scenarios {
+    pub fn new() -> Scenarios {
+        Scenarios { failed: Vec::new() }
+    }
+
+    pub fn run(&mut self, name: &str, scenario: impl FnOnce()) {
+        let began = Instant::now();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(scenario)) {
+            Ok(()) => eprintln!("scenario {name}: ok ({:.0} s)", began.elapsed().as_secs_f64()),
+            Err(e) => {
+                let why = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                eprintln!("scenario {name}: FAILED: {why}");
+                self.failed.push(name.to_string());
+            }
+        }
+    }
+
+    #[track_caller]
+    pub fn finish(self) {
+        assert!(self.failed.is_empty(), "scenarios failed: {}", self.failed.join(", "));
+    }
+}
+
+impl Default for Scenarios {
+    fn default() -> Self {
+        Scenarios::new()
     }
 }
 
@@ -160,19 +331,16 @@ pub fn spawn(lab: &Lab, cwd: Option<&std::path::Path>, args: &[&str]) -> std::pr
 }
 
 /// Waits until the run writing into `dir` has closed `seconds` intervals (CSV rows).
-pub fn wait_for_seconds(dir: &std::path::Path, seconds: usize) {
-    let begin = std::time::Instant::now();
-    while std::fs::read_to_string(dir.join("latency.csv"))
-        .map(|t| t.lines().count().saturating_sub(1))
-        .unwrap_or(0)
-        < seconds
-    {
-        assert!(
-            begin.elapsed() < std::time::Duration::from_secs(90),
-            "the run did not get to {seconds}s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+#[track_caller]
+pub fn wait_for_seconds(dir: &Path, seconds: usize) {
+    wait_until(
+        &format!("the run in {} closes {seconds} s", dir.display()),
+        Duration::from_secs(90),
+        || {
+            std::fs::read_to_string(dir.join("latency.csv")).map_or(0, |t| t.lines().count().saturating_sub(1))
+                >= seconds
+        },
+    );
 }
 
 /// A page as a real browser shows it: the DOM after its scripts ran, and the page's own check

@@ -1,0 +1,184 @@
+//! Bad input is refused before anything runs, naming the fix: wrong flags, unreachable hosts,
+//! malformed profiles and experiment files, versions Maven Central does not have, profiling a
+//! cluster caplab does not run. None of these tests starts a Cassandra node, so they are part
+//! of the fast loop (`scripts/test.sh --fast`).
+
+mod common;
+
+use common::{Lab, fails, stderr};
+use std::time::{Duration, Instant};
+
+// (capacity)
+#[test]
+fn capacity_mistakes_are_named_before_anything_runs() {
+    let lab = Lab::new("capacity-flags");
+    let nowhere = lab.nowhere();
+    let err = fails(lab.caplab(&["capacity", "--hosts", &nowhere]));
+    assert!(err.contains("add --sla"), "{err}");
+    let err = fails(lab.caplab(&[
+        "capacity",
+        "--hosts",
+        &nowhere,
+        "--sla",
+        "p99<10ms/10s",
+        "--measure",
+        "5s",
+    ]));
+    assert!(err.contains("shorter than the SLA's 10s window"), "{err}");
+    let err = fails(lab.caplab(&["capacity", "--hosts", &nowhere, "--sla", "p99<10ms/2s", "--fresh-node"]));
+    assert!(err.contains("cannot restart --hosts"), "{err}");
+    let err = fails(lab.caplab(&["run", "--hosts", &nowhere, "--sla", "p99 10ms"]));
+    assert!(err.contains("p99.9<100ms/10s"), "{err}");
+    let o = lab.caplab(&[
+        "capacity",
+        "--hosts",
+        &nowhere,
+        "--sla",
+        "p99<10ms/2s",
+        "--rates",
+        "fast",
+    ]);
+    assert!(stderr(&o).contains("from:to:step"), "{}", stderr(&o));
+}
+
+// (run)
+#[test]
+fn unreachable_hosts_fail_within_seconds() {
+    let lab = Lab::new("run-unreachable");
+    let hosts = lab.cql();
+    let begin = Instant::now();
+    let err = fails(lab.caplab(&[
+        "run",
+        "--warmup",
+        "0s",
+        "--hosts",
+        &hosts,
+        "--duration",
+        "5s",
+        "--out",
+        lab.home.join("r").to_str().unwrap(),
+    ]));
+    // The connect timeout is 3 s: a client that waited for the request timeout (12 s) or for
+    // ever would fail this.
+    assert!(begin.elapsed() < Duration::from_secs(11), "took {:?}", begin.elapsed());
+    assert!(
+        err.contains(&format!("cannot connect to {hosts}")) && err.contains("caplab node start"),
+        "{err}"
+    );
+}
+
+// (run)
+#[test]
+fn bad_run_flags_are_refused() {
+    let lab = Lab::new("run-flags");
+    let bad = |args: &[&str]| {
+        let o = lab.caplab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        stderr(&o)
+    };
+    assert!(bad(&["run", "--rate", "fast"]).contains("flat out"));
+    assert!(bad(&["run", "--warmup", "a while"]).contains("write auto (until the run settles)"));
+    assert!(bad(&["run", "--duration", "10s", "-n", "5"]).contains("cannot be used with"));
+    assert!(fails(lab.caplab(&["run", "--hosts", "x", "--consistency", "most"])).contains("local_quorum"));
+    assert!(fails(lab.caplab(&["run", "--hosts", "x", "--batch-size", "0"])).contains("--batch-size"));
+    // A maximum only bounds an automatic warm-up.
+    let max = fails(lab.caplab(&["run", "--hosts", "x", "--warmup", "30s", "--warmup-max", "2m"]));
+    assert!(max.contains("give --warmup auto, or drop --warmup-max"), "{max}");
+}
+
+// (server_profile)
+#[test]
+fn profiling_needs_nodes_caplab_runs_and_says_how_otherwise() {
+    let lab = Lab::new("profile-errors");
+    let e = fails(lab.caplab(&[
+        "run",
+        "--hosts",
+        &lab.nowhere(),
+        "--duration",
+        "1s",
+        "--server-profile",
+        "cpu",
+    ]));
+    assert!(e.contains("needs nodes caplab runs on this machine"), "{e}");
+    assert!(e.contains("-agentpath:"), "says how to attach by hand: {e}");
+    let o = lab.caplab(&["run", "--server-profile", "heap"]);
+    assert_eq!(o.status.code(), Some(2), "a usage error");
+    let e = common::stderr(&o);
+    assert!(e.contains("use cpu, wall, alloc, lock"), "{e}");
+}
+
+// (workload_profiles)
+#[test]
+fn a_malformed_profile_is_refused_before_connecting() {
+    let lab = Lab::new("profile-yaml");
+    std::fs::create_dir_all(&lab.home).unwrap();
+    let file = lab.home.join("typo.yaml");
+    std::fs::write(&file, "schema:\n  - CREATE TABLE t (k int PRIMARY KEY)\noperations:\n  read: {cql: \"SELECT * FROM t WHERE k = ?\", wieght: 2}\n").unwrap();
+    // Nothing listens there: the error must be about the file, found before any connection.
+    let err = fails(lab.caplab(&[
+        "run",
+        "--hosts",
+        &lab.nowhere(),
+        "--profile",
+        file.to_str().unwrap(),
+        "-n",
+        "1",
+    ]));
+    assert!(
+        err.contains("typo.yaml:4:") && err.contains("unknown field `wieght`"),
+        "{err}"
+    );
+    assert!(fails(lab.caplab(&["run", "--hosts", &lab.nowhere(), "--workload", "nope"])).contains("keyvalue"));
+}
+
+// (node)
+#[test]
+fn an_unpublished_version_is_named_as_such() {
+    let lab = Lab::new("unpublished");
+    let err = fails(lab.start(&["--version", "5.0.99"]));
+    assert!(
+        err.contains("not published on Maven Central") && err.contains("5.0.99"),
+        "{err}"
+    );
+}
+
+// (node)
+#[test]
+fn flags_are_checked_before_anything_runs() {
+    let lab = Lab::new("bad-flags");
+    assert!(fails(lab.start(&["--heap", "lots"])).contains("not a heap size"));
+    assert!(fails(lab.start(&["--set", "memtable_flush_writers"])).contains("key=value"));
+    assert!(fails(lab.start(&["--java", "/nonexistent/jdk"])).contains("is not a JDK"));
+    assert!(fails(lab.start(&["--gc", "zgc-generational", "--java", "17"])).contains("JDK 21"));
+    let usage = lab.start(&["--gc", "cms"]);
+    assert_eq!(usage.status.code(), Some(2), "clap usage errors exit 2");
+    assert!(!lab.home.join("nodes").exists(), "nothing was created");
+}
+
+// (experiment)
+#[test]
+fn a_bad_file_is_refused_before_any_node_starts() {
+    let lab = Lab::new("experiment-bad");
+    std::fs::create_dir_all(&lab.home).unwrap();
+    let file = lab.home.join("bad.yaml");
+    std::fs::write(
+        &file,
+        "name: bad\nnode: {version: 5.0.9}\nrun: {sla: 'p99<10ms/5s'}\nvariants: [{name: a}]\n\
+         measure:\n  - {name: sweep, capacity: true, rates: '1k,fast'}\n",
+    )
+    .unwrap();
+    let out = lab.home.join("out");
+    let began = Instant::now();
+    let said = fails(lab.caplab(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]));
+    let took = began.elapsed();
+    assert!(
+        said.contains(&format!("{}: measurement 'sweep' of variant 'a'", file.display()))
+            && said.contains("--rates")
+            && said.contains("'1k,fast' is not a list of rates"),
+        "the file, the measurement, the key and the fix: {said}"
+    );
+    // Refused while reading the file: no results directory, so no node (an experiment's nodes
+    // live in it) and no jars fetched.
+    assert!(!out.exists(), "refused after {took:?}, yet {} exists", out.display());
+    eprintln!("a bad rates: refused in {took:?}");
+}
