@@ -5,6 +5,8 @@
 //! effective sample size of an autocorrelated series by batch means (for a single run's per-second
 //! values, which are not independent: one GC pause spans seconds).
 
+pub mod sequential;
+
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use rand::{Rng, SeedableRng};
