@@ -110,6 +110,9 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
         record.steps.len(),
         humantime::format_duration(std::time::Duration::from_secs(record.elapsed_s as u64))
     );
+    if let Some(why) = &record.stopped {
+        println!("Rounds: {why}");
+    }
     if record.status == crate::measure::RunStatus::Interrupted {
         say(&format!(
             "Continue it with: caplab experiment --resume {}",

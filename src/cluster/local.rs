@@ -339,6 +339,19 @@ fn startup_failure(state: &NodeState, log_offset: u64, what: &str) -> String {
     )
 }
 
+/// A start refused before any JVM ran, for a reason trying again does not change (a port
+/// another process holds): an experiment that meets it stops rather than fail every step.
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
 /// Refuses to start a node whose ports another process holds.
 fn check_ports_free(name: &str, address: Ipv4Addr, jmx_port: u16) -> Result<()> {
     let checks = [
@@ -348,11 +361,12 @@ fn check_ports_free(name: &str, address: Ipv4Addr, jmx_port: u16) -> Result<()> 
     ];
     for (addr, what) in checks {
         if let Err(e) = TcpListener::bind(addr) {
-            bail!(
+            return Err(Refused(format!(
                 "{name} cannot start: its {what} port {addr} is in use ({e}). Stop whatever listens there \
                  (see 'ss -ltnp | grep {}'), or start caplab's nodes elsewhere with --address and --jmx-port",
                 addr.port()
-            );
+            ))
+            .into());
         }
     }
     Ok(())

@@ -19,7 +19,7 @@ pub fn steps_text(exp: &Experiment) -> String {
     let steps = order::steps(
         exp.cells.len(),
         exp.file.measure.len(),
-        exp.file.repeats,
+        exp.file.repeats.min(),
         exp.file.order,
     );
     let mut out = format!(
@@ -49,6 +49,30 @@ pub fn steps_text(exp: &Experiment) -> String {
             exp.file.variants[at.variant].name,
             at.repeat,
             exp.file.measure[at.measurement].name
+        ));
+    }
+    let r = exp.file.repeats;
+    if r.is_auto() {
+        // The first rounds are listed; later ones repeat them, as many as the question needs.
+        most = most * r.max() / r.min();
+        out.push_str(&format!(
+            "  then rounds {} to {} like these, until every primary question is decided ({}){}\n",
+            r.min() + 1,
+            r.max(),
+            (0..exp.file.measure.len())
+                .map(|m| {
+                    exp.primary(m)
+                        .iter()
+                        .map(|k| format!("{k} ±{:.0} %", exp.effect(k) * 100.0))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+            exp.file
+                .budget
+                .map(|b| format!(" or the budget of {} is spent", humantime::format_duration(b)))
+                .unwrap_or_default()
         ));
     }
     let fmt = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs() / 60 * 60)).to_string();

@@ -36,6 +36,9 @@ pub struct ExperimentStep {
     pub steady_class: Option<crate::steady::Class>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<bool>,
+    /// Run again because the cell's step of this round was not steady.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replacement: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,9 +60,26 @@ pub struct ExperimentRecord {
     /// Server profiles of each variant against the baseline's (`server-profile:` runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profile_diffs: Vec<ProfileDiff>,
+    /// Why no further round ran (every question decided, the most repeats, the budget, a step
+    /// every step would repeat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 impl ExperimentRecord {
+    /// Rounds begun (the highest round of any step).
+    pub fn rounds(&self) -> u32 {
+        self.steps.iter().map(|s| s.at.repeat).max().unwrap_or(0)
+    }
+
+    /// Replacement steps of `at`'s (variant, measurement) so far.
+    pub fn replacements_of(&self, at: StepAt) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| s.replacement && s.at.variant == at.variant && s.at.measurement == at.measurement)
+            .count()
+    }
+
     pub fn save(&self, dir: &Path) -> Result<()> {
         write_json(&dir.join(EXPERIMENT_FILE), self)
     }

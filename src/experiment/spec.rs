@@ -9,7 +9,9 @@ use clap::Parser;
 use serde::{Deserialize, Serialize};
 use serde_norway::Value;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
+use super::question::{self, PRIMARY_CAPACITY, PRIMARY_RUN, Repeats};
 use crate::cluster::options::NodeOptions;
 use crate::measure::options::{CapacityOptions, RunOptions};
 use crate::workload::profile::from_yaml;
@@ -61,9 +63,21 @@ pub struct ExperimentFile {
     pub name: Option<String>,
     #[serde(default)]
     pub description: Option<String>,
-    /// Runs of every variant (a fresh JVM on fresh nodes each, with `fresh`).
-    #[serde(default = "three")]
-    pub repeats: u32,
+    /// Runs of every variant (a fresh JVM on fresh nodes each, with `fresh`): a number, `auto`
+    /// or `{min, max}` (rounds until the primary comparisons are decided).
+    #[serde(default)]
+    pub repeats: Repeats,
+    /// The longest the experiment may take: no round starts that would end after it.
+    #[serde(default, deserialize_with = "question::budget")]
+    pub budget: Option<Duration>,
+    /// The metrics that are the question (default: throughput and p99 for runs, capacity for
+    /// capacity searches): each gets a decision, and only these decide when auto repeats stop.
+    #[serde(default)]
+    pub primary: Option<Vec<String>>,
+    /// The smallest difference that matters, per metric (`{throughput: 5%, p99: 10%}`; the
+    /// defaults are `question::default_effect`'s).
+    #[serde(default, deserialize_with = "question::effects")]
+    pub effect: BTreeMap<String, f64>,
     #[serde(default)]
     pub order: Order,
     /// Wipe and start the variant's nodes before every step.
@@ -96,9 +110,6 @@ pub struct ExperimentFile {
     pub measure: Vec<Measurement>,
 }
 
-fn three() -> u32 {
-    3
-}
 fn yes() -> bool {
     true
 }
@@ -156,9 +167,7 @@ impl Experiment {
         if file.measure.is_empty() {
             bail!("{origin}: measure is empty: name at least one, e.g. measure: [{{name: insert, duration: 30s}}]");
         }
-        if file.repeats == 0 {
-            bail!("{origin}: repeats must be at least 1");
-        }
+        file.repeats.check().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         let mut names = std::collections::BTreeSet::new();
         for v in &file.variants {
             check_name(&v.name).map_err(|e| anyhow::anyhow!("{origin}: variant '{}': {e}", v.name))?;
@@ -173,12 +182,17 @@ impl Experiment {
                 bail!("{origin}: two measurements are named '{}'", m.name);
             }
         }
-        if let Some(asked) = &file.metrics {
-            let known = super::compare::metric_keys();
-            if let Some(bad) = asked.iter().find(|k| !known.contains(&k.as_str())) {
+        let metric_keys = super::compare::metric_keys();
+        let asked = [
+            ("metrics", file.metrics.clone().unwrap_or_default()),
+            ("primary", file.primary.clone().unwrap_or_default()),
+            ("effect", file.effect.keys().cloned().collect()),
+        ];
+        for (key, names) in asked {
+            if let Some(bad) = names.iter().find(|k| !metric_keys.contains(&k.as_str())) {
                 bail!(
-                    "{origin}: metrics: '{bad}' is not a metric (metrics: {})",
-                    known.join(", ")
+                    "{origin}: {key}: '{bad}' is not a metric (metrics: {})",
+                    metric_keys.join(", ")
                 );
             }
         }
@@ -236,15 +250,44 @@ impl Experiment {
         Ok(())
     }
 
-    /// `3 variant(s) x 2 measurement(s) x 3 repeat(s) = 18 steps`.
+    /// `3 variant(s) x 2 measurement(s) x 3 repeat(s) = 18 steps`, or with auto repeats
+    /// `... x 3 to 12 repeat(s) (until answered) = 18 to 72 steps`.
     pub fn shape(&self) -> String {
-        let steps = self.cells.len() * self.file.measure.len() * self.file.repeats as usize;
+        let per = self.cells.len() * self.file.measure.len();
+        let r = self.file.repeats;
+        let steps = if r.is_auto() {
+            format!("{} to {}", per * r.min() as usize, per * r.max() as usize)
+        } else {
+            (per * r.min() as usize).to_string()
+        };
         format!(
-            "{} variant(s) x {} measurement(s) x {} repeat(s) = {steps} steps",
+            "{} variant(s) x {} measurement(s) x {} repeat(s) = {steps} steps{}",
             self.cells.len(),
             self.file.measure.len(),
-            self.file.repeats
+            r.describe(),
+            self.file
+                .budget
+                .map(|b| format!(", budget {}", humantime::format_duration(b)))
+                .unwrap_or_default()
         )
+    }
+
+    /// The metrics that are measurement `m`'s question.
+    pub fn primary(&self, m: usize) -> Vec<String> {
+        match &self.file.primary {
+            Some(p) => p.clone(),
+            None if self.file.measure[m].capacity => PRIMARY_CAPACITY.iter().map(|s| s.to_string()).collect(),
+            None => PRIMARY_RUN.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// The smallest difference that matters for `metric`.
+    pub fn effect(&self, metric: &str) -> f64 {
+        self.file
+            .effect
+            .get(metric)
+            .copied()
+            .unwrap_or_else(|| question::default_effect(metric))
     }
 
     pub fn name(&self) -> String {

@@ -19,8 +19,10 @@
 
 //!
 //! The files: `load` reads what a step left on disk (`Observation`), `metrics` is the table of
-//! what is compared, `statistics` makes the figures and verdicts, `render` prints them.
+//! what is compared, `statistics` makes the figures and verdicts, `answer` decides the primary
+//! questions, `render` prints them.
 
+pub mod answer;
 pub mod load;
 pub mod metrics;
 pub mod render;
@@ -28,6 +30,7 @@ pub mod statistics;
 
 use serde::{Deserialize, Serialize};
 
+pub use answer::{Answer, Question};
 pub use load::{Observation, Series};
 pub use metrics::metric_keys;
 pub use statistics::{Ask, compare};
@@ -94,4 +97,7 @@ pub struct Comparison {
     #[serde(default)]
     pub excluded: Vec<Excluded>,
     pub rows: Vec<Row>,
+    /// The primary questions' answers (better, worse, equivalent, open).
+    #[serde(default)]
+    pub answers: Vec<Answer>,
 }

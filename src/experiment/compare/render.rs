@@ -52,6 +52,12 @@ impl Comparison {
                 s.push_str(&format!("  {} {}: {}\n", e.variant, e.dir, e.why));
             }
         }
+        if !self.answers.is_empty() {
+            s.push_str("Answers (the primary questions; decisions stay valid across rounds):\n");
+            for a in &self.answers {
+                s.push_str(&format!("  {}\n", a.line()));
+            }
+        }
         s.push_str(&format!(
             "{:<22} {:<14} {:>24} {:>22}  {}\n",
             "metric", "variant", "mean [95% CI]", "ratio [95% CI]", "verdict (adjusted p)"

@@ -3,6 +3,7 @@
 //! ratio to the baseline with its interval, Welch's test, Benjamini–Hochberg's correction over
 //! the measurement, and the verdict in words.
 
+use super::answer::{Answer, Question, answers};
 use super::load::Observation;
 use super::metrics::{Metric, metrics};
 use super::{Comparison, Excluded, Figure, Row};
@@ -24,6 +25,10 @@ pub struct Ask<'a> {
     pub tested: Option<&'a [String]>,
     /// Leave out runs whose window was not steady.
     pub steady_only: bool,
+    /// The question, when the comparison should answer it (primary metrics, effects, design).
+    pub question: Option<Question<'a>>,
+    /// Answers decided at earlier rounds, carried over as they were.
+    pub earlier: &'a [Answer],
 }
 
 /// The variants' observations that are compared, the runs left out, and per variant why it
@@ -55,6 +60,10 @@ pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], ask: 
             cell.verdict = verdict(cell, base_mean, ask.floor, better_up);
         }
     }
+    let answers = ask
+        .question
+        .map(|q| answers(&variants, ask.baseline, &q, ask.earlier))
+        .unwrap_or_default();
     Comparison {
         measurement: measurement.to_string(),
         baseline: variants[ask.baseline].0.clone(),
@@ -70,6 +79,7 @@ pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], ask: 
         steady_only: ask.steady_only,
         excluded,
         rows,
+        answers,
     }
 }
 
@@ -291,7 +301,7 @@ fn verdict(cell: &Figure, base_mean: Option<f64>, floor: f64, higher_is_better: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::compare::Series;
+    use crate::experiment::compare::{Question, Series};
     use crate::measure::capacity_report::CapacityReport;
     use crate::metrics::recorder::new_histogram;
 
@@ -320,6 +330,8 @@ mod tests {
                 floor: 0.02,
                 tested: None,
                 steady_only: true,
+                question: None,
+                earlier: &[],
             },
         );
         let cell = &cmp.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[0];
@@ -345,6 +357,8 @@ mod tests {
                 floor: 0.02,
                 tested: None,
                 steady_only: true,
+                question: None,
+                earlier: &[],
             },
         );
         let row = cmp.rows.iter().find(|r| r.metric == "capacity").unwrap();
@@ -367,6 +381,8 @@ mod tests {
                 floor: 0.02,
                 tested: None,
                 steady_only: true,
+                question: None,
+                earlier: &[],
             },
         );
         assert!(aa.rows.iter().all(|r| !r.cells[1].verdict.starts_with("significant")));
@@ -381,6 +397,8 @@ mod tests {
                 floor: 0.02,
                 tested: Some(&["p99".to_string()]),
                 steady_only: true,
+                question: None,
+                earlier: &[],
             },
         );
         let cell = &only.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
@@ -430,6 +448,58 @@ mod tests {
     }
 
     #[test]
+    fn the_primary_questions_are_answered_and_earlier_decisions_kept() {
+        use crate::stats::sequential::{Decision, Design};
+        let a: Vec<Observation> = [1000.0, 1012.0, 990.0, 1005.0]
+            .iter()
+            .map(|r| run("a", *r, None))
+            .collect();
+        let b: Vec<Observation> = [1500.0, 1490.0, 1520.0, 1507.0]
+            .iter()
+            .map(|r| run("b", *r, None))
+            .collect();
+        let primary = vec![("throughput".to_string(), 0.05), ("p99".to_string(), 0.10)];
+        let design = Design::new(0.05, 2, 3, 12);
+        let ask = |round, earlier| Ask {
+            baseline: 0,
+            floor: 0.02,
+            tested: None,
+            steady_only: true,
+            question: Some(Question {
+                primary: &primary,
+                design,
+                round,
+            }),
+            earlier,
+        };
+        let variants = [("a".to_string(), a), ("b".to_string(), b)];
+        let cmp = compare("insert", &variants, ask(4, &[]));
+        let t = &cmp.answers[0];
+        assert_eq!(
+            (t.metric.as_str(), t.decision),
+            ("throughput", Decision::Better),
+            "{t:?}"
+        );
+        let (lo, hi) = t.ci.unwrap();
+        assert!(lo < 1.5 && 1.5 < hi && (t.ratio.unwrap() - 1.5).abs() < 0.02, "{t:?}");
+        // Every p99 the same on both sides: no difference at all, so equivalent within ±10 %.
+        assert_eq!(cmp.answers[1].decision, Decision::Equivalent, "{:?}", cmp.answers[1]);
+        assert!(
+            cmp.render().contains("throughput of b: BETTER ×1.50"),
+            "{}",
+            cmp.render()
+        );
+        // Before the first look (round 2 of 3 to 12): open, with no interval yet.
+        let early = compare("insert", &variants, ask(2, &[]));
+        assert_eq!(early.answers[0].decision, Decision::Open);
+        // A decision carried from an earlier round stays as it was.
+        let mut kept = cmp.answers.clone();
+        kept[0].decision = Decision::Worse;
+        let again = compare("insert", &variants, ask(5, &kept));
+        assert_eq!(again.answers[0].decision, Decision::Worse);
+    }
+
+    #[test]
     fn runs_that_were_not_steady_are_left_out_and_named() {
         let a = vec![
             run("a1", 1000.0, Some("flat")),
@@ -449,6 +519,8 @@ mod tests {
                 floor: 0.02,
                 tested: None,
                 steady_only: true,
+                question: None,
+                earlier: &[],
             },
         );
         assert_eq!(
@@ -476,6 +548,8 @@ mod tests {
                 floor: 0.02,
                 tested: None,
                 steady_only: false,
+                question: None,
+                earlier: &[],
             },
         );
         assert_eq!((all.repeats.clone(), all.excluded.len()), (vec![3, 3], 0));
@@ -495,6 +569,8 @@ mod tests {
                 floor: 0.02,
                 tested: None,
                 steady_only: true,
+                question: None,
+                earlier: &[],
             },
         );
         let t = &cmp.rows.iter().find(|r| r.metric == "throughput").unwrap().cells[1];
@@ -525,6 +601,8 @@ mod tests {
                 floor: 0.02,
                 tested: None,
                 steady_only: true,
+                question: None,
+                earlier: &[],
             },
         );
         let c = &cmp.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
@@ -544,6 +622,8 @@ mod tests {
                 floor: 0.02,
                 tested: None,
                 steady_only: true,
+                question: None,
+                earlier: &[],
             },
         );
         let row = &cmp.rows[0];
