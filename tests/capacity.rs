@@ -67,6 +67,8 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
         "4s",
         "--precision",
         "20%",
+        "--confirm",
+        "6s",
         "-q",
         "--out",
         &dir("adaptive"),
@@ -106,6 +108,29 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
         "capacity {capacity}, lowest failure above {failed_above}, ceiling {ceiling}"
     );
 
+    // The capacity found was then held for 6 s: a confirmation step with its own results,
+    // and the capacity that stands is one that held (or none did, said so).
+    let confirmation = cap["confirmation"].as_array().expect("confirmation steps");
+    assert!(!confirmation.is_empty() && confirmation.len() <= 3, "{cap:#}");
+    assert_eq!(
+        confirmation[0]["rate"].as_f64(),
+        Some(capacity),
+        "the capacity found is held first"
+    );
+    let held = result_json(&lab.home.join("adaptive").join(confirmation[0]["dir"].as_str().unwrap()));
+    assert_eq!(
+        held["summary"]["operation_time_s"].as_f64(),
+        Some(6.0),
+        "held for --confirm"
+    );
+    match cap["confirmed"].as_f64() {
+        Some(c) => {
+            assert!(c <= capacity, "{cap:#}");
+            assert!(stdout(&o).contains("held for 6 s"), "{}", stdout(&o));
+        }
+        None => assert!(stdout(&o).contains("none confirmed"), "{}", stdout(&o)),
+    }
+
     a_sweep_prices_capacity_and_a_fresh_node_is_restarted(&lab, &hosts);
 }
 
@@ -121,6 +146,8 @@ fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted(lab: &Lab, hosts: &str)
         "1s",
         "--measure",
         "2s",
+        "--confirm",
+        "0s",
         "-q",
     ];
     let priced = [
@@ -164,6 +191,8 @@ fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted(lab: &Lab, hosts: &str)
         );
     }
     assert_eq!(cap["capacity"].as_f64(), Some(1000.0));
+    assert_eq!(cap["at_least"], true, "the highest rate of the sweep passed: {cap:#}");
+    assert!(stdout(&o).contains("Capacity: at least 1,000 op/s"), "{}", stdout(&o));
     assert_eq!(cap["cost"]["nodes_for_target"].as_f64(), Some(30.0));
     assert!(
         stdout(&o).contains("1.7280/h per 1k op/s of capacity; 10,000 op/s needs 30 nodes"),

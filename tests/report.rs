@@ -149,6 +149,8 @@ fn report_pages_show_what_was_measured() {
         "4s",
         "--sla",
         "p99<500ms/2s",
+        "--confirm",
+        "0s",
         "-q",
         "--out",
         &sweep,

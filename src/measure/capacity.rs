@@ -42,6 +42,8 @@ pub struct Capacity {
     pub warmup: Warmup,
     /// Each step's measured window.
     pub measure: Duration,
+    /// How long the capacity found is held to confirm it (zero: not confirmed).
+    pub confirm: Duration,
     /// Wipe and restart the local nodes before each step.
     pub fresh_node: bool,
     /// Populate before every step (otherwise once, before the first).
@@ -120,13 +122,22 @@ impl Capacity {
             plan.repeats(),
             cfg.out.display()
         ));
-        search(&mut plan, &mut report, &cfg.out, began, async |rate, repeat, label| {
-            let (result, record) = bench.step(rate, repeat, &label).await?;
-            Ok((StepEnd::of(&result), record))
-        })
+        let confirm = cfg.confirm;
+        search(
+            &mut plan,
+            &mut report,
+            &cfg.out,
+            began,
+            confirm,
+            async |rate, repeat, label, confirming| {
+                let measure = if confirming { confirm } else { cfg.measure };
+                let (result, record) = bench.step(rate, repeat, &label, measure).await?;
+                Ok((StepEnd::of(&result), record))
+            },
+        )
         .await?;
         if report.status == RunStatus::Completed {
-            report.cost = cfg.pricing.zip(report.capacity).and_then(|(p, cap)| cost(p, cap));
+            report.cost = cfg.pricing.zip(report.held()).and_then(|(p, cap)| cost(p, cap));
         }
         save(&mut report, &cfg.out, began)?;
         Ok(report)
@@ -164,6 +175,10 @@ impl Capacity {
             steps: Vec::new(),
             rates: Vec::new(),
             capacity: None,
+            at_least: false,
+            confirm_s: None,
+            confirmation: Vec::new(),
+            confirmed: None,
             highest_achieved_rate: 0.0,
             bracket: None,
             stopped_early: None,
@@ -192,19 +207,22 @@ impl StepEnd {
 }
 
 /// The search itself: the flat-out probe when the plan wants one, then every step the plan
-/// asks for, each run by `step` (rate, 0 flat out; repeat; label) and recorded in `report`,
-/// which is saved after each, until the plan has its answer (status completed, with the
-/// capacity) or a step ends the search (interrupted, or the cluster failed: its status).
+/// asks for, each run by `step` (rate, 0 flat out; repeat; label; whether it confirms) and
+/// recorded in `report`, which is saved after each, until the plan has its answer (status
+/// completed, with the capacity) or a step ends the search (interrupted, or the cluster failed:
+/// its status). With a `confirm` window, the capacity found is then held that long
+/// (`confirm_capacity`).
 async fn search(
     plan: &mut Plan,
     report: &mut CapacityReport,
     out: &Path,
     began: Instant,
-    mut step: impl AsyncFnMut(f64, u32, String) -> Result<(StepEnd, SearchStep)>,
+    confirm: Duration,
+    mut step: impl AsyncFnMut(f64, u32, String, bool) -> Result<(StepEnd, SearchStep)>,
 ) -> Result<()> {
     if plan.wants_probe() {
         say("Probe: flat out, to bound the search and measure the highest throughput");
-        let (end, record) = step(0.0, 1, "probe".into()).await?;
+        let (end, record) = step(0.0, 1, "probe".into(), false).await?;
         say(&format!("Probe: {} op/s flat out", group(record.achieved_rate)));
         plan.probed(record.achieved_rate);
         report.probe = Some(record);
@@ -219,7 +237,7 @@ async fn search(
             say(&format!("Trying {} op/s", group(next.rate)));
         }
         let label = format!("{}-r{}", next.rate as u64, next.repeat);
-        let (end, record) = step(next.rate, next.repeat, label).await?;
+        let (end, record) = step(next.rate, next.repeat, label, false).await?;
         say(&format!(
             "  {} op/s repeat {}/{}: {}",
             group(next.rate),
@@ -242,10 +260,62 @@ async fn search(
         save(report, out, began)?;
     }
     report.capacity = plan.capacity();
+    report.at_least = plan.capacity_is_a_lower_bound();
     report.stopped_early = plan.caveat();
+    if !confirm.is_zero() && report.capacity.is_some() {
+        report.confirm_s = Some(confirm.as_secs_f64());
+        if !confirm_capacity(plan, report, out, began, &mut step).await? {
+            return Ok(());
+        }
+    }
     report.status = RunStatus::Completed;
     save(report, out, began)
 }
+
+/// Holds the capacity found for the confirmation window; when it does not hold, steps down
+/// through the rates that passed below it (at most `CONFIRM_TRIES` in all) until one does.
+/// `report.confirmed` is the rate that held (None: none did). False when a step ended the search.
+async fn confirm_capacity(
+    plan: &Plan,
+    report: &mut CapacityReport,
+    out: &Path,
+    began: Instant,
+    step: &mut impl AsyncFnMut(f64, u32, String, bool) -> Result<(StepEnd, SearchStep)>,
+) -> Result<bool> {
+    let found = report.capacity.expect("confirmed only when found");
+    let mut candidates: Vec<f64> = plan
+        .rates()
+        .iter()
+        .filter(|r| r.pass && r.rate <= found)
+        .map(|r| r.rate)
+        .collect();
+    candidates.sort_by(|a, b| b.total_cmp(a));
+    candidates.dedup();
+    for rate in candidates.into_iter().take(CONFIRM_TRIES) {
+        say(&format!(
+            "Confirming {} op/s for {}",
+            group(rate),
+            humantime::format_duration(Duration::from_secs_f64(report.confirm_s.unwrap_or(0.0)))
+        ));
+        let (end, record) = step(rate, 1, format!("{}-confirm", rate as u64), true).await?;
+        say(&format!("  {} op/s held: {}", group(rate), record.describe()));
+        let pass = record.pass;
+        report.confirmation.push(record);
+        if ended(&end, report) {
+            save(report, out, began)?;
+            return Ok(false);
+        }
+        save(report, out, began)?;
+        if pass {
+            report.confirmed = Some(rate);
+            return Ok(true);
+        }
+    }
+    Ok(true)
+}
+
+/// Confirmation steps at most: the capacity found and the next two rates that passed below it.
+const CONFIRM_TRIES: usize = 3;
 
 /// What the capacity found costs at `p`'s price, and how many nodes `p`'s target needs.
 fn cost(p: Pricing, capacity: f64) -> Option<Cost> {
@@ -294,8 +364,14 @@ impl Bench<'_> {
     }
 
     /// Runs one step at `rate` (0: flat out) and records it.
-    async fn step(&mut self, rate: f64, repeat: u32, label: &str) -> Result<(RunResult, SearchStep)> {
-        let engine = self.engine(rate);
+    async fn step(
+        &mut self,
+        rate: f64,
+        repeat: u32,
+        label: &str,
+        measure: Duration,
+    ) -> Result<(RunResult, SearchStep)> {
+        let engine = self.cfg.load.engine(rate, Some(measure), None, self.cfg.warmup);
         if self.cfg.fresh_node {
             self.restart_fresh().await?;
         } else if self.cfg.populate_each && !self.cfg.no_populate {
@@ -418,7 +494,8 @@ mod tests {
             &mut report,
             out.path(),
             Instant::now(),
-            async |rate, repeat, _| {
+            Duration::ZERO,
+            async |rate, repeat, _, _| {
                 rates.push(rate);
                 Ok(server(rate, repeat, RunStatus::Completed))
             },
@@ -455,7 +532,8 @@ mod tests {
             &mut report,
             out.path(),
             Instant::now(),
-            async |rate, repeat, _| {
+            Duration::ZERO,
+            async |rate, repeat, _, _| {
                 n += 1;
                 let status = if n == 2 {
                     RunStatus::Interrupted
@@ -483,12 +561,77 @@ mod tests {
             &mut report,
             out.path(),
             Instant::now(),
-            async |rate, repeat, _| Ok(server(rate, repeat, RunStatus::Failed)),
+            Duration::ZERO,
+            async |rate, repeat, _, _| Ok(server(rate, repeat, RunStatus::Failed)),
         )
         .await
         .unwrap();
         assert_eq!((report.status, report.steps.len()), (RunStatus::Failed, 0));
         assert!(report.probe.is_some());
+    }
+
+    #[tokio::test]
+    async fn the_capacity_found_is_confirmed_or_stepped_down_until_a_rate_holds() {
+        // A server that meets the SLA up to 6,000 op/s in 30 s steps, but holds only 4,500 for
+        // the two-minute confirmation (a once-a-minute pause a short step can miss).
+        let (mut report, out) = start();
+        let mut plan = Plan::sweep(vec![2_000.0, 3_000.0, 4_000.0, 5_000.0, 6_000.0, 7_000.0], 1);
+        let mut confirmed_at = Vec::new();
+        search(
+            &mut plan,
+            &mut report,
+            out.path(),
+            Instant::now(),
+            Duration::from_secs(120),
+            async |rate, repeat, _, confirming| {
+                let (end, mut step) = server(rate, repeat, RunStatus::Completed);
+                if confirming {
+                    confirmed_at.push(rate);
+                    step.pass = rate <= 4_500.0;
+                }
+                Ok((end, step))
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            confirmed_at,
+            [6_000.0, 5_000.0, 4_000.0],
+            "down through the rates that passed"
+        );
+        assert_eq!(
+            (report.capacity, report.confirmed, report.held()),
+            (Some(6_000.0), Some(4_000.0), Some(4_000.0))
+        );
+        assert_eq!(report.confirmation.len(), 3);
+        assert!(!report.at_least, "7,000 failed above it");
+        assert_eq!(
+            report.capacity_text(),
+            "4,000 op/s (held for 120 s; the search found 6,000 op/s, which did not hold)"
+        );
+        assert!(report.render().contains("pass (confirmation)"), "{}", report.render());
+        assert_eq!(report.exit_code(), 0);
+
+        // A sweep whose highest rate passed found only a lower bound.
+        let (mut report, out) = start();
+        let mut plan = Plan::sweep(vec![500.0, 1_000.0], 1);
+        search(
+            &mut plan,
+            &mut report,
+            out.path(),
+            Instant::now(),
+            Duration::from_secs(120),
+            async |rate, repeat, _, _| Ok(server(rate, repeat, RunStatus::Completed)),
+        )
+        .await
+        .unwrap();
+        assert!(report.at_least);
+        assert_eq!(report.capacity_text(), "at least 1,000 op/s, confirmed: held for 120 s");
+        assert!(
+            report.render().contains("Capacity: at least 1,000 op/s"),
+            "{}",
+            report.render()
+        );
     }
 
     #[test]

@@ -144,7 +144,22 @@ pub struct CapacityReport {
     pub probe: Option<SearchStep>,
     pub steps: Vec<SearchStep>,
     pub rates: Vec<RateResult>,
+    /// The highest rate that passed every repeat of the search.
     pub capacity: Option<f64>,
+    /// No rate above the capacity failed (the search or sweep never found the limit): the
+    /// capacity is at least that.
+    #[serde(default)]
+    pub at_least: bool,
+    /// The confirmation window (`--confirm`), when the capacity was confirmed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_s: Option<f64>,
+    /// The confirmation steps: the capacity held for the window, then lower rates that had
+    /// passed, until one held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmation: Vec<SearchStep>,
+    /// The rate that held for the confirmation window (None: none did, or not confirmed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<f64>,
     pub highest_achieved_rate: f64,
     pub bracket: Option<String>,
     pub stopped_early: Option<String>,
@@ -158,10 +173,41 @@ impl CapacityReport {
     /// interrupted.
     pub fn exit_code(&self) -> u8 {
         match self.status {
-            RunStatus::Completed if self.capacity.is_some() => 0,
+            RunStatus::Completed if self.held().is_some() => 0,
             RunStatus::Completed => 1,
             RunStatus::Interrupted => super::signal::exit_code(self.interrupted_by.as_deref()),
             s => s.exit_code(),
+        }
+    }
+
+    /// The capacity as it stands: the confirmed rate when the search confirmed it (None when no
+    /// rate held), else the search's capacity.
+    pub fn held(&self) -> Option<f64> {
+        if self.confirm_s.is_some() {
+            self.confirmed
+        } else {
+            self.capacity
+        }
+    }
+
+    /// The capacity line: `16,000 op/s, held for 2m`, `at least 1,000 op/s`, or why there is none.
+    pub fn capacity_text(&self) -> String {
+        let at_least = if self.at_least { "at least " } else { "" };
+        let found = |c: f64| format!("{at_least}{} op/s", group(c));
+        match (self.capacity, self.confirm_s, self.confirmed) {
+            (None, _, _) => "none found: no rate tried met the SLA".into(),
+            (Some(c), None, _) => format!("{} (the highest rate that passed every repeat)", found(c)),
+            (Some(c), Some(w), Some(h)) if h == c => format!("{}, confirmed: held for {w:.0} s", found(c)),
+            (Some(c), Some(w), Some(h)) => format!(
+                "{} (held for {w:.0} s; the search found {} op/s, which did not hold)",
+                found(h),
+                group(c)
+            ),
+            (Some(c), Some(w), None) => format!(
+                "none confirmed: the search found {} op/s, and neither it nor the rates below that passed held for \
+                 {w:.0} s",
+                group(c)
+            ),
         }
     }
 
@@ -184,7 +230,8 @@ impl CapacityReport {
             s.push_str(&format!("  {:>14}", format!("{} max", o.label)));
         }
         s.push_str("  verdict\n");
-        for st in &self.steps {
+        let confirming = self.steps.len();
+        for (i, st) in self.steps.iter().chain(&self.confirmation).enumerate() {
             s.push_str(&format!(
                 "{:>12}  {:>6}  {:>12}",
                 group(st.rate),
@@ -198,6 +245,9 @@ impl CapacityReport {
                 }
             }
             s.push_str(if st.pass { "  pass" } else { "  FAIL" });
+            if i >= confirming {
+                s.push_str(" (confirmation)");
+            }
             if let Some(a) = st.availability {
                 s.push_str(&format!("  availability {:.2} %", a * 100.0));
                 match (st.recovered, st.recovery_s) {
@@ -224,11 +274,7 @@ impl CapacityReport {
                 },
                 self.steps.len() + usize::from(self.probe.is_some())
             )),
-            (_, Some(c)) => s.push_str(&format!(
-                "Capacity: {} op/s (the highest rate that passed every repeat)\n",
-                group(c)
-            )),
-            (_, None) => s.push_str("Capacity: none found: no rate tried met the SLA\n"),
+            _ => s.push_str(&format!("Capacity: {}\n", self.capacity_text())),
         }
         if let Some(why) = &self.stopped_early {
             s.push_str(&format!("Note: {why}\n"));

@@ -363,6 +363,10 @@ pub struct CapacityOptions {
     /// Measured window of each step.
     #[arg(long, value_parser = parse_duration, default_value = "60s")]
     pub measure: Duration,
+    /// Hold the capacity found this long to confirm it, stepping down through the rates that
+    /// passed until one holds (default: 12 of the SLA's windows, 2m at 10 s windows; 0 to skip).
+    #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+    pub confirm: Option<Duration>,
     /// Runs per rate; a rate passes only if every repeat passes (later repeats are skipped
     /// once one fails).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]

@@ -22,6 +22,9 @@ struct SearchStepView {
 struct Page<'a> {
     report: &'a CapacityReport,
     steps: Vec<SearchStepView>,
+    /// The capacity as it stands (confirmed, when confirmed) and the line that says so.
+    held: Option<f64>,
+    capacity_text: String,
 }
 
 #[derive(Serialize)]
@@ -74,6 +77,7 @@ pub fn step_dirs(dir: &Path, report: &CapacityReport) -> Vec<PathBuf> {
         .probe
         .iter()
         .chain(&report.steps)
+        .chain(&report.confirmation)
         .map(|s| step_dir(dir, s))
         .collect()
 }
@@ -81,7 +85,14 @@ pub fn step_dirs(dir: &Path, report: &CapacityReport) -> Vec<PathBuf> {
 pub fn page(dir: &Path, report: &CapacityReport) -> Result<String> {
     let labels: Vec<String> = report.sla.objectives.iter().map(|o| o.label.clone()).collect();
     let mut steps = Vec::new();
-    for (i, s) in report.probe.iter().chain(&report.steps).enumerate() {
+    let searched = usize::from(report.probe.is_some()) + report.steps.len();
+    for (i, s) in report
+        .probe
+        .iter()
+        .chain(&report.steps)
+        .chain(&report.confirmation)
+        .enumerate()
+    {
         let worst = report
             .sla
             .objectives
@@ -95,6 +106,8 @@ pub fn page(dir: &Path, report: &CapacityReport) -> Result<String> {
             .collect();
         let name = if i == 0 && report.probe.is_some() {
             "probe".to_string()
+        } else if i >= searched {
+            format!("confirm {}", i + 1 - searched)
         } else {
             (i + usize::from(report.probe.is_none())).to_string()
         };
@@ -125,9 +138,15 @@ pub fn page(dir: &Path, report: &CapacityReport) -> Result<String> {
         kind: "capacity",
         objective: labels.first().cloned().unwrap_or_default(),
         bound: first.map_or(0.0, |o| o.bound.as_secs_f64() * 1e3),
-        capacity: report.capacity,
+        capacity: report.held(),
         points,
     };
     let title = format!("caplab capacity: {} ({})", report.workload, super::run::label(dir));
-    html::render("capacity.html", &title, Page { report, steps }, &data)
+    let page = Page {
+        report,
+        steps,
+        held: report.held(),
+        capacity_text: report.capacity_text(),
+    };
+    html::render("capacity.html", &title, page, &data)
 }

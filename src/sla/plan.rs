@@ -192,6 +192,13 @@ impl Plan {
         }
     }
 
+    /// Whether no rate above the capacity failed: the search (or sweep) never found where the
+    /// service level breaks, so the capacity is only a lower bound.
+    pub fn capacity_is_a_lower_bound(&self) -> bool {
+        self.capacity()
+            .is_some_and(|cap| !self.rates.iter().any(|r| !r.pass && r.rate > cap))
+    }
+
     /// The adaptive search's bracket, as words.
     pub fn bracket(&self) -> Option<String> {
         match &self.mode {

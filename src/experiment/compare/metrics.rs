@@ -104,7 +104,7 @@ pub fn metric_keys() -> Vec<&'static str> {
 fn client_metrics() -> Vec<Metric> {
     vec![
         Metric::higher("capacity", "capacity", "op/s", |o| match o {
-            Observation::Capacity(c) => c.capacity,
+            Observation::Capacity(c) => c.held(),
             _ => None,
         }),
         Metric::higher("highest_rate", "highest throughput", "op/s", |o| match o {
