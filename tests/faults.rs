@@ -5,9 +5,7 @@
 
 mod common;
 
-use common::{
-    Args, Lab, Scenarios, fails, jvm_lock, ok, result_json, signal, stderr, stdout, wait_for_seconds, wait_until,
-};
+use common::{Args, Lab, Scenarios, fails, jvm_lock, ok, result_json, signal, stderr, stdout, wait_for_seconds};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
@@ -314,9 +312,16 @@ fn unavailable_at_quorum(lab: &Lab, hosts: &str) {
     ok(lab.caplab(&["node", "stop", "node2", "node3", "--no-drain", "--timeout", "20"]));
     // Until node1's failure detector marks them down, writes time out instead: asks node1
     // until it answers a QUORUM write with Unavailable.
-    wait_until("node1 sees node2 and node3 down", Duration::from_secs(90), || {
-        quorum_write_error(hosts).is_some_and(|e| e.contains("Unavailable"))
-    });
+    let began = std::time::Instant::now();
+    let mut last = quorum_write_error(hosts);
+    while !last.as_deref().is_some_and(|e| e.contains("Unavailable")) {
+        assert!(
+            began.elapsed() < Duration::from_secs(90),
+            "node1 did not answer a QUORUM write with Unavailable within 90 s; its last answer: {last:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        last = quorum_write_error(hosts);
+    }
     let o = lab.run(
         "quorum",
         &[
@@ -372,11 +377,17 @@ fn fault_run(lab: &Lab, hosts: &str, name: &str, extra: &[&str]) -> Output {
 /// The error of one QUORUM write to rf3 coordinated by the node at `hosts` (None: it succeeded).
 fn quorum_write_error(hosts: &str) -> Option<String> {
     use scylla::client::session_builder::SessionBuilder;
+    use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
     use scylla::statement::{Consistency, Statement};
     common::runtime().block_on(async {
         let s = SessionBuilder::new().known_node(hosts).build().await.ok()?;
         let mut st = Statement::new("INSERT INTO rf3.e1_insert (pk, ck, v1) VALUES ('probe', 'probe', 'x')");
         st.set_consistency(Consistency::Quorum);
+        // Sent to node1 itself (the others are stopped): what comes back is node1's answer.
+        st.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
+            NodeIdentifier::NodeAddress(hosts.parse().ok()?),
+            None,
+        )));
         st.set_request_timeout(Some(Duration::from_secs(3)));
         s.query_unpaged(st, ()).await.err().map(|e| format!("{e:?}"))
     })

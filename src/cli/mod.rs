@@ -6,6 +6,7 @@ pub mod merge;
 pub mod node;
 pub mod report;
 pub mod run;
+pub mod steady;
 pub mod workloads;
 
 use clap::{Parser, Subcommand};
@@ -51,6 +52,9 @@ pub enum Command {
     Merge(merge::MergeArgs),
     /// Write the HTML page of results on disk (DIR/report.html), or overlay several runs.
     Report(report::ReportArgs),
+    /// Judge a run's measured window again from its files, or each consecutive window of a
+    /// length within it (how often windows of that length are flat here).
+    Steady(steady::SteadyArgs),
     /// List the built-in workloads, or print one's profile.
     Workloads {
         #[command(subcommand)]
@@ -77,6 +81,7 @@ impl Cli {
             Command::Compare(args) => experiment::compare(args),
             Command::Merge(args) => merge::run(args),
             Command::Report(args) => report::run(args),
+            Command::Steady(args) => steady::run(args),
             Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }
     }

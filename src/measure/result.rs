@@ -306,6 +306,42 @@ impl RunResult {
         all
     }
 
+    /// The measured window's seconds as the steady-state verdict reads them, from the interval
+    /// log in `dir`: successes per second (`<op>.ok`), and p50 and p99 of every due operation
+    /// (the untagged histogram). Seconds shorter than half a second (a partial last one) are
+    /// left out; `at_s` counts from the window's first second.
+    pub fn seconds(&self, dir: &Path) -> Result<Vec<crate::steady::Second>> {
+        use std::collections::BTreeMap;
+        // Per interval start (ms): length, successes, p50, p99.
+        let mut at: BTreeMap<u64, (f64, f64, Option<f64>, Option<f64>)> = BTreeMap::new();
+        crate::metrics::hdrlog::each(&dir.join(&self.files.hdr_log), |l| {
+            let secs = l.length.as_secs_f64();
+            if secs < 0.5 {
+                return Ok(());
+            }
+            let s = at.entry(l.start.as_millis() as u64).or_insert((secs, 0.0, None, None));
+            match l.tag.as_deref() {
+                None if !l.histogram.is_empty() => {
+                    s.2 = Some(l.histogram.value_at_quantile(0.5) as f64 / 1e6);
+                    s.3 = Some(l.histogram.value_at_quantile(0.99) as f64 / 1e6);
+                }
+                Some(t) if TagKind::Ok.is(t) => s.1 += l.histogram.len() as f64,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        let first = at.keys().next().copied().unwrap_or(0);
+        Ok(at
+            .into_iter()
+            .map(|(ms, (secs, ok, p50_ms, p99_ms))| crate::steady::Second {
+                at_s: (ms - first) as f64 / 1000.0,
+                ops_per_s: ok / secs,
+                p50_ms,
+                p99_ms,
+            })
+            .collect())
+    }
+
     /// Successful operations per second over the measured window.
     pub fn achieved_rate(&self) -> f64 {
         self.summary.as_ref().map_or(0.0, |s| s.total.op_rate)

@@ -3,11 +3,9 @@
 
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::measure::{CapacityReport, RunResult};
-use crate::metrics::hdrlog::{self, TagKind};
 
 /// A run's per-second values over its measured window.
 #[derive(Debug, Clone, Default)]
@@ -41,10 +39,18 @@ impl Observation {
         if dir.join(crate::measure::result::CAPACITY_FILE).exists() {
             return Ok(Observation::Capacity(Box::new(CapacityReport::load(dir)?)));
         }
-        let result = RunResult::load(dir)?;
+        let mut result = RunResult::load(dir)?;
         let response = result.response_histogram();
-        let series =
-            series(dir, &result).with_context(|| format!("cannot read the per-second series of {}", dir.display()))?;
+        let seconds = result
+            .seconds(dir)
+            .with_context(|| format!("cannot read the per-second series of {}", dir.display()))?;
+        if result.steady_state.is_none() {
+            // Written before verdicts existed: judged now, from its seconds, never assumed steady.
+            let mut verdict = crate::steady::judge(&seconds);
+            verdict.summary = format!("{} (judged when compared: the result had no verdict)", verdict.summary);
+            result.steady_state = Some(verdict);
+        }
+        let series = series(&seconds, &result);
         Ok(Observation::Run {
             dir: dir.display().to_string(),
             result: Box::new(result),
@@ -67,37 +73,23 @@ impl Observation {
     }
 }
 
-/// The measured window's per-second throughput and percentiles (from the interval log) and
-/// server CPU and GC pause time (from the server's timeline). Seconds shorter than half a
-/// second (a partial last one) are left out.
-fn series(dir: &Path, r: &RunResult) -> Result<Series> {
+/// The measured window's per-second throughput and percentiles (its `seconds`, as the
+/// steady-state verdict reads them) and server CPU and GC pause time (from the server's
+/// timeline).
+fn series(seconds: &[crate::steady::Second], r: &RunResult) -> Series {
     let mut s = Series::default();
-    // Per interval: the untagged histogram, then its tags; an interval is known by its start.
-    let mut ok_at: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
-    hdrlog::each(&dir.join(&r.files.hdr_log), |l| {
-        let key = l.start.as_millis() as u64;
-        let secs = l.length.as_secs_f64();
-        if secs < 0.5 {
-            return Ok(());
+    for sec in seconds {
+        s.throughput.push(sec.ops_per_s);
+        if let (Some(p50), Some(p99)) = (sec.p50_ms, sec.p99_ms) {
+            s.p50.push(p50);
+            s.p99.push(p99);
         }
-        match l.tag.as_deref() {
-            None => {
-                s.p50.push(l.histogram.value_at_quantile(0.5) as f64 / 1e6);
-                s.p99.push(l.histogram.value_at_quantile(0.99) as f64 / 1e6);
-            }
-            Some(t) if TagKind::Ok.is(t) => {
-                ok_at.entry(key).or_insert((0.0, secs)).0 += l.histogram.len() as f64;
-            }
-            _ => {}
-        }
-        Ok(())
-    })?;
-    s.throughput = ok_at.values().map(|(n, secs)| n / secs).collect();
+    }
     if let Some(server) = &r.server {
         for sec in server.timeline.iter().filter(|s| s.measured && s.length_s >= 0.5) {
             s.server_cpu.push(sec.server_cpu_cores);
             s.gc_pause_ms.push(sec.gc_pause_ms);
         }
     }
-    Ok(s)
+    s
 }
