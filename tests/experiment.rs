@@ -196,6 +196,28 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
         "{t}"
     );
     assert_eq!(t["verdict"], "significant, better", "{t}");
+    // The question's answer: twice the rate is better, decided at the one look of 3 repeats.
+    let answers = doc["comparison"][0]["answers"].as_array().unwrap();
+    let a = answers.iter().find(|a| a["metric"] == "throughput").unwrap();
+    assert_eq!(
+        (a["variant"].as_str(), a["decision"].as_str()),
+        (Some("r1000"), Some("better")),
+        "{a}"
+    );
+    assert_eq!(doc["stopped"], "3 repeats, as the file asks");
+    // --check from this run: how many repeats the question needs at the spreads it measured.
+    let o = ok(lab.caplab(&[
+        "experiment",
+        file.to_str().unwrap(),
+        "--check",
+        "--from",
+        out.to_str().unwrap(),
+    ]));
+    assert!(
+        stdout(&o).contains("throughput of r1000: BETTER") && stdout(&o).contains("To decide every primary question"),
+        "{}",
+        stdout(&o)
+    );
 
     // `caplab compare` on the same directory gives the same comparison.
     let o = ok(lab.caplab(&["compare", out.to_str().unwrap(), "--json"]));

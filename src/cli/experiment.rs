@@ -31,6 +31,10 @@ pub struct ExperimentArgs {
     /// in order and an estimate of the time. Starts nothing.
     #[arg(long, requires = "file", conflicts_with_all = ["out", "force", "resume"])]
     pub check: bool,
+    /// With --check: estimate the repeats and time the question needs from an earlier run of
+    /// the same file (its experiment directory), at the spreads it measured.
+    #[arg(long, value_name = "DIR", requires = "check")]
+    pub from: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -67,6 +71,9 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
             exp.check_here()?;
             if args.check {
                 print!("{}", experiment::check::steps_text(&exp));
+                if let Some(dir) = &args.from {
+                    println!("{}", experiment::check::estimate_from(&exp, dir)?);
+                }
                 return Ok(0);
             }
             let out = match &args.out {

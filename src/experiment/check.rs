@@ -99,6 +99,78 @@ pub fn steps_text(exp: &Experiment) -> String {
     out
 }
 
+/// The repeats and time `exp`'s question needs, at the spreads an earlier run of it measured
+/// (its experiment directory `dir`): for every primary question, the round it was decided at
+/// there, or about how many repeats per variant would decide it; then the most of those, and
+/// the time at that run's mean step time.
+pub fn estimate_from(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<String> {
+    let record = super::record::ExperimentRecord::load(dir)?;
+    let earlier = Experiment::parse(&record.text, &record.origin)?;
+    if earlier
+        .file
+        .variants
+        .iter()
+        .map(|v| &v.name)
+        .ne(exp.file.variants.iter().map(|v| &v.name))
+        || earlier
+            .file
+            .measure
+            .iter()
+            .map(|m| &m.name)
+            .ne(exp.file.measure.iter().map(|m| &m.name))
+    {
+        anyhow::bail!(
+            "{} ran other variants or measurements than {}: estimate from a run of the same file",
+            dir.display(),
+            exp.origin
+        );
+    }
+    let comparisons = super::comparisons(exp, &record, dir);
+    let mut lines = vec![format!(
+        "From {} ({} rounds run there):",
+        dir.display(),
+        record.rounds()
+    )];
+    let mut needed = exp.file.repeats.min() as usize;
+    let mut unknown = false;
+    for c in &comparisons {
+        for a in &c.answers {
+            let n = if a.decision.decided() { Some(a.round) } else { a.more };
+            match n {
+                Some(n) => needed = needed.max(n),
+                None => unknown = true,
+            }
+            lines.push(format!(
+                "  {} {}: {} at the spread measured there",
+                c.measurement,
+                a.line(),
+                match (a.decision.decided(), n) {
+                    (true, _) => format!("decided at round {}", a.round),
+                    (false, Some(n)) => format!("about {n} repeats per variant to decide"),
+                    (false, None) => "more than 100 repeats per variant to decide".into(),
+                }
+            ));
+        }
+    }
+    let timed: Vec<f64> = record.steps.iter().filter_map(|s| s.elapsed_s).collect();
+    let per_round =
+        timed.iter().sum::<f64>() / timed.len().max(1) as f64 * (exp.cells.len() * exp.file.measure.len()) as f64;
+    let time = humantime::format_duration(Duration::from_secs((per_round * needed as f64) as u64 / 60 * 60));
+    lines.push(if unknown {
+        format!(
+            "To decide every primary question: more than 100 repeats for some; the others need about {needed} \
+             repeats per variant ({time} at {:.0} s a round)",
+            per_round
+        )
+    } else {
+        format!(
+            "To decide every primary question: about {needed} repeats per variant, {time} (at {:.0} s a round, as there)",
+            per_round
+        )
+    });
+    Ok(lines.join("\n"))
+}
+
 /// What a step measures, and the least and most time it takes (None: a capacity search).
 fn describe(what: &What) -> (String, Option<(Duration, Duration)>) {
     match what {

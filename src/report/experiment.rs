@@ -7,7 +7,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::html;
+use super::answers;
+use super::html::{self, esc};
 use super::series::{Curve, RunSeries, curve};
 use crate::experiment::compare::{Comparison, Row};
 use crate::experiment::record::ExperimentRecord;
@@ -40,6 +41,8 @@ struct MeasurementView {
     comparison: Option<Comparison>,
     /// One SVG per metric.
     bars: Vec<String>,
+    /// Each primary question's answer in words and its narrowing drawn.
+    answers: Vec<(String, Option<String>)>,
     has_distribution: bool,
     steps: Vec<ExperimentStepView>,
 }
@@ -180,13 +183,6 @@ fn number(v: f64) -> String {
     }
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 pub fn page(dir: &Path, record: &ExperimentRecord) -> Result<String> {
     let file: Option<ExperimentFile> = serde_norway::from_str(&record.text).ok();
     let variant_names: Vec<String> = file
@@ -282,10 +278,16 @@ pub fn page(dir: &Path, record: &ExperimentRecord) -> Result<String> {
             .iter()
             .map(|(v, h)| curve(variant_names.get(*v).map_or("?", |n| n.as_str()), h))
             .collect();
+        let answers = comparison
+            .iter()
+            .flat_map(|c| &c.answers)
+            .map(|a| (a.line(), answers::narrowing(a)))
+            .collect();
         views.push(MeasurementView {
             name: name.clone(),
             comparison,
             bars,
+            answers,
             has_distribution: !distribution.is_empty(),
             steps,
         });

@@ -59,6 +59,14 @@ fn bytes(v: f64) -> String {
 
 /// JSON to embed in a `<script type="application/json">`: `<` escaped so no `</script>` in a
 /// profile name or CQL text can end the element.
+/// Text made safe inside an SVG or HTML element or attribute Rust writes itself.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
 pub fn embed_json<T: Serialize>(value: &T) -> Result<String> {
     Ok(serde_json::to_string(value)?.replace('<', "\\u003c"))
 }

@@ -7,6 +7,7 @@
 //! the interactive charts with uPlot, embedded in the binary, so the page opens offline and
 //! makes no network request (its Content-Security-Policy forbids any).
 
+mod answers;
 mod capacity;
 mod experiment;
 mod html;
