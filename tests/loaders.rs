@@ -24,6 +24,9 @@ fn loaders_start_together_merge_exactly_and_survive_their_orchestrator() {
     ok(lab.start(&[]));
     let mut s = Scenarios::new();
     s.run("three loaders merged exactly", || merged_loaders(&lab));
+    s.run("loaders with an automatic warm-up agree on when to measure", || {
+        agreed_warm_up(&lab)
+    });
     s.run("signals stop a run once and keep it", || signals(&lab));
     s.finish();
 }
@@ -245,6 +248,71 @@ fn histogram(text: &str) -> Histogram<u64> {
     use base64::Engine;
     let raw = base64::engine::general_purpose::STANDARD.decode(text).unwrap();
     Deserializer::new().deserialize(&mut raw.as_slice()).unwrap()
+}
+
+/// Three loaders, started 1 s apart at one `--start-at`, each with an automatic warm-up: each
+/// settles on its own, but all start measuring in the same second (they agree in the cluster's
+/// `caplab_loaders.settled`), so the merge has no partial second and exits 0.
+fn agreed_warm_up(lab: &Lab) {
+    let hosts = lab.cql();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let start = (now + 8).to_string();
+    let mut children = Vec::new();
+    for i in 1..=3 {
+        let out = lab.dir(&format!("agreed{i}"));
+        let slice = format!("{i}/3");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_caplab"));
+        cmd.args([
+            "run",
+            "--hosts",
+            &hosts,
+            "-q",
+            "--rate",
+            "1000",
+            "--warmup",
+            "auto",
+            "--warmup-max",
+            "120s",
+        ])
+        .args([
+            "--duration",
+            "8s",
+            "--start-at",
+            &start,
+            "--loader",
+            &slice,
+            "--out",
+            &out,
+        ])
+        .env("CAPLAB_HOME", &lab.home);
+        children.push(cmd.output_async());
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let loaders: Vec<Value> = children
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let o = c.join().unwrap();
+            assert!(o.status.success(), "loader {}: {}", i + 1, common::stderr(&o));
+            result_json(&lab.home.join(format!("agreed{}", i + 1)))
+        })
+        .collect();
+    let warm: Vec<f64> = loaders
+        .iter()
+        .map(|l| l["warmup"]["length_s"].as_f64().unwrap())
+        .collect();
+    assert!(
+        warm.iter().all(|w| *w == warm[0]) && loaders.iter().all(|l| l["warmup"]["settled"] == true),
+        "every loader settled and measured from the same second: {warm:?}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_caplab"))
+        .args(["merge", "agreed1", "agreed2", "agreed3", "--out", "agreed-merged"])
+        .current_dir(&lab.home)
+        .output()
+        .unwrap();
+    let o = ok(o);
+    let doc = result_json(&lab.home.join("agreed-merged"));
+    assert_eq!(doc["merged"]["partial"], serde_json::json!([]), "{}", stdout(&o));
 }
 
 /// A child process's output, collected on a thread.

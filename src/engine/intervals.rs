@@ -19,11 +19,21 @@ pub trait IntervalSink {
     fn interval(&mut self, interval: &Interval) -> Result<()>;
 
     /// During an automatic warm-up, asked after each warm-up interval: whether what it has
-    /// seen has settled, so the measured window may begin. A sink that does not judge never
-    /// settles (warm-up then lasts its maximum).
-    fn settled(&mut self) -> bool {
-        false
+    /// seen has settled, so the measured window may begin, and when. A sink that does not judge
+    /// never settles (warm-up then lasts its maximum).
+    fn settled(&mut self) -> Settled {
+        Settled::Not
     }
+}
+
+/// Whether an automatic warm-up may end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    Not,
+    /// At the next interval boundary.
+    Now,
+    /// At this boundary, after the anchor (loaders that agreed on when to start measuring).
+    At(Duration),
 }
 
 /// One interval's shards, as swapped out of the recorder, and its place in time.
@@ -56,8 +66,9 @@ pub struct IntervalThread<S> {
     op_types: usize,
 }
 
-/// Called once, from the interval thread, when the sink says an automatic warm-up has settled.
-pub type OnSettled = Box<dyn FnOnce() + Send>;
+/// Called once, from the interval thread, when the sink says an automatic warm-up has settled:
+/// with when the measured span starts (after the anchor), or None for the next boundary.
+pub type OnSettled = Box<dyn FnOnce(Option<Duration>) + Send>;
 
 impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
     /// With `on_settled`, the sink is asked after every warm-up interval whether warm-up may
@@ -121,12 +132,15 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
                         let _ = error_tx.send(e.clone());
                         error = Some(e);
                     }
-                    if batch.warmup
-                        && on_settled.is_some()
-                        && sink.settled()
-                        && let Some(settle) = on_settled.take()
-                    {
-                        settle();
+                    if batch.warmup && on_settled.is_some() {
+                        let at = match sink.settled() {
+                            Settled::Not => None,
+                            Settled::Now => Some(None),
+                            Settled::At(d) => Some(Some(d)),
+                        };
+                        if let (Some(at), Some(settle)) = (at, on_settled.take_if(|_| at.is_some())) {
+                            settle(at);
+                        }
                     }
                 }
                 if let Some(carried) = carried {

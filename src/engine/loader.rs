@@ -70,6 +70,16 @@ impl LoaderSlice {
         Ok(LoaderSlice { index: i - 1, count: n })
     }
 
+    /// This loader's number, from 0.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// Loaders of the run.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
     pub fn is_whole(&self) -> bool {
         self.count == 1
     }

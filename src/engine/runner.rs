@@ -182,11 +182,13 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         let counters = counters.clone();
         // The interval thread reads the runtime's clock (a paused one, in tests).
         let runtime = tokio::runtime::Handle::current();
-        Box::new(move || {
+        Box::new(move |at: Option<Duration>| {
             let _clock = runtime.enter();
             // The interval just judged has ended; the next boundary a little ahead (so no
-            // worker has taken an operation due after it as warm-up) starts the measured span.
-            due.end_warmup(&counters, clock::now() + Duration::from_millis(50), true);
+            // worker has taken an operation due after it as warm-up) starts the measured span,
+            // or the boundary agreed with other loaders (if it has not passed).
+            let soon = clock::now() + Duration::from_millis(50);
+            due.end_warmup(&counters, at.map_or(soon, |d| (t0 + d).max(soon)), true);
         }) as OnSettled
     });
     let intervals = IntervalThread::spawn(sink, recorder.shard_count(), names.len(), on_settled);
@@ -388,6 +390,7 @@ fn describe_errors(errors: [u64; ErrorKind::ALL.len()]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::intervals::Settled;
     use crate::engine::testing::{Clocked, Scripted, Stalling};
     use crate::engine::{Schedule, Warmup};
     use crate::metrics::Interval;
@@ -511,6 +514,8 @@ mod tests {
         seen: Vec<Interval>,
         after: Option<usize>,
         said_at: Option<Instant>,
+        /// An agreed start, after the anchor (other loaders').
+        at: Option<Duration>,
     }
     impl SettleAfter {
         fn new(after: Option<usize>) -> SettleAfter {
@@ -518,6 +523,7 @@ mod tests {
                 seen: Vec::new(),
                 after,
                 said_at: None,
+                at: None,
             }
         }
     }
@@ -526,14 +532,18 @@ mod tests {
             self.seen.push(i.clone());
             Ok(())
         }
-        fn settled(&mut self) -> bool {
+        fn settled(&mut self) -> Settled {
             let yes = self
                 .after
                 .is_some_and(|n| self.seen.iter().filter(|i| i.warmup).count() >= n);
             if yes && self.said_at.is_none() {
                 self.said_at = Some(clock::now());
             }
-            yes
+            match (yes, self.at) {
+                (false, _) => Settled::Not,
+                (true, None) => Settled::Now,
+                (true, Some(at)) => Settled::At(at),
+            }
         }
     }
 
@@ -589,6 +599,38 @@ mod tests {
         let first_measured = sink.seen.iter().position(|i| !i.warmup).unwrap();
         assert_eq!(sink.seen[first_measured].start.as_millis(), from);
         assert!(sink.seen[..first_measured].iter().all(|i| i.warmup));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_agreed_start_ends_warm_up_on_that_boundary() {
+        // Settled after the 3rd interval (0.3 s, real time: the interval thread is an OS
+        // thread), but the loaders agreed on 1.2 s after the anchor: 0.9 s of margin.
+        let mut c = auto(200.0, 8, 5_000);
+        c.duration = Some(Duration::from_millis(500));
+        let w = Arc::new(Stalling::steady(Duration::from_micros(100)));
+        let mut sink = SettleAfter::new(Some(3));
+        sink.at = Some(Duration::from_millis(1200));
+        let (end, sink) = run(w, &c, Anchor::after(Duration::from_millis(50)), Stop::new(), sink).await;
+        let ((from, to), ok, logged, _) = measured_span(&end, &sink);
+        assert_eq!((from, to), (1200, 1700), "the agreed boundary, then the duration");
+        assert_eq!((ok, logged), (100, 100));
+        // An agreed time already past when it is heard of: the next boundary instead.
+        let mut sink = SettleAfter::new(Some(3));
+        sink.at = Some(Duration::from_millis(100));
+        let w = Arc::new(Stalling::steady(Duration::from_micros(100)));
+        let anchor = Anchor::after(Duration::from_millis(50));
+        let t0 = anchor.instant;
+        let (end, sink) = run(w, &c, anchor, Stop::new(), sink).await;
+        let ((from, to), _, _, _) = measured_span(&end, &sink);
+        let said = sink
+            .said_at
+            .expect("the sink said it settled")
+            .duration_since(t0)
+            .as_millis();
+        assert!(
+            from > said && from % 100 == 0 && to - from == 500,
+            "the next boundary after it was heard ({said} ms), not the past one: {from}..{to}"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@
 //! and keeps secrets out of what is recorded. The command line only builds the settings and
 //! prints what comes back; an experiment runs the same pieces once per variant.
 
+pub mod agree;
 pub mod capacity;
 pub mod capacity_report;
 pub mod commands;

@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 use std::time::{Duration, SystemTime};
 
 use crate::console::group;
+use crate::engine::intervals::Settled;
 use crate::engine::{IntervalSink, Warmup};
 use crate::metrics::csv::CsvLog;
 use crate::metrics::hdrlog::HdrLog;
@@ -67,6 +68,9 @@ pub struct Outputs {
     pub window_started: Option<tokio::sync::watch::Sender<Option<SystemTime>>>,
     /// The measured seconds' operations, failures and p99, for judging faults.
     pub tallies: Vec<crate::faults::Tally>,
+    /// Loaders of one run agreeing on when measuring starts (`--loader i/n`, `--start-at`,
+    /// automatic warm-up).
+    pub agreement: Option<super::agree::Agreement>,
 }
 
 impl Outputs {
@@ -106,13 +110,19 @@ impl Outputs {
             merged_warmup: warmup_histogram(),
             window_started: None,
             tallies: Vec::new(),
+            agreement: None,
         }
     }
 }
 
 impl IntervalSink for Outputs {
-    fn settled(&mut self) -> bool {
-        self.check.as_ref().is_some_and(|c| c.settled)
+    fn settled(&mut self) -> Settled {
+        let mine = self.check.as_ref().is_some_and(|c| c.settled);
+        match &mut self.agreement {
+            None if mine => Settled::Now,
+            None => Settled::Not,
+            Some(a) => a.poll(mine).map_or(Settled::Not, Settled::At),
+        }
     }
 
     fn interval(&mut self, iv: &Interval) -> Result<()> {
@@ -243,6 +253,9 @@ impl Outputs {
                 _ => String::new(),
             };
             let why = match &self.check {
+                Some(c) if c.settled && self.agreement.is_some() => {
+                    format!("  settled: {}; measuring once every loader has settled", c.text)
+                }
                 Some(c) if c.settled => format!("  settled: {}; measuring from the next second", c.text),
                 Some(c) => format!("  warming up: {}", c.text),
                 None => String::new(),

@@ -11,7 +11,11 @@
 //! - **bounded variation**: the robust coefficient of variation (1.4826 · MAD / median) is
 //!   within 20 % (throughput and p50) or 50 % (p99: per-second p99s swing with GC);
 //! - **JIT**: the C1 and C2 compiler threads used at most `JIT_SHARE` (3 %) of the server's
-//!   CPU over the window, where the server is watched.
+//!   CPU over the window, where the server is watched;
+//! - **without the JIT's telemetry** (a cluster caplab does not run here), the rule must hold
+//!   for `BLIND_HOLD` (30) seconds more, every 30 s window within them settled: a fresh node
+//!   reached as a plain `--hosts` target once ended warm-up after 36 s on the rule alone and
+//!   then rose from 38k to 51k op/s inside its window, because its JIT was still compiling.
 //!
 //! The run's `--warmup-max` bounds the wait; the engine ends warm-up there regardless, and the
 //! step says the window was measured without having settled.
@@ -24,6 +28,8 @@ use super::pelt::{mad, median};
 pub const WINDOW: usize = 30;
 /// The most CPU the JIT compilers may use, as a share of the server's.
 pub const JIT_SHARE: f64 = 0.03;
+/// Without the JIT's telemetry, the seconds the rule must go on holding after it first holds.
+pub const BLIND_HOLD: usize = 30;
 
 /// A per-second series the rule looks at, and its bounds.
 #[derive(Debug, Clone, Copy)]
@@ -76,6 +82,8 @@ pub struct Settle {
     flat_out: bool,
     seconds: VecDeque<Sample>,
     seen: usize,
+    /// Consecutive seconds the rule has held (for runs without the JIT's telemetry).
+    held: usize,
 }
 
 impl Settle {
@@ -85,6 +93,7 @@ impl Settle {
             flat_out,
             seconds: VecDeque::with_capacity(WINDOW + 1),
             seen: 0,
+            held: 0,
         }
     }
 
@@ -134,6 +143,15 @@ impl Settle {
             let share = if server > 0.0 { jit / server } else { 0.0 };
             settled &= share <= JIT_SHARE;
             parts.push(format!("JIT {:.1} % of server CPU", share * 100.0));
+        } else {
+            self.held = if settled { self.held + 1 } else { 0 };
+            if settled {
+                settled = self.held > BLIND_HOLD;
+                parts.push(format!(
+                    "held {} of {BLIND_HOLD} s (no JIT telemetry from this cluster)",
+                    (self.held - 1).min(BLIND_HOLD)
+                ));
+            }
         }
         Check {
             settled,
@@ -246,21 +264,25 @@ mod tests {
 
     #[test]
     fn at_a_fixed_rate_service_times_decide() {
-        let mut s = Settle::new(false);
         // Service p50 falling 2 ms → 0.5 ms over 40 s, p99 10× p50; throughput is the schedule's.
         let p50 = |t: usize| if t < 40 { 2.0 - 1.5 * t as f64 / 40.0 } else { 0.5 } * wobble(t, 0.05);
-        let at = (0..200)
-            .find(|&t| {
+        let settles = |jit: Option<f64>| {
+            let mut s = Settle::new(false);
+            (0..200).find(|&t| {
                 s.push(Sample {
                     ops_per_s: 2_000.0,
                     service_p50_ms: Some(p50(t)),
                     service_p99_ms: Some(10.0 * p50(t)),
-                    ..Default::default()
+                    jit_cores: jit,
+                    server_cores: jit.map(|_| 1.5),
                 })
                 .settled
             })
-            .unwrap();
+        };
+        let at = settles(Some(0.0)).unwrap();
         assert!((55..=70).contains(&at), "settled at {at} s");
+        // A cluster caplab does not run: no JIT telemetry, so the rule must hold 30 s longer.
+        assert_eq!(settles(None), Some(at + BLIND_HOLD));
         // No operation completing: nothing to judge, never settled.
         let mut idle = Settle::new(false);
         assert!((0..60).all(|_| !idle.push(Sample::default()).settled));
