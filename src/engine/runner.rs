@@ -237,7 +237,12 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         let shards = recorder.swap_out(intervals.spare());
         let (ok, errors) = counts(&shards);
         let errors_by_kind = kinds(&shards);
-        intervals.send(batch(shards, t0, tick_start, deadline, warm));
+        // Read again: an automatic warm-up may have ended while this interval ran (it ends on a
+        // boundary, this one's end at the earliest). Measured operations sent a moment early
+        // can complete before that boundary; flagged so, they move to the first measured
+        // interval instead of making a warm-up second look measured.
+        let warm_now = due.warmup_end(&counters);
+        intervals.send(batch(shards, t0, tick_start, deadline, warm_now));
         if let Some(e) = intervals.failed()
             && reason == EndReason::Completed
         {
