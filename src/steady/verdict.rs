@@ -33,6 +33,11 @@ pub const PENALTY: f64 = 3.0;
 pub const SPIKE_SIGMAS: f64 = 3.0;
 /// A new level at the end of a window shorter than this share of it has not settled.
 pub const SETTLED_SHARE: f64 = 0.2;
+/// Two levels differ only when their means are further apart than this many long-run standard
+/// errors (the window's own noise, autocorrelation included).
+pub const NOISE_Z: f64 = 0.0;
+/// Seconds per batch for the long-run noise.
+pub const NOISE_BATCH: usize = 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -116,6 +121,10 @@ pub struct SeriesVerdict {
     pub segments: Vec<Segment>,
     /// The noise σ the penalty was scaled by.
     pub sigma: f64,
+    /// From the first level to the last, as a share of the first, and the half-width of its
+    /// 95 % interval (None for one level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<(f64, f64)>,
     pub why: String,
 }
 
@@ -219,6 +228,28 @@ pub fn judge(seconds: &[Second]) -> SteadyState {
 
 /// The verdict of one series (values at the given times); None when too short to judge.
 pub fn judge_series(m: Metric, at: &[f64], x: &[f64]) -> Option<SeriesVerdict> {
+    judge_series_z(m, at, x, NOISE_Z)
+}
+
+/// The long-run standard deviation of `x`: what its mean over a stretch of seconds varies by,
+/// autocorrelation (phases, a GC cycle) included, per √second: batch means of `NOISE_BATCH`
+/// seconds, their variance times the batch length. Falls back to `sigma` (independent
+/// seconds) when fewer than three batches fit.
+fn long_run_sigma(x: &[f64], sigma: f64) -> f64 {
+    let batches: Vec<f64> = x
+        .chunks_exact(NOISE_BATCH)
+        .map(|c| c.iter().sum::<f64>() / c.len() as f64)
+        .collect();
+    if batches.len() < 3 {
+        return sigma;
+    }
+    let m = batches.iter().sum::<f64>() / batches.len() as f64;
+    let var = batches.iter().map(|b| (b - m).powi(2)).sum::<f64>() / (batches.len() - 1) as f64;
+    (var * NOISE_BATCH as f64).sqrt().max(sigma)
+}
+
+/// `judge_series` with the noise bound's z (0: levels differ by the tolerance alone).
+pub fn judge_series_z(m: Metric, at: &[f64], x: &[f64], z: f64) -> Option<SeriesVerdict> {
     let n = x.len();
     if n < MIN_WINDOW {
         return None;
@@ -233,16 +264,28 @@ pub fn judge_series(m: Metric, at: &[f64], x: &[f64]) -> Option<SeriesVerdict> {
     let mean = |a: usize, b: usize| cleaned[a..b].iter().sum::<f64>() / (b - a) as f64;
     // (start, end, mean) in indices.
     let mut segs: Vec<(usize, usize, f64)> = bounds.windows(2).map(|w| (w[0], w[1], mean(w[0], w[1]))).collect();
-    // Neighbours closer than the tolerance are one level: merged, closest first.
+    // Neighbours closer than the tolerance, or than the window's own noise can move two means
+    // of their lengths apart, are one level: merged, the least distinct first.
     let tol = (m.tolerance * level).max(m.floor);
+    // The noise around the levels PELT found (so a real change does not inflate it).
+    let residuals: Vec<f64> = segs
+        .iter()
+        .flat_map(|&(a, b, m)| cleaned[a..b].iter().map(move |v| v - m))
+        .collect();
+    let noise = z * long_run_sigma(&residuals, sigma);
+    let distinct = |a: &(usize, usize, f64), b: &(usize, usize, f64)| {
+        let d = (a.2 - b.2).abs();
+        let bound = noise * (1.0 / (a.1 - a.0) as f64 + 1.0 / (b.1 - b.0) as f64).sqrt();
+        (d / tol).min(if bound > 0.0 { d / bound } else { f64::INFINITY })
+    };
     while segs.len() > 1 {
         let (i, d) = segs
             .windows(2)
-            .map(|w| (w[0].2 - w[1].2).abs())
+            .map(|w| distinct(&w[0], &w[1]))
             .enumerate()
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .expect("two segments or more");
-        if d >= tol {
+        if d >= 1.0 {
             break;
         }
         let (a, b) = (segs[i].0, segs[i + 1].1);
@@ -279,7 +322,18 @@ pub fn judge_series(m: Metric, at: &[f64], x: &[f64]) -> Option<SeriesVerdict> {
         })
         .collect();
     let changepoints_s: Vec<f64> = segments.iter().skip(1).map(|s| s.from_s).collect();
-    let why = describe(m, class, &segments);
+    // The change from the first level to the last, as a share of the first, and the half-width
+    // of its 95 % interval from the noise around the levels (autocorrelation included).
+    let change = (segs.len() > 1 && first.2 != 0.0).then(|| {
+        let residuals: Vec<f64> = segs
+            .iter()
+            .flat_map(|&(a, b, m)| cleaned[a..b].iter().map(move |v| v - m))
+            .collect();
+        let se = long_run_sigma(&residuals, sigma)
+            * (1.0 / (first.1 - first.0) as f64 + 1.0 / (last.1 - last.0) as f64).sqrt();
+        ((last.2 - first.2) / first.2.abs(), 1.96 * se / first.2.abs())
+    });
+    let why = describe(m, class, &segments, change);
     Some(SeriesVerdict {
         metric: m.name.into(),
         unit: m.unit.into(),
@@ -287,6 +341,7 @@ pub fn judge_series(m: Metric, at: &[f64], x: &[f64]) -> Option<SeriesVerdict> {
         changepoints_s,
         segments,
         sigma,
+        change,
         why,
     })
 }
@@ -316,7 +371,10 @@ fn value(v: f64, unit: &str) -> String {
     }
 }
 
-fn describe(m: Metric, class: Class, segs: &[Segment]) -> String {
+fn describe(m: Metric, class: Class, segs: &[Segment], change: Option<(f64, f64)>) -> String {
+    let size = change
+        .map(|(c, h)| format!(", {:+.1} % [{:+.1}, {:+.1}]", c * 100.0, (c - h) * 100.0, (c + h) * 100.0))
+        .unwrap_or_default();
     let first = &segs[0];
     let last = &segs[segs.len() - 1];
     let at = |s: &[Segment]| {
@@ -351,7 +409,7 @@ fn describe(m: Metric, class: Class, segs: &[Segment]) -> String {
             last.to_s - last.from_s
         ),
         _ => format!(
-            "{} {moved} {} → {} ({cps})",
+            "{} {moved} {} → {} ({cps}{size})",
             m.name,
             value(first.mean, m.unit),
             value(last.mean, m.unit)
@@ -534,5 +592,63 @@ mod tests {
         let json = serde_json::to_value(&warm).unwrap();
         assert_eq!(json["class"], "warmup");
         assert_eq!(json["series"][0]["changepoints_s"], serde_json::json!([30.0]));
+    }
+}
+#[cfg(test)]
+mod explore {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_pcg::Pcg64Mcg;
+    fn normal(rng: &mut Pcg64Mcg) -> f64 {
+        let (u, v): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+    fn window(rng: &mut Pcg64Mcg, n: usize, sd: f64, phase: f64, change: Option<(usize, f64)>) -> Vec<f64> {
+        let mut ar = 0.0;
+        let mut p = if rng.random::<bool>() { phase } else { -phase };
+        let mut next_phase = rng.random_range(20..40);
+        let mut next_gc = rng.random_range(3..6);
+        (0..n)
+            .map(|t| {
+                ar = 0.5 * ar + sd * 0.75f64.sqrt() * normal(rng);
+                if t == next_phase {
+                    p = -p;
+                    next_phase += rng.random_range(20..40);
+                }
+                let mut x = 70_000.0 * (1.0 + p + ar);
+                if t == next_gc {
+                    x *= 0.75;
+                    next_gc += rng.random_range(3..6);
+                }
+                if let Some((at, c)) = change
+                    && t >= at
+                {
+                    x *= 1.0 + c;
+                }
+                x
+            })
+            .collect()
+    }
+    #[test]
+    fn explore_verdict() {
+        let at: Vec<f64> = (0..60).map(|i| i as f64).collect();
+        for z in [0.0, 2.0, 2.5, 3.0] {
+            let mut rng = Pcg64Mcg::seed_from_u64(3);
+            for (sd, phase) in [(0.05, 0.0), (0.10, 0.0), (0.10, 0.08), (0.10, 0.15)] {
+                let runs = 500;
+                let (mut fp, mut det) = (0, 0);
+                for _ in 0..runs {
+                    let x = window(&mut rng, 60, sd, phase, None);
+                    fp += usize::from(judge_series_z(THROUGHPUT, &at, &x, z).unwrap().class != Class::Flat);
+                    let y = window(&mut rng, 60, sd, phase, Some((40, -0.2)));
+                    det += usize::from(judge_series_z(THROUGHPUT, &at, &y, z).unwrap().class != Class::Flat);
+                }
+                eprintln!(
+                    "z {z} sd {sd} phase ±{phase}: false alarms {:.1} %, detect -20% last third {:.1} %",
+                    fp as f64 * 100.0 / runs as f64,
+                    det as f64 * 100.0 / runs as f64
+                );
+            }
+        }
     }
 }
