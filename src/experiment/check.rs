@@ -55,6 +55,10 @@ pub fn steps_text(exp: &Experiment) -> String {
     if r.is_auto() {
         // The first rounds are listed; later ones repeat them, as many as the question needs.
         most = most * r.max() / r.min();
+        if let Some(budget) = exp.file.budget {
+            // No round starts that would end after the budget.
+            most = most.min(budget.max(least));
+        }
         out.push_str(&format!(
             "  then rounds {} to {} like these, until every primary question is decided ({}){}\n",
             r.min() + 1,
