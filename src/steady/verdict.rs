@@ -19,25 +19,24 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::pelt::{self, median};
+use super::pelt::{self, mad, median};
 use crate::console::group;
 
 /// The shortest segment, seconds: shorter excursions are noise, not levels.
-pub const MIN_SEGMENT: usize = 5;
+pub const MIN_SEGMENT: usize = 10;
 /// Windows shorter than this (two segments) are not judged.
 pub const MIN_WINDOW: usize = 2 * MIN_SEGMENT;
-/// The penalty per changepoint, in units of σ²·ln n (3: the modified BIC of Zhang & Siegmund,
-/// which R's changepoint package uses by default).
-pub const PENALTY: f64 = 3.0;
+/// The penalty per changepoint, in units of σ²τ·ln n (the modified BIC of Zhang & Siegmund,
+/// which R's changepoint package uses, has 3; 2.5 keeps false alarms under 5 % on both the
+/// anti-correlated seconds measured here and independent ones, and sees more: the calibration
+/// tests below).
+pub const PENALTY: f64 = 2.5;
 /// Values further than this many σ from the running median of five are spikes.
 pub const SPIKE_SIGMAS: f64 = 3.0;
 /// A new level at the end of a window shorter than this share of it has not settled.
 pub const SETTLED_SHARE: f64 = 0.2;
-/// Two levels differ only when their means are further apart than this many long-run standard
-/// errors (the window's own noise, autocorrelation included).
-pub const NOISE_Z: f64 = 0.0;
-/// Seconds per batch for the long-run noise.
-pub const NOISE_BATCH: usize = 10;
+/// Seconds per batch for the noise of means.
+pub const NOISE_BATCH: usize = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -152,11 +151,13 @@ impl SteadyState {
 pub fn rule() -> String {
     format!(
         "PELT changepoints in the mean of per-second throughput, p50 and p99 (values >{SPIKE_SIGMAS}σ from the running \
-         median of 5 replaced by it; σ from successive differences), penalty {PENALTY}σ²·ln n, segments ≥{MIN_SEGMENT} s; \
+         median of 5 replaced by it; σ from successive differences), penalty {PENALTY}σ²τ·ln n (τ: the seconds' \
+         autocorrelation, lags 1-5, within [0.5, 4]), levels ≥{MIN_SEGMENT} s; \
          levels within {:.0} % (throughput), {:.0} % or {} ms (p50), {:.0} % or {} ms (p99) of the median are one level. \
          flat: one level \
          or recurring levels; warmup: starts below or ends above all else; slowdown: the reverse; none: a new level \
-         in the last {:.0} % of the window, or series that disagree. Windows under {MIN_WINDOW} s are not judged.",
+         in the last {:.0} % of the window, or series that disagree. Throughput and p50 decide the window's class; p99 \
+         is shown. Windows under {MIN_WINDOW} s are not judged.",
         THROUGHPUT.tolerance * 100.0,
         P50.tolerance * 100.0,
         P50.floor,
@@ -196,7 +197,15 @@ pub fn judge(seconds: &[Second]) -> SteadyState {
             rule: rule(),
         };
     }
-    let classes: Vec<Class> = series.iter().map(|s| s.class).collect();
+    // p99 is shown but does not decide: at a fixed rate here its seconds jump from 3 ms to
+    // 45 ms and back for 5-10 s around GC pauses and flushes (16 of 30 stationary windows were
+    // called unsteady on p99 alone or with it), and leaving such windows out of comparisons
+    // would favour the configurations that pause more. Throughput and p50 decide.
+    let classes: Vec<Class> = series
+        .iter()
+        .filter(|s| s.metric != P99.name)
+        .map(|s| s.class)
+        .collect();
     let has = |c| classes.contains(&c);
     let class = if has(Class::None) || (has(Class::Warmup) && has(Class::Slowdown)) {
         Class::None
@@ -210,7 +219,13 @@ pub fn judge(seconds: &[Second]) -> SteadyState {
     let notes: Vec<String> = series
         .iter()
         .filter(|s| s.class != Class::Flat || class == Class::Flat)
-        .map(|s| s.why.clone())
+        .map(|s| {
+            if s.metric == P99.name && s.class != Class::Flat && class == Class::Flat {
+                format!("{} (p99 alone does not make a window unsteady)", s.why)
+            } else {
+                s.why.clone()
+            }
+        })
         .collect();
     let summary = match class {
         Class::Flat => format!("flat over {window_s:.0} s ({})", notes.join("; ")),
@@ -226,9 +241,39 @@ pub fn judge(seconds: &[Second]) -> SteadyState {
     }
 }
 
-/// The verdict of one series (values at the given times); None when too short to judge.
-pub fn judge_series(m: Metric, at: &[f64], x: &[f64]) -> Option<SeriesVerdict> {
-    judge_series_z(m, at, x, NOISE_Z)
+/// The noise of `x`'s means, per √second: σ·√τ, with τ the sum of its autocorrelations
+/// (Bartlett's weights, lags 1 to 5). Each autocorrelation comes from the spread of differences
+/// `k` seconds apart against that of differences 8 to 12 seconds apart, where correlation here
+/// has died (ρ_k = 1 − D_k / D_far, D from the median absolute deviation): a change of level
+/// moves only `k` of the differences, so it does not count as correlation, and independent
+/// seconds give τ = 1 without bias (residuals around a running median, the first way tried,
+/// are anti-correlated by construction: τ came out near 0.5 and flat noise was called
+/// unsteady 9 % of the time). τ is kept within [1/2, 4]: a 60 s window cannot tell more. On
+/// this machine a flat-out run's seconds are anti-correlated (a slow second's work completes
+/// two seconds on): means of several seconds vary less than independent seconds would, and a
+/// change of level stands out more than σ alone says; positively correlated noise (phases)
+/// works the other way.
+fn mean_noise(x: &[f64], sigma: f64) -> f64 {
+    const LAGS: usize = 5;
+    const FAR: std::ops::RangeInclusive<usize> = 8..=12;
+    let n = x.len();
+    if n < 2 * FAR.end() {
+        return sigma;
+    }
+    let spread = |k: usize| {
+        let d: Vec<f64> = (0..n - k).map(|i| x[i + k] - x[i]).collect();
+        (1.4826 * mad(&d)).powi(2)
+    };
+    let far = FAR.map(spread).sum::<f64>() / FAR.count() as f64;
+    if far <= 0.0 {
+        return sigma;
+    }
+    let tau = 1.0
+        + 2.0
+            * (1..=LAGS)
+                .map(|k| (1.0 - k as f64 / (LAGS + 1) as f64) * (1.0 - spread(k) / far))
+                .sum::<f64>();
+    sigma * tau.clamp(0.5, 4.0).sqrt()
 }
 
 /// The long-run standard deviation of `x`: what its mean over a stretch of seconds varies by,
@@ -248,8 +293,8 @@ fn long_run_sigma(x: &[f64], sigma: f64) -> f64 {
     (var * NOISE_BATCH as f64).sqrt().max(sigma)
 }
 
-/// `judge_series` with the noise bound's z (0: levels differ by the tolerance alone).
-pub fn judge_series_z(m: Metric, at: &[f64], x: &[f64], z: f64) -> Option<SeriesVerdict> {
+/// The verdict of one series (values at the given times); None when too short to judge.
+pub fn judge_series(m: Metric, at: &[f64], x: &[f64]) -> Option<SeriesVerdict> {
     let n = x.len();
     if n < MIN_WINDOW {
         return None;
@@ -257,35 +302,29 @@ pub fn judge_series_z(m: Metric, at: &[f64], x: &[f64], z: f64) -> Option<Series
     let sigma = pelt::noise_sigma(x);
     let cleaned = despike(x, sigma);
     let level = median(&cleaned).abs().max(f64::MIN_POSITIVE);
-    let penalty = (PENALTY * sigma * sigma * (n as f64).ln()).max((level * 1e-9).powi(2));
+    // The penalty is scaled by the noise of means, not of single seconds: on this machine the
+    // seconds of a flat-out run are anti-correlated (a slow second's work completes two seconds
+    // on), so means of several seconds vary less than independent seconds would, and a change
+    // of level stands out more than σ alone says; positively correlated noise (phases) works
+    // the other way.
+    let noise = mean_noise(&cleaned, sigma);
+    let penalty = (PENALTY * noise * noise * (n as f64).ln()).max((level * 1e-9).powi(2));
     let mut bounds = vec![0];
     bounds.extend(pelt::changepoints(&cleaned, penalty, MIN_SEGMENT));
     bounds.push(n);
     let mean = |a: usize, b: usize| cleaned[a..b].iter().sum::<f64>() / (b - a) as f64;
     // (start, end, mean) in indices.
     let mut segs: Vec<(usize, usize, f64)> = bounds.windows(2).map(|w| (w[0], w[1], mean(w[0], w[1]))).collect();
-    // Neighbours closer than the tolerance, or than the window's own noise can move two means
-    // of their lengths apart, are one level: merged, the least distinct first.
+    // Neighbours closer than the tolerance are one level: merged, closest first.
     let tol = (m.tolerance * level).max(m.floor);
-    // The noise around the levels PELT found (so a real change does not inflate it).
-    let residuals: Vec<f64> = segs
-        .iter()
-        .flat_map(|&(a, b, m)| cleaned[a..b].iter().map(move |v| v - m))
-        .collect();
-    let noise = z * long_run_sigma(&residuals, sigma);
-    let distinct = |a: &(usize, usize, f64), b: &(usize, usize, f64)| {
-        let d = (a.2 - b.2).abs();
-        let bound = noise * (1.0 / (a.1 - a.0) as f64 + 1.0 / (b.1 - b.0) as f64).sqrt();
-        (d / tol).min(if bound > 0.0 { d / bound } else { f64::INFINITY })
-    };
     while segs.len() > 1 {
         let (i, d) = segs
             .windows(2)
-            .map(|w| distinct(&w[0], &w[1]))
+            .map(|w| (w[0].2 - w[1].2).abs())
             .enumerate()
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .expect("two segments or more");
-        if d >= 1.0 {
+        if d >= tol {
             break;
         }
         let (a, b) = (segs[i].0, segs[i + 1].1);
@@ -373,7 +412,14 @@ fn value(v: f64, unit: &str) -> String {
 
 fn describe(m: Metric, class: Class, segs: &[Segment], change: Option<(f64, f64)>) -> String {
     let size = change
-        .map(|(c, h)| format!(", {:+.1} % [{:+.1}, {:+.1}]", c * 100.0, (c - h) * 100.0, (c + h) * 100.0))
+        .map(|(c, h)| {
+            format!(
+                ", {:+.1} % [{:+.1}, {:+.1}]",
+                c * 100.0,
+                (c - h) * 100.0,
+                (c + h) * 100.0
+            )
+        })
         .unwrap_or_default();
     let first = &segs[0];
     let last = &segs[segs.len() - 1];
@@ -460,10 +506,12 @@ mod tests {
                 if t < 25.0 { 5_000.0 + 1_800.0 * t } else { 50_000.0 }
             }));
             assert_eq!(v.class, Class::Warmup, "seed {seed}: {v:?}");
-            assert!(v.changepoints_s.iter().all(|&c| c <= 30.0), "{v:?}");
+            // Levels of at least 10 s: the last changepoint within one segment of the ramp's end.
+            let end = 25.0 + MIN_SEGMENT as f64;
+            assert!(v.changepoints_s.iter().all(|&c| c <= end), "{v:?}");
             assert!(!v.changepoints_s.is_empty());
             let last = v.segments.last().unwrap();
-            assert!((last.mean - 50_000.0).abs() < 1_500.0 && last.from_s <= 30.0, "{v:?}");
+            assert!((last.mean - 50_000.0).abs() < 1_500.0 && last.from_s <= end, "{v:?}");
         }
     }
 
@@ -489,11 +537,19 @@ mod tests {
 
     #[test]
     fn noise_without_a_trend_is_flat() {
-        // ±25 % per second, as a GC-bound server on two shared cores gives.
-        for seed in 1..40 {
-            let v = class_of(&series(60, 0.25, seed, |_| 100_000.0));
-            assert_eq!(v.class, Class::Flat, "seed {seed}: {v:?}");
-        }
+        // ±25 % per second, as a GC-bound server on two shared cores gives. The verdict is a
+        // test at a level, not a guarantee: the calibration module holds it to 5 % false
+        // alarms; independent noise must stay inside that too (within 3 standard errors of
+        // 1,000 seeded windows, so this deterministic test states the rate, not luck).
+        let alarms = (1..=1000)
+            .filter(|&seed| class_of(&series(60, 0.25, seed, |_| 100_000.0)).class != Class::Flat)
+            .count();
+        let bound = 1000.0 * (0.05 + 3.0 * (0.05f64 * 0.95 / 1000.0).sqrt());
+        eprintln!("independent noise: {alarms} of 1,000 flat windows called unsteady");
+        assert!(
+            (alarms as f64) <= bound,
+            "{alarms} of 1,000 flat windows called unsteady"
+        );
     }
 
     #[test]
@@ -594,61 +650,84 @@ mod tests {
         assert_eq!(json["series"][0]["changepoints_s"], serde_json::json!([30.0]));
     }
 }
+
+/// The verdict's error rates on synthetic windows with the noise measured here, proved by
+/// simulation (bench/steady-calibration.sh measures the same on real windows).
 #[cfg(test)]
-mod explore {
+mod calibration {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;
+
     fn normal(rng: &mut Pcg64Mcg) -> f64 {
         let (u, v): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random());
         (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
     }
-    fn window(rng: &mut Pcg64Mcg, n: usize, sd: f64, phase: f64, change: Option<(usize, f64)>) -> Vec<f64> {
-        let mut ar = 0.0;
-        let mut p = if rng.random::<bool>() { phase } else { -phase };
-        let mut next_phase = rng.random_range(20..40);
-        let mut next_gc = rng.random_range(3..6);
+
+    /// An `n` s flat-out throughput window as a settled 5.0.9 node gives it here (30 minutes
+    /// of E1 inserts, bench/steady-calibration.sh): per-second values with a coefficient of
+    /// variation of 21 %, no lag-1 correlation and -0.39 at lag 2 (a slow second's work
+    /// completes two seconds on), 8 % of seconds below 60 % of the median (GC pauses), 10-s
+    /// means within 3.7 %; then `change` (a share) for the last third.
+    pub fn flat_out(rng: &mut Pcg64Mcg, n: usize, change: f64) -> Vec<f64> {
+        let e: Vec<f64> = (0..n + 2).map(|_| normal(rng)).collect();
         (0..n)
             .map(|t| {
-                ar = 0.5 * ar + sd * 0.75f64.sqrt() * normal(rng);
-                if t == next_phase {
-                    p = -p;
-                    next_phase += rng.random_range(20..40);
+                let mut x = 1.0 + 0.16 * (e[t + 2] - 0.6 * e[t]);
+                if rng.random::<f64>() < 0.08 {
+                    x *= 0.5;
                 }
-                let mut x = 70_000.0 * (1.0 + p + ar);
-                if t == next_gc {
-                    x *= 0.75;
-                    next_gc += rng.random_range(3..6);
-                }
-                if let Some((at, c)) = change
-                    && t >= at
-                {
-                    x *= 1.0 + c;
-                }
-                x
+                let level = if 3 * t >= 2 * n { 1.0 + change } else { 1.0 };
+                68_000.0 * level * x.max(0.05)
             })
             .collect()
     }
+
+    /// The share of `runs` windows of `n` s the verdict does not call flat.
+    fn not_flat(runs: usize, seed: u64, n: usize, change: f64) -> f64 {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let at: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        (0..runs)
+            .filter(|_| {
+                judge_series(THROUGHPUT, &at, &flat_out(&mut rng, n, change))
+                    .unwrap()
+                    .class
+                    != Class::Flat
+            })
+            .count() as f64
+            / runs as f64
+    }
+
+    /// Stationary windows (2,000 each of 60 and 120 s): at most 5 % not flat, plus three Monte
+    /// Carlo standard errors (1.5 %); measured 3.1 % and 2.6 %. A 20 % change of level for the
+    /// last third: at this noise (per-second CV 21 %) seen in 64-68 % of 60 s windows and 90-96 %
+    /// of 120 s ones, which is what a penalised changepoint can do at 5 % false alarms on 20 s of
+    /// such seconds; asserted at least 60 % and 85 % (4 standard errors below). README states
+    /// these figures. Seeds are fixed, so the test is deterministic.
     #[test]
-    fn explore_verdict() {
-        let at: Vec<f64> = (0..60).map(|i| i as f64).collect();
-        for z in [0.0, 2.0, 2.5, 3.0] {
-            let mut rng = Pcg64Mcg::seed_from_u64(3);
-            for (sd, phase) in [(0.05, 0.0), (0.10, 0.0), (0.10, 0.08), (0.10, 0.15)] {
-                let runs = 500;
-                let (mut fp, mut det) = (0, 0);
-                for _ in 0..runs {
-                    let x = window(&mut rng, 60, sd, phase, None);
-                    fp += usize::from(judge_series_z(THROUGHPUT, &at, &x, z).unwrap().class != Class::Flat);
-                    let y = window(&mut rng, 60, sd, phase, Some((40, -0.2)));
-                    det += usize::from(judge_series_z(THROUGHPUT, &at, &y, z).unwrap().class != Class::Flat);
-                }
+    fn false_alarms_and_detections_with_the_noise_measured_here() {
+        let runs = 2_000;
+        let bound = 0.05 + 3.0 * (0.05 * 0.95 / runs as f64).sqrt();
+        for n in [60, 120] {
+            let alarms = not_flat(runs, 1, n, 0.0);
+            let fall = not_flat(runs, 2, n, -0.20);
+            let rise = not_flat(runs, 3, n, 0.20);
+            eprintln!(
+                "{n} s windows: stationary {:.1} % not flat; 20 % fall in the last third {:.1} % seen, rise {:.1} %",
+                alarms * 100.0,
+                fall * 100.0,
+                rise * 100.0
+            );
+            for size in [0.10, 0.15, 0.30] {
                 eprintln!(
-                    "z {z} sd {sd} phase ±{phase}: false alarms {:.1} %, detect -20% last third {:.1} %",
-                    fp as f64 * 100.0 / runs as f64,
-                    det as f64 * 100.0 / runs as f64
+                    "  {:.0} % fall in the last third: {:.1} % seen",
+                    size * 100.0,
+                    not_flat(1_000, 4, n, -size) * 100.0
                 );
             }
+            assert!(alarms <= bound, "{n} s: {alarms}");
+            let least = if n >= 120 { 0.85 } else { 0.60 };
+            assert!(fall >= least && rise >= least, "{n} s: {fall} {rise}");
         }
     }
 }
