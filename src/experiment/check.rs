@@ -144,16 +144,13 @@ pub fn estimate_from(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<
                 Some(n) => needed = needed.max(n),
                 None => unknown = true,
             }
-            lines.push(format!(
-                "  {} {}: {} at the spread measured there",
-                c.measurement,
-                a.line(),
-                match (a.decision.decided(), n) {
-                    (true, _) => format!("decided at round {}", a.round),
-                    (false, Some(n)) => format!("about {n} repeats per variant to decide"),
-                    (false, None) => "more than 100 repeats per variant to decide".into(),
-                }
-            ));
+            // An open answer's line already says how many repeats would likely decide it.
+            let decided = if a.decision.decided() {
+                format!(": decided at round {}", a.round)
+            } else {
+                String::new()
+            };
+            lines.push(format!("  {} {}{decided}", c.measurement, a.line()));
         }
     }
     let timed: Vec<f64> = record.steps.iter().filter_map(|s| s.elapsed_s).collect();

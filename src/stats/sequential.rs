@@ -232,7 +232,10 @@ pub fn repeats_needed(design: &Design, a: &[f64], b: &[f64], effect: f64, limit:
     let margin = (1.0 + effect).ln();
     (2..=limit).find(|&n| {
         let se_n = per * (2.0 / n as f64).sqrt();
-        let df = (2 * n - 2) as f64;
+        // The degrees of freedom `look` will use with n repeats a side (min(n) − 1): with the
+        // pooled 2n − 2 the estimate was optimistic (e1-versions' inserts were "about 6
+        // repeats" from decided after round 3, and still open after 6).
+        let df = (n - 1) as f64;
         let differs = t_quantile(1.0 - alpha / 2.0, df) * se_n < d.abs();
         let inside = d.abs() + t_quantile(1.0 - alpha, df) * se_n < margin;
         differs || inside
@@ -398,6 +401,50 @@ mod tests {
         let eq = same.iter().filter(|r| r.0 == Decision::Equivalent).count();
         eprintln!("no difference at 3 %: equivalent in {eq} of 1000");
         assert!(eq >= 550, "{eq}");
+    }
+
+    /// `n` values whose logs have mean `mu` and sample standard deviation `sd` exactly.
+    fn exact(n: usize, mu: f64, sd: f64) -> Vec<f64> {
+        let z: Vec<f64> = (0..n).map(|i| i as f64 - (n - 1) as f64 / 2.0).collect();
+        let s = (z.iter().map(|v| v * v).sum::<f64>() / (n - 1) as f64).sqrt();
+        z.iter().map(|v| (mu + sd * v / s).exp()).collect()
+    }
+
+    #[test]
+    fn the_repeats_needed_are_those_at_which_a_look_decides() {
+        // At the spread and difference measured so far, `look` with the estimated repeats a
+        // side decides, and with one fewer it does not: the estimate and the decision use the
+        // same level and degrees of freedom.
+        let d = Design::new(0.05, 2, 3, 12);
+        for (ratio, sd) in [
+            (0.93, 0.05),
+            (1.10, 0.05),
+            (1.01, 0.02),
+            (1.2, 0.05),
+            (0.9, 0.03),
+            (1.0, 0.01),
+        ] {
+            let a = exact(4, 11.0, sd);
+            let b = exact(4, 11.0 + f64::ln(ratio), sd);
+            let n = repeats_needed(&d, &a, &b, 0.05, 500).unwrap();
+            assert!(n <= 12, "×{ratio} at {sd}: {n} repeats, past the last look");
+            let at = |n: usize| {
+                look(
+                    &d,
+                    n,
+                    &exact(n, 11.0, sd),
+                    &exact(n, 11.0 + f64::ln(ratio), sd),
+                    0.05,
+                    true,
+                )
+                .unwrap()
+                .decision
+            };
+            assert_ne!(at(n), Decision::Open, "×{ratio} at {sd}: {n} repeats");
+            if n > 3 {
+                assert_eq!(at(n - 1), Decision::Open, "×{ratio} at {sd}: {n} repeats");
+            }
+        }
     }
 
     #[test]
