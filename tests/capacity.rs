@@ -54,8 +54,12 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
     );
 
     // The adaptive search, with a deliberately tight SLA.
+    // A cold node and a 10 ms p99 over 2 s windows: any GC pause in a window fails it, so the
+    // confirmation can fail at every rate that passed (it did in one CI run: p99 42 ms and 30 ms
+    // while holding 5,710 and 3,804 op/s). Both outcomes are the mechanism working; the test
+    // asserts each is reported as such, with exit 0 only for a capacity that held.
     let began = Instant::now();
-    let o = ok(lab.caplab(&[
+    let o = lab.caplab(&[
         "capacity",
         "--hosts",
         &hosts,
@@ -72,7 +76,7 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
         "-q",
         "--out",
         &dir("adaptive"),
-    ]));
+    ]);
     let took = began.elapsed().as_secs();
     assert!(took < 300, "the search took {took}s");
     let said = stderr(&o);
@@ -127,8 +131,12 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
         Some(c) => {
             assert!(c <= capacity, "{cap:#}");
             assert!(stdout(&o).contains("held for 6 s"), "{}", stdout(&o));
+            ok(o);
         }
-        None => assert!(stdout(&o).contains("none confirmed"), "{}", stdout(&o)),
+        None => {
+            assert!(stdout(&o).contains("none confirmed"), "{}", stdout(&o));
+            assert_eq!(o.status.code(), Some(1), "no capacity held: exit 1");
+        }
     }
 
     a_sweep_prices_capacity_and_a_fresh_node_is_restarted(&lab, &hosts);
