@@ -302,11 +302,7 @@ pub fn judge_series(m: Metric, at: &[f64], x: &[f64]) -> Option<SeriesVerdict> {
     let sigma = pelt::noise_sigma(x);
     let cleaned = despike(x, sigma);
     let level = median(&cleaned).abs().max(f64::MIN_POSITIVE);
-    // The penalty is scaled by the noise of means, not of single seconds: on this machine the
-    // seconds of a flat-out run are anti-correlated (a slow second's work completes two seconds
-    // on), so means of several seconds vary less than independent seconds would, and a change
-    // of level stands out more than σ alone says; positively correlated noise (phases) works
-    // the other way.
+    // Scaled by the noise of means, not of single seconds (see `mean_noise`).
     let noise = mean_noise(&cleaned, sigma);
     let penalty = (PENALTY * noise * noise * (n as f64).ln()).max((level * 1e-9).powi(2));
     let mut bounds = vec![0];
