@@ -60,7 +60,7 @@ pub fn steps_text(exp: &Experiment) -> String {
             most = most.min(budget.max(least));
         }
         out.push_str(&format!(
-            "  then rounds {} to {} like these, until every primary question is decided ({}){}\n",
+            "  then rounds {} to {} like these, until every primary question is decided ({}){}{}\n",
             r.min() + 1,
             r.max(),
             (0..exp.file.measure.len())
@@ -76,7 +76,12 @@ pub fn steps_text(exp: &Experiment) -> String {
             exp.file
                 .budget
                 .map(|b| format!(" or the budget of {} is spent", humantime::format_duration(b)))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            if exp.file.measure.len() > 1 {
+                "; a measurement whose questions are decided is not run again"
+            } else {
+                ""
+            }
         ));
     }
     let fmt = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs() / 60 * 60)).to_string();

@@ -1,5 +1,7 @@
 //! The rounds of an experiment. Each round runs every (variant, measurement) once, in an order
-//! that favours no variant (`order`); a step whose window was not steady is run again right
+//! that favours no variant (`order`), leaving out the measurements whose primary questions were
+//! all decided in an earlier round (decisions are final, so their steps would change nothing and
+//! the open questions get the time); a step whose window was not steady is run again right
 //! after it, as a replacement (at most `replacements()` per cell); the record is saved after
 //! every step. After every round the comparisons are made from disk and the primary questions
 //! looked at: with auto repeats, rounds go on until every one is decided, the most repeats have
@@ -66,7 +68,11 @@ pub fn open_record(exp: &Experiment, out: &Path, resume: Option<ExperimentRecord
     };
     let rounds = record.rounds();
     let planned: Vec<StepAt> = record.steps.iter().filter(|s| !s.replacement).map(|s| s.at).collect();
-    if rounds > exp.file.repeats.max() || planned != order_of(exp, rounds) {
+    let expected: Vec<StepAt> = order_of(exp, rounds)
+        .into_iter()
+        .filter(|at| !decided_before(exp, &record, at.measurement, at.repeat))
+        .collect();
+    if rounds > exp.file.repeats.max() || planned != expected {
         bail!(
             "{} does not match its experiment file's steps: it cannot be resumed",
             out.display()
@@ -80,9 +86,32 @@ fn order_of(exp: &Experiment, rounds: u32) -> Vec<StepAt> {
     order::steps(exp.cells.len(), exp.file.measure.len(), rounds, exp.file.order)
 }
 
-/// Appends round `round`'s steps.
+/// Whether every primary question of measurement `m` was decided before round `round` (the
+/// record's comparisons keep the round each answer was decided at). A measurement without
+/// answers (none looked at yet, or none it can give) is never decided.
+pub fn decided_before(exp: &Experiment, record: &ExperimentRecord, m: usize, round: u32) -> bool {
+    let name = &exp.file.measure[m].name;
+    record
+        .comparison
+        .iter()
+        .find(|c| &c.measurement == name)
+        .is_some_and(|c| {
+            !c.answers.is_empty()
+                && c.answers
+                    .iter()
+                    .all(|a| a.decision.decided() && (a.round as u32) < round)
+        })
+}
+
+/// Appends round `round`'s steps: those of the measurements with a question still open.
 fn push_round(exp: &Experiment, record: &mut ExperimentRecord, round: u32) {
-    for at in order_of(exp, round).into_iter().filter(|at| at.repeat == round) {
+    let open: Vec<bool> = (0..exp.file.measure.len())
+        .map(|m| !decided_before(exp, record, m, round))
+        .collect();
+    for at in order_of(exp, round)
+        .into_iter()
+        .filter(|at| at.repeat == round && open[at.measurement])
+    {
         let index = record.steps.len() + 1;
         let step = new_step(exp, index, at, false);
         record.steps.push(step);
@@ -165,7 +194,20 @@ pub fn run_rounds(
         if record.stopped.is_some() {
             break;
         }
+        let before = record.steps.len();
         push_round(exp, record, rounds + 1);
+        let decided: Vec<&str> = (0..exp.file.measure.len())
+            .filter(|&m| decided_before(exp, record, m, rounds + 1))
+            .map(|m| exp.file.measure[m].name.as_str())
+            .collect();
+        if !decided.is_empty() {
+            say(&format!(
+                "Round {}: {} step(s); {} decided, not run again",
+                rounds + 1,
+                record.steps.len() - before,
+                decided.join(", ")
+            ));
+        }
     }
     if let Some(why) = &record.stopped {
         say(&format!("Experiment ends: {why}"));
@@ -195,7 +237,10 @@ fn next_round(exp: &Experiment, record: &ExperimentRecord, timed: &[f64], elapse
     }
     if let Some(budget) = exp.file.budget {
         let per_step = timed.iter().sum::<f64>() / timed.len().max(1) as f64;
-        let round_s = per_step * (exp.cells.len() * exp.file.measure.len()) as f64;
+        let open = (0..exp.file.measure.len())
+            .filter(|&m| !decided_before(exp, record, m, rounds + 1))
+            .count();
+        let round_s = per_step * (exp.cells.len() * open) as f64;
         if elapsed_s + round_s > budget.as_secs_f64() {
             return Some(format!(
                 "another round (about {}) would end after the budget of {}; some questions are open",
@@ -368,6 +413,11 @@ mod tests {
 
     /// A comparison whose one answer is `decision`.
     fn answered(decision: Decision) -> Vec<Comparison> {
+        vec![comparison("insert", decision, 3)]
+    }
+
+    /// Measurement `measurement`'s comparison, whose one answer is `decision` from round `round`.
+    fn comparison(measurement: &str, decision: Decision, round: usize) -> Comparison {
         let a = Answer {
             metric: "throughput".into(),
             variant: "b".into(),
@@ -376,13 +426,13 @@ mod tests {
             ci: None,
             effect: 0.05,
             repeats: (3, 3),
-            round: 3,
+            round,
             more: None,
             history: Vec::new(),
             note: None,
         };
-        vec![Comparison {
-            measurement: "insert".into(),
+        Comparison {
+            measurement: measurement.into(),
             baseline: "a".into(),
             floor: 0.02,
             evidence: String::new(),
@@ -391,7 +441,7 @@ mod tests {
             excluded: Vec::new(),
             rows: Vec::new(),
             answers: vec![a],
-        }]
+        }
     }
 
     /// Runs `e`'s rounds with `fake` steps and `evaluate`, noting the directories run.
@@ -617,6 +667,40 @@ mod tests {
         // The record of an auto experiment resumes with its rounds.
         let saved = ExperimentRecord::load(out.path()).unwrap();
         assert!(open_record(&e, out.path(), Some(saved)).is_ok());
+    }
+
+    #[test]
+    fn a_measurement_whose_questions_are_decided_is_not_run_in_later_rounds() {
+        let text = "name: t\nrepeats: auto\nnode: {version: 5.0.9, java: 17}\nrun: {duration: 5s}\n\
+                    variants: [{name: a}, {name: b}]\n\
+                    measure: [{name: insert, workload: insert}, {name: batch, workload: batch}]\n";
+        let e = Experiment::parse(text, "t.yaml").unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let mut record = open_record(&e, out.path(), None).unwrap();
+        let stop = Stop::new();
+        // insert is decided at round 3 (and carried so, as answers are); batch at round 5.
+        let evaluate = |r: &ExperimentRecord| {
+            let n = r.rounds() as usize;
+            let batch = if n >= 5 { Decision::Worse } else { Decision::Open };
+            vec![
+                comparison("insert", Decision::Better, 3),
+                comparison("batch", batch, n.min(5)),
+            ]
+        };
+        let ran = rounds_run(&e, &mut record, out.path(), &stop, |_| done("ok"), evaluate);
+        assert_eq!(ran.len(), 3 * 4 + 2 * 2, "three full rounds, then batch alone: {ran:?}");
+        assert!(ran[12..].iter().all(|d| d.ends_with("-batch")), "{ran:?}");
+        assert_eq!(
+            record.stopped.as_deref(),
+            Some("every primary question decided after 5 rounds")
+        );
+        // The record resumes: its rounds without insert are what the file and the answers ask.
+        let saved = ExperimentRecord::load(out.path()).unwrap();
+        assert!(open_record(&e, out.path(), Some(saved)).is_ok());
+        // A record whose later rounds ran insert though it was decided is not this experiment's.
+        let mut other = ExperimentRecord::load(out.path()).unwrap();
+        other.comparison[0].answers[0].round = 5;
+        assert!(open_record(&e, out.path(), Some(other)).is_err());
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::experiment::record::ExperimentRecord;
 use crate::experiment::spec::ExperimentFile;
 use crate::measure::RunStatus;
 use crate::metrics::recorder::new_histogram;
+use crate::stats::sequential::Decision;
 
 #[derive(Serialize)]
 struct VariantView {
@@ -129,9 +130,18 @@ fn bars(row: &Row) -> Option<String> {
         let mean = c.mean.unwrap_or(0.0);
         let x = 10.0 + slot * i as f64 + slot * 0.15;
         let w = slot * 0.7;
-        let color = if c.verdict.starts_with("significant, better") {
+        // A primary metric is coloured by its answer, the decision to act on; the others by the
+        // one planned look's verdict.
+        let (better, worse) = match c.answer {
+            Some(d) => (d == Decision::Better, d == Decision::Worse),
+            None => (
+                c.verdict.starts_with("significant, better"),
+                c.verdict.starts_with("significant, worse"),
+            ),
+        };
+        let color = if better {
             "#4caf6a"
-        } else if c.verdict.starts_with("significant") {
+        } else if worse {
             "#d64545"
         } else if i == 0 {
             "#6b8fb5"
@@ -144,7 +154,10 @@ fn bars(row: &Row) -> Option<String> {
             (mean * scale).max(0.0),
             esc(&c.variant),
             number(mean),
-            esc(&c.verdict)
+            esc(&match c.answer {
+                Some(d) => format!("answer {}; one planned look: {}", d.name(), c.verdict),
+                None => c.verdict.clone(),
+            })
         );
         if let Some((lo, hi)) = c.ci {
             let cx = x + w / 2.0;

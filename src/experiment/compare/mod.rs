@@ -66,7 +66,12 @@ pub struct Figure {
     /// Welch's test against the baseline, and the p-value after Benjamini–Hochberg's correction.
     pub p: Option<f64>,
     pub p_adjusted: Option<f64>,
+    /// For one look planned in advance: significant (better, worse), negligible, not significant.
     pub verdict: String,
+    /// A primary metric's answer (better, worse, equivalent, open), which stays valid across the
+    /// rounds looked at and so is the one to act on where it and `verdict` differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<crate::stats::sequential::Decision>,
 }
 
 /// One metric's figures, a cell per variant.

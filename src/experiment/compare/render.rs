@@ -81,13 +81,16 @@ impl Comparison {
                 };
                 let p = c.p_adjusted.map(|p| format!(" (p {p:.3})")).unwrap_or_default();
                 let pooled = c.pooled.map(|v| format!("; pooled {}", number(v))).unwrap_or_default();
+                let verdict = match c.answer {
+                    Some(d) => format!("answer {}; one planned look: {}", d.name().to_uppercase(), c.verdict),
+                    None => c.verdict.clone(),
+                };
                 s.push_str(&format!(
-                    "{:<22} {:<14} {:>24} {:>22}  {}{p}{pooled}\n",
+                    "{:<22} {:<14} {:>24} {:>22}  {verdict}{p}{pooled}\n",
                     if i == 0 { label.as_str() } else { "" },
                     c.variant,
                     mean,
                     ratio,
-                    c.verdict
                 ));
             }
         }

@@ -64,6 +64,15 @@ pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], ask: 
         .question
         .map(|q| answers(&variants, ask.baseline, &q, ask.earlier))
         .unwrap_or_default();
+    for a in &answers {
+        let cells = rows
+            .iter_mut()
+            .filter(|r| r.metric == a.metric)
+            .flat_map(|r| &mut r.cells);
+        for cell in cells.filter(|c| c.variant == a.variant) {
+            cell.answer = Some(a.decision);
+        }
+    }
     Comparison {
         measurement: measurement.to_string(),
         baseline: variants[ask.baseline].0.clone(),
@@ -177,6 +186,7 @@ fn row(
             p: None,
             p_adjusted: None,
             verdict: String::new(),
+            answer: None,
         };
         if i == baseline {
             cell.verdict = short[i]
@@ -492,6 +502,19 @@ mod tests {
         // Before the first look (round 2 of 3 to 12): open, with no interval yet.
         let early = compare("insert", &variants, ask(2, &[]));
         assert_eq!(early.answers[0].decision, Decision::Open);
+        // The table's row carries the answer beside the one planned look's verdict, which a
+        // question looked at every round must not be read by.
+        let cell = |c: &Comparison, metric: &str| c.rows.iter().find(|r| r.metric == metric).unwrap().cells[1].clone();
+        assert_eq!(cell(&early, "throughput").answer, Some(Decision::Open));
+        assert_eq!(cell(&early, "throughput").verdict, "significant, better");
+        assert_eq!(cell(&early, "p50").answer, None, "p50 is not a primary metric here");
+        assert!(
+            early
+                .render()
+                .contains("answer OPEN; one planned look: significant, better"),
+            "{}",
+            early.render()
+        );
         // A decision carried from an earlier round stays as it was.
         let mut kept = cmp.answers.clone();
         kept[0].decision = Decision::Worse;
