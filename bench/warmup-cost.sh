@@ -3,10 +3,12 @@
 #   1. on a settled node (5 minutes flat out first): how long `--warmup auto` takes, flat out
 #      and at a fixed rate (half the flat-out throughput), RUNS times each;
 #   2. on fresh nodes reached as a plain --hosts target with --server-facts cql (as a cluster
-#      caplab does not run: no JIT telemetry, so the settle rule's longer hold applies), RUNS
-#      times: the warm-up's length, then the 60 s window's verdict and its climb (the last
-#      10 s against the first 10 s).
-# Usage: bench/warmup-cost.sh [RUNS]   (default 5; about 35 minutes). Prints a table per part.
+#      caplab does not run), RUNS times each way, alternating: `blind` (no JIT telemetry, so the
+#      settle rule's longer hold applies) and `jmx` (the JIT read over --jmx): the warm-up's
+#      length, then the 60 s window's verdict and its climb (the last 10 s against the first
+#      10 s).
+# Usage: bench/warmup-cost.sh [RUNS]   (default 5; about 50 minutes, RUNS=3 about 30).
+# PART=2 runs the second part only. Prints a table per part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
@@ -22,6 +24,7 @@ $caplab node stop >/dev/null 2>&1 || true
 $caplab node wipe --force >/dev/null 2>&1 || true
 $caplab node start --heap 4G >/dev/null
 trap '$caplab node stop --no-drain >/dev/null 2>&1 || true' EXIT
+if [ "${PART:-all}" != 2 ]; then
 log "settling the node: 5 minutes flat out"
 $caplab run --warmup 0s --duration 5m -q --force --out "$OUT/settle" >/dev/null
 flat=$(field "$OUT/settle" "round(d['summary']['total']['op_rate'])")
@@ -37,22 +40,28 @@ for mode in flat rate; do
     echo "| $mode$([ "$mode" = rate ] && echo " ($rate op/s)") | $i | $(field "$dir" "d['warmup']['length_s']") | $(field "$dir" "d['warmup']['settled']") | $(field "$dir" "d['warmup']['check']") |"
   done
 done
-
 echo
-echo "| fresh node, --hosts, no JIT telemetry | warm-up (s) | settled | window verdict | climb in window (last 10 s / first 10 s) |"
-echo "|---|---|---|---|---|"
-hosts=$($caplab node status --json | python3 -c "import json,sys; n=json.load(sys.stdin)[0]['node']; print(n['address'] + ':' + str(n['native_port']))")
+fi
+
+echo "| fresh node, --hosts | run | warm-up (s) | settled | what the rule read | window verdict | climb in window (last 10 s / first 10 s) |"
+echo "|---|---|---|---|---|---|---|"
+status=$($caplab node status --json)
+hosts=$(python3 -c "import json,sys; n=json.load(sys.stdin)[0]['node']; print(n['address'] + ':' + str(n['native_port']))" <<<"$status")
+jmx=$(python3 -c "import json,sys; n=json.load(sys.stdin)[0]['node']; print(n['address'] + ':' + str(n['jmx_port']))" <<<"$status")
 for i in $(seq "$RUNS"); do
-  $caplab node stop --no-drain >/dev/null
-  $caplab node wipe --force >/dev/null
-  $caplab node start --heap 4G >/dev/null
-  dir="$OUT/fresh-$i"
-  $caplab run --hosts "$hosts" --server-facts cql --warmup auto --duration 60s -q --force --out "$dir" >/dev/null
-  climb=$(python3 -c "
+  for mode in blind jmx; do
+    $caplab node stop --no-drain >/dev/null
+    $caplab node wipe --force >/dev/null
+    $caplab node start --heap 4G >/dev/null
+    dir="$OUT/fresh-$mode-$i"
+    extra=(); [ "$mode" = jmx ] && extra=(--jmx "$jmx")
+    $caplab run --hosts "$hosts" --server-facts cql "${extra[@]}" --warmup auto --duration 60s -q --force --out "$dir" >/dev/null
+    climb=$(python3 -c "
 import csv,collections
 rows=collections.defaultdict(float)
 for r in csv.DictReader(open('$dir/latency.csv')): rows[r['timestamp']]+=float(r['count'])
 v=[rows[k] for k in sorted(rows)][:60]
 print(round(sum(v[-10:])/max(sum(v[:10]),1),3))")
-  echo "| run $i | $(field "$dir" "d['warmup']['length_s']") | $(field "$dir" "d['warmup']['settled']") | $(field "$dir" "d['steady_state']['summary']") | $climb |"
+    echo "| $mode | $i | $(field "$dir" "d['warmup']['length_s']") | $(field "$dir" "d['warmup']['settled']") | $(field "$dir" "d['warmup']['check']") | $(field "$dir" "d['steady_state']['summary']") | $climb |"
+  done
 done

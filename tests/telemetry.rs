@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Lab, jvm_lock, ok, result_json, stdout};
+use common::{Lab, jvm_lock, ok, result_json, stderr, stdout};
 
 /// utime + stime ticks of a process.
 fn cpu_ticks(pid: u64) -> u64 {
@@ -178,7 +178,7 @@ fn flushes_in_the_window(lab: &Lab, node: &serde_json::Value, from: u64, to: u64
 
 /// Against a cluster caplab does not run here (another home), the run completes and says so;
 /// with --jmx it reads GCInspector over JMX instead, and an endpoint that does not answer is
-/// named, not fatal.
+/// named, not fatal; an automatic warm-up reads the JIT over the same JMX.
 fn a_cluster_caplab_does_not_run(lab: &Lab, hosts: &str, out: &std::path::Path) {
     let elsewhere = lab.home.join("elsewhere");
     let other = |extra: &[&str]| {
@@ -238,4 +238,35 @@ fn a_cluster_caplab_does_not_run(lab: &Lab, hosts: &str, out: &std::path::Path) 
         "{}",
         stdout(&o)
     );
+    // With the automatic warm-up, the servers' JIT is read over the same JMX (compilation time
+    // over process CPU), as it is from /proc on nodes caplab runs, instead of the blind rule's
+    // 30 s more; the watch's JVM is gone once the warm-up ends.
+    let auto = [
+        "--home",
+        elsewhere.to_str().unwrap(),
+        "run",
+        "--hosts",
+        hosts,
+        "-q",
+        "--force",
+        "--out",
+        out.to_str().unwrap(),
+        "--rate",
+        "2000",
+        "--duration",
+        "2s",
+        "--warmup-max",
+        "40s",
+        "--jmx",
+        &endpoint,
+    ];
+    let o = ok(lab.caplab(&auto));
+    let warmup = &result_json(out)["warmup"];
+    let check = warmup["check"].as_str().unwrap_or_default();
+    assert!(
+        check.contains("% of server CPU over JMX") && !check.contains("no JIT telemetry"),
+        "{warmup}\n{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("cannot be watched over JMX"), "{}", stderr(&o));
 }

@@ -20,6 +20,7 @@ use crate::metrics::{Interval, OpStats};
 use crate::sla::Judge;
 use crate::steady::{self, Check, Settle};
 use crate::telemetry::Watch;
+use crate::telemetry::jit_jmx::JitWatch;
 
 /// What the user sees while a step runs.
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +72,9 @@ pub struct Outputs {
     /// Loaders of one run agreeing on when measuring starts (`--loader i/n`, `--start-at`,
     /// automatic warm-up).
     pub agreement: Option<super::agree::Agreement>,
+    /// The JIT of a cluster caplab does not run, read over JMX during an automatic warm-up
+    /// (stopped when it ends).
+    pub jit_jmx: Option<JitWatch>,
 }
 
 impl Outputs {
@@ -111,6 +115,7 @@ impl Outputs {
             window_started: None,
             tallies: Vec::new(),
             agreement: None,
+            jit_jmx: None,
         }
     }
 }
@@ -133,9 +138,20 @@ impl IntervalSink for Outputs {
             jit = Some(s.jit_cpu_cores);
             (s.gc_pause_ms, s.server_cpu_cores)
         });
+        let mut server_cores = server.map(|s| s.1);
+        if let Some(w) = &mut self.jit_jmx {
+            if let Some((jit_s, cpu_s)) = w.tick() {
+                let secs = iv.length.as_secs_f64().max(1e-3);
+                (jit, server_cores) = (Some(jit_s / secs), Some(cpu_s / secs));
+            }
+            if !iv.warmup {
+                // Measuring: the watch's JVM has done its part and stops.
+                self.jit_jmx = None;
+            }
+        }
         let whole = iv.length >= Duration::from_millis(500);
         if iv.warmup && whole && self.check.as_ref().is_none_or(|c| !c.settled) {
-            self.judge_warmup(iv, jit, server.map(|s| s.1));
+            self.judge_warmup(iv, jit, server_cores);
         }
         if !iv.warmup && whole {
             self.keep_second(iv);

@@ -28,6 +28,7 @@ use crate::metrics::summary::Summary;
 use crate::server_profile::{Profiler, Slice};
 use crate::sla::{Judge, Sla, SlaVerdict};
 use crate::telemetry::gclog::epoch_ms;
+use crate::telemetry::jit_jmx::JitWatch;
 use crate::telemetry::pools::PoolWatch;
 use crate::telemetry::{ServerReport, Watch, jmx};
 
@@ -159,6 +160,7 @@ impl Step {
         };
         let mut sink = sink;
         sink.agreement = self.agreement(site, &about.name, started).await?;
+        self.watch_jit_over_jmx(&mut sink);
         let undo = self.start_faults(&mut sink, started);
         let retries_before = site.retries.load(std::sync::atomic::Ordering::Relaxed);
         let (end, mut sink) = engine::run(workload, ecfg, anchor, stop.clone(), sink).await;
@@ -261,6 +263,24 @@ impl Step {
         });
         result.faults = impact::assess(&injector.happened(started), tallies, (from, to), failed.as_deref());
         result.availability = impact::availability(tallies);
+    }
+
+    /// With an automatic warm-up against a cluster caplab does not watch here, reads its JIT
+    /// over the `--jmx` endpoints, so the warm-up need not fall back to the blind rule.
+    fn watch_jit_over_jmx(&self, sink: &mut Outputs) {
+        if sink.watch.is_some() || self.jmx.is_empty() {
+            return;
+        }
+        let Some(settle) = &mut sink.settle else {
+            return;
+        };
+        match JitWatch::start(&self.jmx) {
+            Ok(w) => {
+                settle.jit_from = " over JMX";
+                sink.jit_jmx = Some(w);
+            }
+            Err(e) => crate::telemetry::jit_jmx::unwatched(&format!("{e:#}")),
+        }
     }
 
     /// Loaders of one run (a slice of several, started at one `--start-at`) with an automatic

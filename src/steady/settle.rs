@@ -11,7 +11,9 @@
 //! - **bounded variation**: the robust coefficient of variation (1.4826 · MAD / median) is
 //!   within 20 % (throughput and p50) or 50 % (p99: per-second p99s swing with GC);
 //! - **JIT**: the C1 and C2 compiler threads used at most `JIT_SHARE` (3 %) of the server's
-//!   CPU over the window, where the server is watched;
+//!   CPU over the window, where the server is watched: from /proc on nodes caplab runs here,
+//!   and over JMX (`telemetry::jit_jmx`: compilation time over process CPU time) on clusters
+//!   given `--jmx`;
 //! - **without the JIT's telemetry** (a cluster caplab does not run here), the rule must hold
 //!   for `BLIND_HOLD` (30) seconds more, every 30 s window within them settled: a fresh node
 //!   reached as a plain `--hosts` target once ended warm-up after 36 s on the rule alone and
@@ -84,6 +86,8 @@ pub struct Settle {
     seen: usize,
     /// Consecutive seconds the rule has held (for runs without the JIT's telemetry).
     held: usize,
+    /// Where the JIT's figure comes from, when not from /proc (" over JMX").
+    pub jit_from: &'static str,
 }
 
 impl Settle {
@@ -94,6 +98,7 @@ impl Settle {
             seconds: VecDeque::with_capacity(WINDOW + 1),
             seen: 0,
             held: 0,
+            jit_from: "",
         }
     }
 
@@ -142,7 +147,7 @@ impl Settle {
         if self.seconds.iter().any(|s| s.jit_cores.is_some()) {
             let share = if server > 0.0 { jit / server } else { 0.0 };
             settled &= share <= JIT_SHARE;
-            parts.push(format!("JIT {:.1} % of server CPU", share * 100.0));
+            parts.push(format!("JIT {:.1} % of server CPU{}", share * 100.0, self.jit_from));
         } else {
             self.held = if settled { self.held + 1 } else { 0 };
             if settled {

@@ -5,11 +5,13 @@
 //! of the same second.
 //!
 //! GC, CPU and flushes are read for nodes caplab runs on this machine only; for other clusters
-//! the report says once that they were not collected, and why. Every cluster's thread pools
+//! the report says once that they were not collected, and why, and `--jmx` reads GCInspector
+//! (`jmx`) and, during an automatic warm-up, the JIT (`jit_jmx`). Every cluster's thread pools
 //! and dropped messages are read over CQL (`pools`).
 
 pub mod flush;
 pub mod gclog;
+pub mod jit_jmx;
 pub mod jmx;
 pub mod pools;
 
