@@ -125,6 +125,9 @@ pub fn answers(
                     answer.ratio = Some(l.ratio);
                     answer.ci = l.ci.0.is_finite().then_some(l.ci);
                     if l.ci.0.is_finite() {
+                        // Looked at again in the same round (the final comparison after the
+                        // last round): one point per round.
+                        answer.history.retain(|h| h.0 != q.round);
                         answer.history.push((q.round, l.ratio, l.ci.0, l.ci.1));
                     }
                     if l.decision == Decision::Open {

@@ -520,6 +520,13 @@ mod tests {
         kept[0].decision = Decision::Worse;
         let again = compare("insert", &variants, ask(5, &kept));
         assert_eq!(again.answers[0].decision, Decision::Worse);
+        // An open answer looked at twice in one round (the comparison made again when the
+        // experiment ends) keeps one point of history for that round.
+        let mut open = cmp.answers.clone();
+        open[0].decision = Decision::Open;
+        let twice = compare("insert", &variants, ask(4, &open));
+        let rounds: Vec<usize> = twice.answers[0].history.iter().map(|h| h.0).collect();
+        assert_eq!(rounds, [4], "{:?}", twice.answers[0]);
     }
 
     #[test]
