@@ -103,11 +103,16 @@ pub fn decided_before(exp: &Experiment, record: &ExperimentRecord, m: usize, rou
         })
 }
 
+/// Per measurement, whether round `round` runs it: a question of it is still open.
+fn open_in(exp: &Experiment, record: &ExperimentRecord, round: u32) -> Vec<bool> {
+    (0..exp.file.measure.len())
+        .map(|m| !decided_before(exp, record, m, round))
+        .collect()
+}
+
 /// Appends round `round`'s steps: those of the measurements with a question still open.
 fn push_round(exp: &Experiment, record: &mut ExperimentRecord, round: u32) {
-    let open: Vec<bool> = (0..exp.file.measure.len())
-        .map(|m| !decided_before(exp, record, m, round))
-        .collect();
+    let open = open_in(exp, record, round);
     for at in order_of(exp, round)
         .into_iter()
         .filter(|at| at.repeat == round && open[at.measurement])
@@ -196,9 +201,11 @@ pub fn run_rounds(
         }
         let before = record.steps.len();
         push_round(exp, record, rounds + 1);
-        let decided: Vec<&str> = (0..exp.file.measure.len())
-            .filter(|&m| decided_before(exp, record, m, rounds + 1))
-            .map(|m| exp.file.measure[m].name.as_str())
+        let decided: Vec<&str> = open_in(exp, record, rounds + 1)
+            .iter()
+            .zip(&exp.file.measure)
+            .filter(|(open, _)| !**open)
+            .map(|(_, m)| m.name.as_str())
             .collect();
         if !decided.is_empty() {
             say(&format!(
@@ -237,9 +244,7 @@ fn next_round(exp: &Experiment, record: &ExperimentRecord, timed: &[f64], elapse
     }
     if let Some(budget) = exp.file.budget {
         let per_step = timed.iter().sum::<f64>() / timed.len().max(1) as f64;
-        let open = (0..exp.file.measure.len())
-            .filter(|&m| !decided_before(exp, record, m, rounds + 1))
-            .count();
+        let open = open_in(exp, record, rounds + 1).iter().filter(|&&o| o).count();
         let round_s = per_step * (exp.cells.len() * open) as f64;
         if elapsed_s + round_s > budget.as_secs_f64() {
             return Some(format!(

@@ -154,10 +154,7 @@ fn bars(row: &Row) -> Option<String> {
             (mean * scale).max(0.0),
             esc(&c.variant),
             number(mean),
-            esc(&match c.answer {
-                Some(d) => format!("answer {}; one planned look: {}", d.name(), c.verdict),
-                None => c.verdict.clone(),
-            })
+            esc(&c.verdict_text())
         );
         if let Some((lo, hi)) = c.ci {
             let cx = x + w / 2.0;

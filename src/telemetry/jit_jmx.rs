@@ -9,8 +9,7 @@
 //! the compilation time over the CPU time. Compilation time is the compilers' elapsed time, so
 //! on a busy server, where they wait for a core, the share reads higher than their CPU would:
 //! the rule errs towards waiting longer. One JVM, started once for the warm-up and stopped when
-//! it ends (unlike NodeTool, a JVM per reading), so it takes about a second of CPU to start and
-//! little after. A watch that cannot start or read (no JDK compiler, JMX unreachable or refused)
+//! it ends (unlike NodeTool, a JVM per reading); its CPU has not been measured apart. A watch that cannot start or read (no JDK compiler, JMX unreachable or refused)
 //! says why once, and the warm-up falls back to the blind rule.
 
 use anyhow::{Context, Result};
@@ -53,7 +52,7 @@ impl JitWatch {
         std::fs::write(&source, SOURCE).with_context(|| format!("cannot write {}", source.display()))?;
         let endpoints: Vec<String> = targets.iter().map(|t| format!("{}:{}", t.host, t.port)).collect();
         let mut child = Command::new(&first.java)
-            .args(["-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"])
+            .args(["-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .arg(&source)
             .args(&endpoints)
             .stdin(Stdio::piped())

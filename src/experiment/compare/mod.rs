@@ -74,6 +74,17 @@ pub struct Figure {
     pub answer: Option<crate::stats::sequential::Decision>,
 }
 
+impl Figure {
+    /// The verdict as people read it: a primary metric's answer first, then the one planned
+    /// look's verdict (`answer OPEN; one planned look: significant, worse`).
+    pub fn verdict_text(&self) -> String {
+        match self.answer {
+            Some(d) => format!("answer {}; one planned look: {}", d.name().to_uppercase(), self.verdict),
+            None => self.verdict.clone(),
+        }
+    }
+}
+
 /// One metric's figures, a cell per variant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {

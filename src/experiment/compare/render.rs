@@ -81,10 +81,7 @@ impl Comparison {
                 };
                 let p = c.p_adjusted.map(|p| format!(" (p {p:.3})")).unwrap_or_default();
                 let pooled = c.pooled.map(|v| format!("; pooled {}", number(v))).unwrap_or_default();
-                let verdict = match c.answer {
-                    Some(d) => format!("answer {}; one planned look: {}", d.name().to_uppercase(), c.verdict),
-                    None => c.verdict.clone(),
-                };
+                let verdict = c.verdict_text();
                 s.push_str(&format!(
                     "{:<22} {:<14} {:>24} {:>22}  {verdict}{p}{pooled}\n",
                     if i == 0 { label.as_str() } else { "" },
