@@ -150,6 +150,7 @@ pub fn comparisons(exp: &Experiment, record: &ExperimentRecord, out: &Path) -> V
                     primary: &primary,
                     design,
                     round: record.rounds() as usize,
+                    complete: record.round_complete(),
                 }),
                 earlier: &earlier,
             };
@@ -219,6 +220,7 @@ pub fn compare_dirs(args: &[String], floor: f64, include_unsteady: bool) -> Resu
             primary: &primary,
             design: Design::new(ALPHA, primary.len() * variants.len().saturating_sub(1), n, n),
             round: n,
+            complete: true,
         }),
         earlier: &[],
     };

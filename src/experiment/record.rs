@@ -72,6 +72,14 @@ impl ExperimentRecord {
         self.steps.iter().map(|s| s.at.repeat).max().unwrap_or(0)
     }
 
+    /// Whether every step planned so far has run (completed or failed): none is still to run
+    /// or was interrupted.
+    pub fn round_complete(&self) -> bool {
+        self.steps
+            .iter()
+            .all(|s| matches!(s.status, Some(RunStatus::Completed | RunStatus::Failed)))
+    }
+
     /// Replacement steps of `at`'s (variant, measurement) so far.
     pub fn replacements_of(&self, at: StepAt) -> usize {
         self.steps

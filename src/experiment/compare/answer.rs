@@ -72,6 +72,10 @@ pub struct Question<'a> {
     pub primary: &'a [(String, f64)],
     pub design: Design,
     pub round: usize,
+    /// Whether every step of `round` has run. A round cut short (Ctrl-C) is not looked at: its
+    /// answers stay those of the last look. Looking at it, and again once it is resumed and
+    /// complete, would be one look more than the design spends its error on.
+    pub complete: bool,
 }
 
 /// The answers for `variants` (the observations compared: steady ones, as the comparison keeps
@@ -106,6 +110,7 @@ pub fn answers(
                 continue;
             }
             let (a, b) = (&values[baseline], &values[i]);
+            // Open until looked at, with the history of the looks before.
             let mut answer = Answer {
                 metric: key.clone(),
                 variant: name.clone(),
@@ -119,6 +124,13 @@ pub fn answers(
                 history: before.map(|a| a.history.clone()).unwrap_or_default(),
                 note: None,
             };
+            if !q.complete {
+                out.push(before.cloned().unwrap_or_else(|| Answer {
+                    note: Some(format!("not looked at yet: round {} was cut short", q.round)),
+                    ..answer
+                }));
+                continue;
+            }
             match look(&q.design, q.round, a, b, *effect, metric.higher_is_better) {
                 Some(l) => {
                     answer.decision = l.decision;

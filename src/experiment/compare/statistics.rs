@@ -470,7 +470,7 @@ mod tests {
             .collect();
         let primary = vec![("throughput".to_string(), 0.05), ("p99".to_string(), 0.10)];
         let design = Design::new(0.05, 2, 3, 12);
-        let ask = |round, earlier| Ask {
+        let ask_at = |round, complete, earlier| Ask {
             baseline: 0,
             floor: 0.02,
             tested: None,
@@ -479,9 +479,11 @@ mod tests {
                 primary: &primary,
                 design,
                 round,
+                complete,
             }),
             earlier,
         };
+        let ask = |round, earlier| ask_at(round, true, earlier);
         let variants = [("a".to_string(), a), ("b".to_string(), b)];
         let cmp = compare("insert", &variants, ask(4, &[]));
         let t = &cmp.answers[0];
@@ -527,6 +529,17 @@ mod tests {
         let twice = compare("insert", &variants, ask(4, &open));
         let rounds: Vec<usize> = twice.answers[0].history.iter().map(|h| h.0).collect();
         assert_eq!(rounds, [4], "{:?}", twice.answers[0]);
+        // A round cut short (Ctrl-C) is no look: the open answer stays as the last look left
+        // it, though the data would now decide it; with no look before, it is open, and says why.
+        let cut = compare("insert", &variants, ask_at(5, false, &open));
+        assert_eq!(cut.answers, open);
+        let first = compare("insert", &variants, ask_at(4, false, &[]));
+        assert_eq!(first.answers[0].decision, Decision::Open);
+        assert_eq!(first.answers[0].ratio, None);
+        assert_eq!(
+            first.answers[0].note.as_deref(),
+            Some("not looked at yet: round 4 was cut short")
+        );
     }
 
     #[test]
