@@ -9,8 +9,9 @@
 //! the compilation time over the CPU time. Compilation time is the compilers' elapsed time, so
 //! on a busy server, where they wait for a core, the share reads higher than their CPU would:
 //! the rule errs towards waiting longer. One JVM, started once for the warm-up and stopped when
-//! it ends (unlike NodeTool, a JVM per reading); its CPU has not been measured apart. A watch that cannot start or read (no JDK compiler, JMX unreachable or refused)
-//! says why once, and the warm-up falls back to the blind rule.
+//! it ends (unlike NodeTool, a JVM per reading); its CPU has not been measured apart. A watch
+//! that cannot start or read (no JDK compiler, JMX unreachable or refused) says why once, and
+//! the warm-up falls back to the blind rule.
 
 use anyhow::{Context, Result};
 use std::io::{BufRead, BufReader, Write};
