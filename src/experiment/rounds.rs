@@ -181,7 +181,13 @@ pub fn run_rounds(
         out.display()
     ));
     let (began, prior_elapsed) = (Instant::now(), record.elapsed_s);
-    let mut timed: Vec<f64> = Vec::new();
+    // Steps completed before a resume time the rounds still to come, as much as new ones.
+    let mut timed: Vec<f64> = record
+        .steps
+        .iter()
+        .filter(|s| s.status == Some(RunStatus::Completed))
+        .filter_map(|s| s.elapsed_s)
+        .collect();
     loop {
         run_pending(exp, record, out, stop, step, &mut timed, (began, prior_elapsed))?;
         if stop.is_requested() || record.stopped.is_some() {
@@ -278,9 +284,25 @@ fn run_pending(
             break;
         }
         let at = record.steps[i].clone();
+        // The first rounds (up to the first look) are planned together: each still starts
+        // only if it can end within the budget.
+        let first_of_round = i > 0 && record.steps[i - 1].at.repeat < at.at.repeat;
+        if first_of_round
+            && let Some(why) = round_over_budget(
+                exp,
+                record,
+                at.at.repeat,
+                timed,
+                prior_elapsed + began.elapsed().as_secs_f64(),
+            )
+        {
+            record.stopped = Some(why);
+            record.save(out)?;
+            break;
+        }
         let left = record.steps[i..]
             .iter()
-            .filter(|s| s.status != Some(RunStatus::Completed))
+            .filter(|s| s.status != Some(RunStatus::Completed) && s.at.repeat == at.at.repeat)
             .count();
         say(&format!(
             "Step {}: variant {}, round {}{}, {}{}",
@@ -344,6 +366,44 @@ fn run_pending(
     Ok(())
 }
 
+/// Why round `round` (planned, not started) may not start: it would end after the budget, at
+/// the mean time of the steps completed so far. None: it may (or nothing is timed yet).
+fn round_over_budget(
+    exp: &Experiment,
+    record: &ExperimentRecord,
+    round: u32,
+    timed: &[f64],
+    elapsed_s: f64,
+) -> Option<String> {
+    let budget = exp.file.budget?;
+    if timed.is_empty() {
+        return None;
+    }
+    let per_step = timed.iter().sum::<f64>() / timed.len() as f64;
+    let steps = record
+        .steps
+        .iter()
+        .filter(|s| s.at.repeat == round && s.status != Some(RunStatus::Completed))
+        .count();
+    let round_s = per_step * steps as f64;
+    let first_look = exp.file.repeats.min();
+    (elapsed_s + round_s > budget.as_secs_f64()).then(|| {
+        let took = |s: f64| humantime::format_duration(Duration::from_secs(s as u64));
+        let round_text = format!("round {round} (about {})", took(round_s));
+        if round <= first_look {
+            let all = per_step * (exp.cells.len() * exp.file.measure.len()) as f64 * f64::from(first_look);
+            format!(
+                "{round_text} would end after the budget of {}, before the first look at {first_look} repeats: no \
+                 question was looked at; give a budget of at least {} (the first look's rounds at this pace) or fewer variants",
+                took(budget.as_secs_f64()),
+                took(all)
+            )
+        } else {
+            format!("{round_text} would end after the budget of {}; some questions are open", took(budget.as_secs_f64()))
+        }
+    })
+}
+
 /// What becomes of a step whose window was not steady, said after its line.
 fn unsteady_note(steady: Option<bool>, include_unsteady: bool, replaced: bool) -> &'static str {
     match (steady, include_unsteady, replaced) {
@@ -366,15 +426,17 @@ fn eta(timed: &[f64], left: usize) -> String {
     )
 }
 
-/// Interrupted when a stop was requested; otherwise completed when every step completed (an
-/// unsteady step replaced still counts as completed), and failed when any did not.
+/// Interrupted when a stop was requested; otherwise failed when a step failed, and completed
+/// when none did (an unsteady step replaced still counts as completed; planned steps the budget
+/// left unrun are not failures).
 pub fn final_status(record: &ExperimentRecord, stop: &Stop) -> RunStatus {
     if stop.cause().is_some() {
         RunStatus::Interrupted
-    } else if record.steps.iter().all(|s| s.status == Some(RunStatus::Completed)) {
-        RunStatus::Completed
-    } else {
+    } else if record.steps.iter().any(|s| s.status == Some(RunStatus::Failed)) {
         RunStatus::Failed
+    } else {
+        // Steps never run (the budget ended the rounds first) are not failures.
+        RunStatus::Completed
     }
 }
 
@@ -650,7 +712,8 @@ mod tests {
             "{:?}",
             record.stopped
         );
-        // A budget another round would overrun stops it after the least rounds.
+        // A budget a round would overrun stops it, the first rounds too: here after round 1,
+        // before the first look (3 repeats).
         let out = tempfile::tempdir().unwrap();
         let text = e.text.replace("repeats: {min: 3, max: 4}", "repeats: auto\nbudget: 0s");
         let e = Experiment::parse(&text, "t.yaml").unwrap();
@@ -663,15 +726,43 @@ mod tests {
             |_| done("ok"),
             |_| answered(Decision::Open),
         );
-        assert_eq!(ran.len(), 6);
+        assert_eq!(ran.len(), 2);
+        let why = record.stopped.clone().unwrap();
         assert!(
-            record.stopped.as_deref().unwrap().contains("budget of 0s"),
-            "{:?}",
-            record.stopped
+            why.contains("budget of 0s, before the first look at 3 repeats: no question was looked at"),
+            "{why}"
         );
         // The record of an auto experiment resumes with its rounds.
         let saved = ExperimentRecord::load(out.path()).unwrap();
         assert!(open_record(&e, out.path(), Some(saved)).is_ok());
+    }
+
+    #[test]
+    fn a_round_starts_only_if_it_ends_within_the_budget() {
+        // Two variants: two steps a round; steps of 20 minutes, a budget of an hour.
+        let e = Experiment::parse(
+            &exp_with("auto")
+                .text
+                .replace("repeats: auto", "repeats: auto\nbudget: 1h"),
+            "t.yaml",
+        )
+        .unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let record = open_record(&e, out.path(), None).unwrap();
+        let step = [1200.0];
+        // After round 1 (40 min): round 2 would end at 80 min.
+        let why = round_over_budget(&e, &record, 2, &step, 2400.0).unwrap();
+        assert!(
+            why.starts_with("round 2 (about 40m) would end after the budget of 1h, before the first look"),
+            "{why}"
+        );
+        assert!(why.contains("a budget of at least 2h"), "{why}");
+        // With 10-minute steps it fits; nothing timed yet: no estimate, no stop.
+        assert_eq!(round_over_budget(&e, &record, 2, &[600.0], 1200.0), None);
+        assert_eq!(round_over_budget(&e, &record, 2, &[], 3500.0), None);
+        // After the first look, later rounds say the questions are open.
+        let why = round_over_budget(&e, &record, 4, &step, 2400.0);
+        assert_eq!(why, None, "round 4 has no planned steps yet: an empty round fits");
     }
 
     #[test]

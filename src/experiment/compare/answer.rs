@@ -126,7 +126,10 @@ pub fn answers(
             };
             if !q.complete {
                 out.push(before.cloned().unwrap_or_else(|| Answer {
-                    note: Some(format!("not looked at yet: round {} was cut short", q.round)),
+                    note: Some(format!(
+                        "not looked at yet: round {} did not complete (cut short, or the budget ended the rounds)",
+                        q.round
+                    )),
                     ..answer
                 }));
                 continue;

@@ -538,7 +538,7 @@ mod tests {
         assert_eq!(first.answers[0].ratio, None);
         assert_eq!(
             first.answers[0].note.as_deref(),
-            Some("not looked at yet: round 4 was cut short")
+            Some("not looked at yet: round 4 did not complete (cut short, or the budget ended the rounds)")
         );
     }
 
