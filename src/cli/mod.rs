@@ -2,6 +2,7 @@
 
 pub mod capacity;
 pub mod experiment;
+pub mod history;
 pub mod merge;
 pub mod node;
 pub mod report;
@@ -37,10 +38,10 @@ pub enum Command {
     Node(node::NodeCommand),
     /// Drive a workload against a cluster and record latency and throughput (default: E1 inserts
     /// for 60 s against the local node, starting one if none runs).
-    Run(Box<crate::measure::options::RunOptions>),
+    Run(Box<run::RunCommand>),
     /// Find the highest rate the cluster carries within a service level: an adaptive search
     /// (or a --rates sweep, as E3), with per-window verdicts and capacity.json.
-    Capacity(Box<crate::measure::options::CapacityOptions>),
+    Capacity(Box<capacity::CapacityCommand>),
     /// Compare configurations side by side on fresh nodes: variants x measurements x repeats,
     /// with confidence intervals, ratios to the baseline and significance (experiment.json).
     Experiment(Box<experiment::ExperimentArgs>),
@@ -55,6 +56,9 @@ pub enum Command {
     /// Judge a run's measured window again from its files, or each consecutive window of a
     /// length within it (how often windows of that length are flat here).
     Steady(steady::SteadyArgs),
+    /// The performance history every measuring command records in: its series, one series'
+    /// records, or results written earlier imported (`caplab history import DIR...`).
+    History(history::HistoryCommand),
     /// List the built-in workloads, or print one's profile.
     Workloads {
         #[command(subcommand)]
@@ -79,7 +83,8 @@ impl Cli {
             Command::Capacity(args) => capacity::run(&home, *args),
             Command::Experiment(args) => experiment::run(&home, *args),
             Command::Compare(args) => experiment::compare(args),
-            Command::Merge(args) => merge::run(args),
+            Command::Merge(args) => merge::run(&home, args),
+            Command::History(args) => history::run(&home, args),
             Command::Report(args) => report::run(args),
             Command::Steady(args) => steady::run(args),
             Command::Workloads { command } => workloads::run(command).map(|()| 0),

@@ -42,6 +42,7 @@ pub fn run(
     out: &Path,
     cache: &Path,
     resume: Option<ExperimentRecord>,
+    history: Option<&crate::history::Location>,
     stop: &Arc<Stop>,
 ) -> Result<ExperimentRecord> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
@@ -58,7 +59,11 @@ pub fn run(
         &mut record,
         out,
         stop,
-        &mut |cell, dir| step::run_step(&home, fresh, cell, dir, stop),
+        &mut |cell, dir| {
+            let outcome = step::run_step(&home, fresh, cell, dir, stop)?;
+            crate::history::record_finished(history, dir, &Default::default());
+            Ok(outcome)
+        },
         &mut |record| comparisons(exp, record, out),
     )?;
     step::stop_nodes(&home);

@@ -140,6 +140,16 @@ pub enum What {
     Capacity(Box<CapacityOptions>),
 }
 
+impl What {
+    /// The options a run and a capacity search share.
+    pub fn common_mut(&mut self) -> &mut crate::measure::options::DriveOptions {
+        match self {
+            What::Run(o) => &mut o.common,
+            What::Capacity(o) => &mut o.common,
+        }
+    }
+}
+
 /// An experiment read and checked.
 #[derive(Debug, Clone)]
 pub struct Experiment {
@@ -210,6 +220,7 @@ impl Experiment {
             })?,
         };
         let mut cells = Vec::new();
+        let exp_name = name_of(&file, origin);
         for v in &file.variants {
             let node_opts = merged(&[&file.node, &v.node]);
             let node = parse_node(&node_opts).map_err(|e| fail(format!("variant '{}' node", v.name), e))?;
@@ -219,8 +230,14 @@ impl Experiment {
                 // are for the other measurements; the measurement's own keys must all apply.
                 let takes = |o: &Options| known(m.capacity, o);
                 let opts = merged(&[&takes(&file.run), &m.options, &takes(&v.run)]);
-                let what = parse_what(m.capacity, &opts)
+                let mut what = parse_what(m.capacity, &opts)
                     .map_err(|e| fail(format!("measurement '{}' of variant '{}'", m.name, v.name), e))?;
+                // Each step's results say which experiment and variant they are (the history
+                // keeps them as labels); labels the file gives are kept before them.
+                what.common_mut().labels.extend([
+                    ("experiment".to_string(), exp_name.clone()),
+                    ("variant".to_string(), v.name.clone()),
+                ]);
                 row.push(Cell {
                     node: node.clone(),
                     what,
@@ -291,13 +308,18 @@ impl Experiment {
     }
 
     pub fn name(&self) -> String {
-        self.file.name.clone().unwrap_or_else(|| {
-            std::path::Path::new(&self.origin)
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "experiment".into())
-        })
+        name_of(&self.file, &self.origin)
     }
+}
+
+/// The experiment's name: the file's `name`, or the file name's stem.
+fn name_of(file: &ExperimentFile, origin: &str) -> String {
+    file.name.clone().unwrap_or_else(|| {
+        std::path::Path::new(origin)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "experiment".into())
+    })
 }
 
 fn check_name(name: &str) -> Result<()> {

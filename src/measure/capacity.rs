@@ -63,6 +63,8 @@ pub struct Capacity {
     pub pricing: Option<Pricing>,
     /// The fault schedule every step's measured window carries (the probe's too).
     pub faults: Option<Arc<Injector>>,
+    /// The user's labels, kept in capacity.json and every step's result.json.
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// What a step needs besides its rate.
@@ -185,6 +187,7 @@ impl Capacity {
             cost: None,
             started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
             elapsed_s: 0.0,
+            labels: cfg.labels.clone(),
         }
     }
 }
@@ -402,6 +405,7 @@ impl Bench<'_> {
             start_at: None,
             pools: self.cfg.pools,
             faults: self.cfg.faults.as_ref().map(|f| f.for_step()),
+            labels: self.cfg.labels.clone(),
         };
         let result = self.prepared.run(&step, &self.target.site, self.stop.clone()).await?;
         // Named from the search's directory, so the record still finds it when the search was

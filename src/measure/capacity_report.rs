@@ -166,6 +166,9 @@ pub struct CapacityReport {
     pub cost: Option<Cost>,
     pub started_at: String,
     pub elapsed_s: f64,
+    /// The user's labels (`--label KEY=VALUE`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 impl CapacityReport {

@@ -57,6 +57,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         start_at: args.start_at,
         pools: common.telemetry.pools(),
         faults: faults.as_ref().map(|(f, _)| f.clone()),
+        labels: common.labels.iter().cloned().collect(),
     };
 
     let out = step.out.clone();
@@ -128,6 +129,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
             target: args.target,
         }),
         faults: faults.as_ref().map(|(f, _)| f.clone()),
+        labels: common.labels.iter().cloned().collect(),
     };
 
     let out = search.out.clone();

@@ -45,6 +45,10 @@ pub struct DriveOptions {
     /// saw it, when it recovered, and what failed.
     #[arg(long = "fault", alias = "faults", value_name = "SPEC", value_parser = crate::faults::FaultSpec::parse)]
     pub faults: Vec<crate::faults::FaultSpec>,
+    /// A label for the results and the history (repeatable): --label commit=abc123 --label
+    /// build=nightly. Kept in result.json (capacity.json); not part of what makes a series.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
 }
 
 impl DriveOptions {
@@ -404,6 +408,19 @@ fn parse_cost(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Parses `KEY=VALUE` (`--label`): a key of letters, digits, `_`, `-` and `.`.
+pub fn parse_label(text: &str) -> std::result::Result<(String, String), String> {
+    let (k, v) = text
+        .split_once('=')
+        .ok_or_else(|| format!("'{text}' is not KEY=VALUE, e.g. --label commit=abc123"))?;
+    if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) {
+        return Err(format!(
+            "label key '{k}' must be letters, digits, '_', '-' or '.', e.g. --label commit=abc123"
+        ));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,5 +452,14 @@ mod tests {
         assert!(resolve_warmup(Warmup::Auto { max: WARMUP_MAX }, Some(Duration::from_secs(5))).is_err());
         assert!(parse_duration("-5s").unwrap_err().contains("like 30s, 5m"));
         assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+    }
+
+    #[test]
+    fn labels_are_key_value_and_name_the_fix() {
+        assert_eq!(parse_label("commit=abc123"), Ok(("commit".into(), "abc123".into())));
+        assert_eq!(parse_label("build.kind=a=b"), Ok(("build.kind".into(), "a=b".into())));
+        assert!(parse_label("commit").unwrap_err().contains("KEY=VALUE"));
+        assert!(parse_label("=x").unwrap_err().contains("must be letters"));
+        assert!(parse_label("a b=x").unwrap_err().contains("must be letters"));
     }
 }

@@ -234,6 +234,10 @@ pub struct RunResult {
     /// Present when this result is several loaders' results merged (`caplab merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergeRecord>,
+    /// The user's labels (`--label KEY=VALUE`; an experiment's steps also `experiment` and
+    /// `variant`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// Which loaders' results a merged result holds, and where they did not all report.

@@ -58,6 +58,8 @@ pub struct Step {
     pub pools: bool,
     /// Faults to apply during the measured window (`--fault`).
     pub faults: Option<Arc<Injector>>,
+    /// The user's labels, kept in result.json.
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 impl Step {
@@ -400,6 +402,7 @@ impl Step {
             faults: Vec::new(),
             availability: None,
             merged: None,
+            labels: self.labels.clone(),
         }
     }
 }
@@ -543,6 +546,7 @@ mod tests {
             start_at: None,
             pools: false,
             faults: None,
+            labels: Default::default(),
         }
     }
 

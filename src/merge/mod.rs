@@ -33,7 +33,12 @@ use merged::merged_result;
 
 /// Merges the loaders' results in `dirs` into `out` (created; caplab's result files in it are
 /// replaced only with `force`), and returns the merged result.
-pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<RunResult> {
+pub fn merge(
+    dirs: &[PathBuf],
+    out: &Path,
+    force: bool,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> Result<RunResult> {
     if dirs.len() < 2 {
         bail!("merge needs the results directories of at least two loaders (caplab run --loader i/n)");
     }
@@ -51,6 +56,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<RunResult> {
     let base_ms = loaders.iter().map(|l| l.base_ms).min().expect("two loaders");
     let entries = loaders.iter().map(|l| l.entries()).collect::<Result<Vec<_>>>()?;
     let mut merged = merged_result(&loaders, dirs, base_ms)?;
+    merged.labels.extend(labels.clone());
     let span = measured_span(&loaders, base_ms);
     let seconds = write_logs(&loaders, &entries, out, base_ms, span)?;
     let reported: Vec<(String, &BTreeSet<i64>)> = loaders.iter().map(|l| (l.slice.to_string(), &l.seconds)).collect();

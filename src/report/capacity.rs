@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-use super::{REPORT_FILE, html};
+use super::{html, link};
 use crate::measure::capacity_report::{CapacityReport, SearchStep};
 
 #[derive(Serialize)]
@@ -56,19 +56,6 @@ fn step_dir(dir: &Path, step: &SearchStep) -> PathBuf {
     } else {
         dir.join(p)
     }
-}
-
-/// A link from the page in `dir` to the page of the step in `step`.
-fn link(dir: &Path, step: &Path) -> Option<String> {
-    if !step.join(REPORT_FILE).is_file() {
-        return None;
-    }
-    let base = dir.canonicalize().ok()?;
-    let target = step.canonicalize().ok()?;
-    Some(match target.strip_prefix(&base) {
-        Ok(rel) => format!("{}/{REPORT_FILE}", rel.display()),
-        Err(_) => format!("file://{}/{REPORT_FILE}", target.display()),
-    })
 }
 
 /// The results directories of the search's steps (probe included).

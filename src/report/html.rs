@@ -18,6 +18,7 @@ fn environment() -> Environment<'static> {
         ("run.html", include_str!("templates/run.html")),
         ("capacity.html", include_str!("templates/capacity.html")),
         ("experiment.html", include_str!("templates/experiment.html")),
+        ("history.html", include_str!("templates/history.html")),
     ] {
         env.add_template(name, text).expect("the report templates parse");
     }

@@ -10,6 +10,7 @@
 mod answers;
 mod capacity;
 mod experiment;
+pub mod history;
 mod html;
 mod run;
 mod series;
@@ -95,6 +96,19 @@ fn write_step(dir: &Path) {
     if let Err(e) = write(dir) {
         crate::console::say(&format!("  (no report page for {}: {e:#})", dir.display()));
     }
+}
+
+/// A link from a page in `dir` to the page of the results in `step` (None: it has none).
+fn link(dir: &Path, step: &Path) -> Option<String> {
+    if !step.join(REPORT_FILE).is_file() {
+        return None;
+    }
+    let base = dir.canonicalize().ok()?;
+    let target = step.canonicalize().ok()?;
+    Some(match target.strip_prefix(&base) {
+        Ok(rel) => format!("{}/{REPORT_FILE}", rel.display()),
+        Err(_) => format!("file://{}/{REPORT_FILE}", target.display()),
+    })
 }
 
 fn write_file(path: &Path, page: &str) -> Result<()> {

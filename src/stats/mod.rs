@@ -3,8 +3,10 @@
 //! means, Benjamini–Hochberg's correction for testing many metrics and variants at once (Holm's
 //! family-wise control was tried and left out: at three repeats it finds almost nothing), and the
 //! effective sample size of an autocorrelated series by batch means (for a single run's per-second
-//! values, which are not independent: one GC pause spans seconds).
+//! values, which are not independent: one GC pause spans seconds). `sequential` decides
+//! questions looked at after every round; `changes` finds change points in a series of runs.
 
+pub mod changes;
 pub mod sequential;
 
 use statrs::distribution::{ContinuousCDF, StudentsT};

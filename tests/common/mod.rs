@@ -36,6 +36,7 @@ const TEST_FILES: &[&str] = &[
     "stress",
     "telemetry",
     "workload_profiles",
+    "history",
 ];
 
 /// Labs per test file.

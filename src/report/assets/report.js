@@ -262,8 +262,57 @@
     });
   }
 
+  // ---- the history page ----
+  function historyCharts(charts) {
+    caplabCheck.changes = {};
+    charts.forEach(function (c) {
+      var levels = function (u) {
+        var ctx = u.ctx;
+        ctx.save();
+        c.segments.forEach(function (g) {
+          var x0 = u.valToPos(g[0], "x", true), x1 = u.valToPos(g[1], "x", true);
+          var lo = u.valToPos(g[3], "y", true), hi = u.valToPos(g[4], "y", true);
+          if (isFinite(lo) && isFinite(hi)) {
+            ctx.fillStyle = "rgba(31, 119, 180, 0.12)";
+            ctx.fillRect(x0, hi, Math.max(x1 - x0, 2), lo - hi);
+          }
+          var y = u.valToPos(g[2], "y", true);
+          ctx.strokeStyle = "#1f77b4"; ctx.lineWidth = 2; ctx.setLineDash([8, 3]);
+          ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x1, y); ctx.stroke();
+        });
+        c.changes.forEach(function (k) {
+          var x = u.valToPos(k[0], "x", true);
+          ctx.strokeStyle = k[1] ? "#d62728" : "#2ca02c"; ctx.lineWidth = 2; ctx.setLineDash([]);
+          ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
+          ctx.fillStyle = ctx.strokeStyle; ctx.font = "11px sans-serif";
+          ctx.fillText(k[1] ? "regression" : "improvement", x + 3, u.bbox.top + 12);
+        });
+        ctx.restore();
+      };
+      var hollow = { label: "left out (not steady or not completed)", stroke: "#7f7f7f", paths: function () { return null; },
+        points: { show: true, size: 7, fill: "#fff", stroke: "#7f7f7f" } };
+      var u = chart(c.id, {
+        title: c.title,
+        scales: { x: { time: true }, y: {} },
+        axes: [{}, { size: 70 }],
+        series: [{ label: "run", value: function (u, v, si, i) { return i == null ? "–" : c.about[i]; } },
+          dots("steady", "#1f77b4", 7), hollow],
+        hooks: { draw: [levels] },
+      }, [c.t, c.v, c.out], c.t.length);
+      caplabCheck.changes[c.id] = c.changes.length;
+      if (u) {
+        u.over.style.cursor = "pointer";
+        u.over.addEventListener("click", function () {
+          var i = u.cursor.idx;
+          if (i != null && c.link[i]) window.location.href = c.link[i];
+        });
+      }
+    });
+  }
+
   try {
-    if (data.kind === "run") runCharts(data.runs);
+    if (data.kind === "history") historyCharts(data.charts);
+    else if (data.kind === "run") runCharts(data.runs);
     else if (data.kind === "capacity") capacityCharts(data);
     else if (data.kind === "experiment") experimentCharts(data);
   } catch (e) {

@@ -1,0 +1,364 @@
+//! One history record: what identifies the series a result belongs to (the workload and its
+//! options, the target's version, JDK, GC, heap and settings, the node count, the client host's
+//! class), the user's labels, and the key figures, read from a run's result.json (a merged
+//! one too) or a capacity search's capacity.json.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::measure::result::{CAPACITY_FILE, RESULT_FILE};
+use crate::measure::{CapacityReport, RunResult};
+
+/// What makes two results comparable over time: everything here is the same for every record
+/// of a series. Labels (a commit, a build) are not: they say which run is which.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesKey {
+    /// `run` or `capacity`.
+    pub kind: String,
+    pub workload: String,
+    /// The workload's options as result.json records them (E1's, or the profile's definition).
+    pub workload_options: serde_json::Value,
+    /// Operations per second asked (0: flat out; a capacity search: 0).
+    pub rate: f64,
+    pub concurrency: usize,
+    /// The measured window (s) or operations, as asked (a capacity search: each step's).
+    pub duration_s: Option<f64>,
+    pub ops: Option<u64>,
+    /// `1/1`, a loader's slice `i/n`, or `merged n`.
+    pub loaders: String,
+    pub consistency: String,
+    /// The service level (capacity searches and runs judged against one).
+    pub sla: Option<String>,
+    /// The cluster's Cassandra release as it reported it (None: unknown).
+    pub version: Option<String>,
+    /// Nodes caplab ran: JDK major, collector, heap (bytes), cassandra.yaml settings and JVM
+    /// options as asked. Empty for clusters caplab does not run.
+    pub jdk: Option<u32>,
+    pub gc: Option<String>,
+    pub heap: Option<u64>,
+    pub settings: Vec<String>,
+    pub jvm_opts: Vec<String>,
+    /// Nodes caplab ran, or the contact points given.
+    pub nodes: usize,
+    /// The client host's class: cores, and memory rounded to whole GiB.
+    pub client_cores: usize,
+    pub client_ram_gib: u64,
+}
+
+impl SeriesKey {
+    /// The series' id: a hash of the key's canonical JSON (16 hex digits; users may give any
+    /// unique prefix).
+    pub fn id(&self) -> String {
+        format!("{:016x}", fnv1a(self.canonical().as_bytes()))
+    }
+
+    pub fn canonical(&self) -> String {
+        serde_json::to_string(self).expect("a series key serialises")
+    }
+
+    /// A name for people: `insert flat out, Cassandra 5.0.9, JDK 17 g1 4G, 1 node, 2 cores`.
+    pub fn name(&self) -> String {
+        let rate = if self.kind == "capacity" {
+            format!("capacity ({})", self.sla.as_deref().unwrap_or("no SLA"))
+        } else if self.rate > 0.0 {
+            format!("at {} op/s", crate::console::group(self.rate))
+        } else {
+            "flat out".into()
+        };
+        let mut parts = vec![
+            format!("{} {rate}", self.workload),
+            format!("Cassandra {}", self.version.as_deref().unwrap_or("?")),
+        ];
+        if let (Some(j), Some(g), Some(h)) = (self.jdk, &self.gc, self.heap) {
+            parts.push(format!("JDK {j} {g} {}", heap_text(h)));
+        }
+        if !self.settings.is_empty() {
+            parts.push(self.settings.join(" "));
+        }
+        parts.push(format!("{} node{}", self.nodes, if self.nodes == 1 { "" } else { "s" }));
+        if self.loaders != "1/1" {
+            parts.push(format!("loaders {}", self.loaders));
+        }
+        parts.push(format!("{} cores", self.client_cores));
+        parts.join(", ")
+    }
+}
+
+fn heap_text(bytes: u64) -> String {
+    let gib = 1u64 << 30;
+    if bytes.is_multiple_of(gib) {
+        format!("{}G", bytes / gib)
+    } else {
+        format!("{}M", bytes >> 20)
+    }
+}
+
+/// FNV-1a, 64 bits: a stable hash of the key's text (the same in every caplab version, which
+/// std's hasher is not).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The figures kept per record (None: not measured there).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    pub throughput: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub p999_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub service_p99_ms: Option<f64>,
+    pub errors: Option<u64>,
+    pub server_cpu_us_per_op: Option<f64>,
+    pub gc_pause_ms: Option<f64>,
+    pub capacity: Option<f64>,
+}
+
+/// The figures' names, as the store's columns and `caplab history` call them.
+pub const FIGURES: [&str; 10] = [
+    "throughput",
+    "p50_ms",
+    "p99_ms",
+    "p999_ms",
+    "max_ms",
+    "service_p99_ms",
+    "errors",
+    "server_cpu_us_per_op",
+    "gc_pause_ms",
+    "capacity",
+];
+
+impl Figures {
+    /// In the order of `FIGURES`.
+    pub fn values(&self) -> [Option<f64>; 10] {
+        [
+            self.throughput,
+            self.p50_ms,
+            self.p99_ms,
+            self.p999_ms,
+            self.max_ms,
+            self.service_p99_ms,
+            self.errors.map(|e| e as f64),
+            self.server_cpu_us_per_op,
+            self.gc_pause_ms,
+            self.capacity,
+        ]
+    }
+
+    pub fn from_values(v: [Option<f64>; 10]) -> Figures {
+        Figures {
+            throughput: v[0],
+            p50_ms: v[1],
+            p99_ms: v[2],
+            p999_ms: v[3],
+            max_ms: v[4],
+            service_p99_ms: v[5],
+            errors: v[6].map(|e| e as u64),
+            server_cpu_us_per_op: v[7],
+            gc_pause_ms: v[8],
+            capacity: v[9],
+        }
+    }
+}
+
+/// One result, as the history keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// What makes the same result the same when imported twice: its kind, start (ms), workload,
+    /// loader and client host.
+    pub result_key: String,
+    pub series: SeriesKey,
+    pub labels: BTreeMap<String, String>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// completed, interrupted, failed (a search: the search's).
+    pub status: String,
+    pub caplab_version: String,
+    /// The results directory, absolute.
+    pub dir: PathBuf,
+    /// The measured window's steady-state class (`flat`, `warm-up`, `slowdown`, `none`), `not
+    /// steady` for an automatic warm-up that never settled, or None: not judged.
+    pub steady: Option<String>,
+    /// Whether the window was steady (None: not judged, as results written before verdicts).
+    pub is_steady: Option<bool>,
+    pub figures: Figures,
+}
+
+/// The record of the results in `dir`: a capacity search (capacity.json) or a run (result.json,
+/// merged or not). `extra` labels are added to those the result carries (theirs win).
+pub fn of_dir(dir: &Path, extra: &BTreeMap<String, String>) -> Result<Record> {
+    let dir = std::path::absolute(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let mut rec = if dir.join(CAPACITY_FILE).exists() {
+        of_capacity(&dir, &CapacityReport::load(&dir)?)?
+    } else if dir.join(RESULT_FILE).exists() {
+        of_run(&dir, &RunResult::load(&dir)?)
+    } else {
+        anyhow::bail!(
+            "{} holds no caplab results (no {RESULT_FILE} or {CAPACITY_FILE}): give a run's, a capacity search's, a merge's or an experiment's directory",
+            dir.display()
+        );
+    };
+    for (k, v) in extra {
+        rec.labels.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    Ok(rec)
+}
+
+/// A run's record (`dir` absolute).
+pub fn of_run(dir: &Path, r: &RunResult) -> Record {
+    let t = r.summary.as_ref().map(|s| &s.total);
+    let server = r.server.as_ref().filter(|s| s.not_collected.is_none());
+    let cpu = server.map(|s| s.nodes.iter().map(|n| n.cpu_seconds).sum::<f64>());
+    let figures = Figures {
+        throughput: t.map(|t| t.op_rate),
+        p50_ms: t.map(|t| t.response.median_ms),
+        p99_ms: t.map(|t| t.response.p99_ms),
+        p999_ms: t.map(|t| t.response.p999_ms),
+        max_ms: t.map(|t| t.response.max_ms),
+        service_p99_ms: t.map(|t| t.service.p99_ms),
+        errors: t.map(|t| t.error_total),
+        server_cpu_us_per_op: cpu
+            .zip(t)
+            .and_then(|(c, t)| (t.ops > 0).then(|| c * 1e6 / t.ops as f64)),
+        gc_pause_ms: server.map(|s| s.gc_total_ms),
+        capacity: None,
+    };
+    let (steady, is_steady) = match (&r.steady_state, &r.warmup) {
+        (_, Some(w)) if w.settled == Some(false) => (Some("not settled".to_string()), Some(false)),
+        (Some(s), _) => (
+            Some(s.class.map_or("too short", |c| c.name()).to_string()),
+            Some(s.steady),
+        ),
+        (None, _) => (None, None),
+    };
+    let loaders = match &r.merged {
+        Some(m) => format!("merged {}", m.loaders.len()),
+        None => r.config.engine.loader.clone(),
+    };
+    let series = series_of(r, "run", r.config.engine.rate, loaders.clone());
+    let mut labels = r.labels.clone();
+    if !r.faults.is_empty() {
+        // Faults are a change made on purpose, not another configuration: they stay in the
+        // series (a fault's added delay is how a known change is placed in one) and show as a
+        // label wherever the record does.
+        let text: Vec<&str> = r.faults.iter().map(|f| f.fault.as_str()).collect();
+        labels.entry("faults".into()).or_insert_with(|| text.join("; "));
+    }
+    Record {
+        result_key: result_key("run", &r.started_at, &r.workload, &loaders, &r.environment.client_host),
+        series,
+        labels,
+        started_at: r.started_at.clone(),
+        finished_at: r.finished_at.clone(),
+        status: r.status.name().to_string(),
+        caplab_version: r.caplab_version.clone(),
+        dir: dir.to_path_buf(),
+        steady,
+        is_steady,
+        figures,
+    }
+}
+
+/// A capacity search's record: the capacity it holds (confirmed where it was confirmed), the
+/// target and workload read from its first step's result.json.
+fn of_capacity(dir: &Path, c: &CapacityReport) -> Result<Record> {
+    let first = c
+        .probe
+        .iter()
+        .chain(&c.steps)
+        .next()
+        .with_context(|| format!("{}: the capacity search ran no step", dir.display()))?;
+    let step = RunResult::load(&dir.join(&first.dir))?;
+    let mut series = series_of(&step, "capacity", 0.0, step.config.engine.loader.clone());
+    series.duration_s = Some(c.measure_s);
+    series.sla = Some(c.sla.text());
+    let steps: Vec<_> = c.steps.iter().chain(&c.confirmation).collect();
+    let judged: Vec<bool> = steps.iter().filter_map(|s| s.steady).collect();
+    let is_steady = (!judged.is_empty()).then(|| judged.iter().all(|s| *s));
+    let mut labels = c.labels.clone();
+    if !c.faults.is_empty() {
+        labels.entry("faults".into()).or_insert_with(|| c.faults.join("; "));
+    }
+    Ok(Record {
+        result_key: result_key(
+            "capacity",
+            &c.started_at,
+            &c.workload,
+            &series.loaders,
+            &step.environment.client_host,
+        ),
+        series,
+        labels,
+        started_at: c.started_at.clone(),
+        finished_at: None,
+        status: c.status.name().to_string(),
+        caplab_version: c.caplab_version.clone(),
+        dir: dir.to_path_buf(),
+        steady: is_steady.map(|s| if s { "every step flat" } else { "a step not steady" }.to_string()),
+        is_steady,
+        figures: Figures {
+            throughput: Some(c.highest_achieved_rate),
+            capacity: c.held(),
+            ..Figures::default()
+        },
+    })
+}
+
+fn result_key(kind: &str, started_at: &str, workload: &str, loaders: &str, host: &str) -> String {
+    format!("{kind} {started_at} {workload} {loaders} {host}")
+}
+
+fn series_of(r: &RunResult, kind: &str, rate: f64, loaders: String) -> SeriesKey {
+    let node = r.environment.local_nodes.first().map(|n| &n.spec);
+    let e = &r.config.engine;
+    SeriesKey {
+        kind: kind.into(),
+        workload: r.workload.clone(),
+        workload_options: serde_json::to_value(&r.config.workload).unwrap_or_default(),
+        rate,
+        concurrency: e.concurrency,
+        duration_s: e.duration_s,
+        ops: e.ops,
+        loaders,
+        consistency: serde_json::to_value(&r.config.client)
+            .ok()
+            .and_then(|c| c.get("consistency").and_then(|v| v.as_str()).map(str::to_string))
+            .unwrap_or_default(),
+        sla: r.config.sla.as_ref().map(|s| s.text()),
+        version: r
+            .environment
+            .cassandra_release_version
+            .clone()
+            .or_else(|| node.map(|n| n.version.clone())),
+        jdk: node.map(|n| n.jdk.major),
+        gc: node.map(|n| n.gc.to_string()),
+        heap: node.map(|n| n.heap),
+        settings: node.map(|n| n.overrides.clone()).unwrap_or_default(),
+        jvm_opts: node.map(|n| n.jvm_opts.clone()).unwrap_or_default(),
+        nodes: if r.environment.local_nodes.is_empty() {
+            r.config.client.hosts.len()
+        } else {
+            r.environment.local_nodes.len()
+        },
+        client_cores: r.environment.cores,
+        client_ram_gib: (r.environment.ram_bytes as f64 / (1u64 << 30) as f64).round() as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_ids_are_stable_across_builds() {
+        // FNV-1a's published test vectors: the id of a series never changes with caplab's
+        // version or platform, so a history keeps its series.
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+}

@@ -1,0 +1,363 @@
+//! The history's database: an SQLite file (bundled, nothing to install) by default, or a
+//! PostgreSQL server by URL for a team. One table of runs with a column per figure, so that
+//! anyone can query it with SQL (or point Grafana at it), and a table of what wrote it.
+//!
+//! - The same result recorded twice is one row (`result_key` is unique; a second insert does
+//!   nothing).
+//! - Each record is one transaction: a process killed while writing leaves the rows before it,
+//!   never half a row. SQLite runs in WAL mode and waits up to a minute for another writer;
+//!   PostgreSQL serialises schema changes with an advisory lock.
+//! - The schema has a version: an older one is migrated forward, in one transaction; a newer
+//!   one (written by a newer caplab) is refused, naming both versions.
+
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::record::{FIGURES, Figures, Record, SeriesKey};
+
+/// The schema this caplab writes; `MIGRATIONS[v - 1]` takes a database from v - 1 to v.
+pub const SCHEMA: u32 = 1;
+
+/// How long a writer waits for another (SQLite).
+const BUSY: Duration = Duration::from_secs(60);
+
+/// `{id}` is the backend's auto-numbered key column.
+const MIGRATIONS: [&str; SCHEMA as usize] = ["CREATE TABLE runs (
+    id {id},
+    result_key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    series TEXT NOT NULL,
+    series_name TEXT NOT NULL,
+    series_key TEXT NOT NULL,
+    labels TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    recorded_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    caplab_version TEXT NOT NULL,
+    dir TEXT NOT NULL,
+    steady TEXT,
+    is_steady BOOLEAN,
+    throughput DOUBLE PRECISION,
+    p50_ms DOUBLE PRECISION,
+    p99_ms DOUBLE PRECISION,
+    p999_ms DOUBLE PRECISION,
+    max_ms DOUBLE PRECISION,
+    service_p99_ms DOUBLE PRECISION,
+    errors DOUBLE PRECISION,
+    server_cpu_us_per_op DOUBLE PRECISION,
+    gc_pause_ms DOUBLE PRECISION,
+    capacity DOUBLE PRECISION
+);
+CREATE INDEX runs_series ON runs (series, started_at)"];
+
+const META: &str = "CREATE TABLE IF NOT EXISTS caplab_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
+
+/// Where the history is: `postgres://…` / `postgresql://…`, or an SQLite file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl Location {
+    pub fn parse(text: &str) -> Location {
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            Location::Postgres(text.to_string())
+        } else {
+            Location::Sqlite(PathBuf::from(text))
+        }
+    }
+
+    /// For messages: the file, or the URL without its password.
+    pub fn describe(&self) -> String {
+        match self {
+            Location::Sqlite(p) => p.display().to_string(),
+            Location::Postgres(url) => match (url.find("://"), url.rfind('@')) {
+                (Some(s), Some(at)) if at > s => match url[s + 3..at].find(':') {
+                    Some(c) => format!("{}:***{}", &url[..s + 3 + c], &url[at..]),
+                    None => url.clone(),
+                },
+                _ => url.clone(),
+            },
+        }
+    }
+}
+
+/// An open history.
+pub enum Store {
+    Sqlite(rusqlite::Connection),
+    Postgres(Box<postgres::Client>),
+}
+
+const COLUMNS: &str = "result_key, kind, series, series_name, series_key, labels, started_at, finished_at, \
+     recorded_at, status, caplab_version, dir, steady, is_steady";
+
+impl Store {
+    /// Opens (creating it if need be) and brings its schema to this caplab's.
+    pub fn open(at: &Location) -> Result<Store> {
+        let mut store = match at {
+            Location::Sqlite(path) => Store::Sqlite(open_sqlite(path)?),
+            Location::Postgres(url) => {
+                let client = postgres::Client::connect(url, postgres::NoTls).with_context(|| {
+                    format!(
+                        "cannot reach the history at {}: is PostgreSQL running there, and may this user connect?",
+                        at.describe()
+                    )
+                })?;
+                Store::Postgres(Box::new(client))
+            }
+        };
+        store.migrate(at)?;
+        Ok(store)
+    }
+
+    fn migrate(&mut self, at: &Location) -> Result<()> {
+        let ours = env!("CARGO_PKG_VERSION");
+        let check = |found: Option<(u32, String)>| -> Result<u32> {
+            match found {
+                Some((v, by)) if v > SCHEMA => bail!(
+                    "the history at {} has schema version {v}, written by caplab {by}; this caplab ({ours}) knows versions up to {SCHEMA}: \
+                     use caplab {by} or newer with it, or another history (--history FILE or URL, or --no-history)",
+                    at.describe()
+                ),
+                Some((v, _)) => Ok(v),
+                None => Ok(0),
+            }
+        };
+        match self {
+            Store::Sqlite(c) => {
+                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                tx.execute(META, ())?;
+                let from = check(sqlite_meta(&tx)?)?;
+                for m in &MIGRATIONS[from as usize..] {
+                    tx.execute_batch(&m.replace("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT"))?;
+                }
+                if from < SCHEMA {
+                    for (k, v) in [("schema_version", SCHEMA.to_string()), ("written_by", ours.to_string())] {
+                        tx.execute(
+                            "INSERT OR REPLACE INTO caplab_meta (key, value) VALUES (?1, ?2)",
+                            [k, v.as_str()],
+                        )?;
+                    }
+                }
+                tx.commit()?;
+            }
+            Store::Postgres(c) => {
+                let mut tx = c.transaction()?;
+                tx.execute("SELECT pg_advisory_xact_lock(7263911)", &[])?;
+                tx.batch_execute(META)?;
+                let row = tx.query(
+                    "SELECT (SELECT value FROM caplab_meta WHERE key = 'schema_version'), (SELECT value FROM caplab_meta WHERE key = 'written_by')",
+                    &[],
+                )?;
+                let found = row.first().and_then(|r| {
+                    let v: Option<String> = r.get(0);
+                    let by: Option<String> = r.get(1);
+                    v.and_then(|v| v.parse().ok()).map(|v| (v, by.unwrap_or_default()))
+                });
+                let from = check(found)?;
+                for m in &MIGRATIONS[from as usize..] {
+                    tx.batch_execute(&m.replace("{id}", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"))?;
+                }
+                if from < SCHEMA {
+                    for (k, v) in [("schema_version", SCHEMA.to_string()), ("written_by", ours.to_string())] {
+                        tx.execute(
+                            "INSERT INTO caplab_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                            &[&k, &v],
+                        )?;
+                    }
+                }
+                tx.commit()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a record; false when the same result was already there (nothing written).
+    pub fn insert(&mut self, r: &Record) -> Result<bool> {
+        let figure_cols = FIGURES.join(", ");
+        let n = 14 + FIGURES.len();
+        let marks: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "INSERT INTO runs ({COLUMNS}, {figure_cols}) VALUES ({}) ON CONFLICT (result_key) DO NOTHING",
+            marks.join(", ")
+        );
+        let text = [
+            r.result_key.clone(),
+            r.series.kind.clone(),
+            r.series.id(),
+            r.series.name(),
+            r.series.canonical(),
+            serde_json::to_string(&r.labels)?,
+            r.started_at.clone(),
+        ];
+        let recorded = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+        let rest = [
+            recorded,
+            r.status.clone(),
+            r.caplab_version.clone(),
+            r.dir.display().to_string(),
+        ];
+        let figures = r.figures.values();
+        let added = match self {
+            Store::Sqlite(c) => {
+                let mut p: Vec<&dyn rusqlite::ToSql> = text.iter().map(|t| t as &dyn rusqlite::ToSql).collect();
+                p.push(&r.finished_at);
+                p.extend(rest.iter().map(|t| t as &dyn rusqlite::ToSql));
+                p.push(&r.steady);
+                p.push(&r.is_steady);
+                p.extend(figures.iter().map(|f| f as &dyn rusqlite::ToSql));
+                c.execute(&sql.replace('$', "?"), p.as_slice())?
+            }
+            Store::Postgres(c) => {
+                let mut p: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                    text.iter().map(|t| t as &(dyn postgres::types::ToSql + Sync)).collect();
+                p.push(&r.finished_at);
+                p.extend(rest.iter().map(|t| t as &(dyn postgres::types::ToSql + Sync)));
+                p.push(&r.steady);
+                p.push(&r.is_steady);
+                p.extend(figures.iter().map(|f| f as &(dyn postgres::types::ToSql + Sync)));
+                c.execute(sql.as_str(), p.as_slice())? as usize
+            }
+        };
+        Ok(added > 0)
+    }
+
+    /// Every record, oldest first (by start, then by when it was recorded).
+    pub fn records(&mut self) -> Result<Vec<Stored>> {
+        let sql = format!(
+            "SELECT id, series_key, labels, started_at, finished_at, status, caplab_version, dir, steady, is_steady, result_key, {} \
+             FROM runs ORDER BY started_at, id",
+            FIGURES.join(", ")
+        );
+        let mut out = Vec::new();
+        match self {
+            Store::Sqlite(c) => {
+                let mut stmt = c.prepare(&sql)?;
+                let mut rows = stmt.query([])?;
+                while let Some(row) = rows.next()? {
+                    let mut figures = [None; 10];
+                    for (i, f) in figures.iter_mut().enumerate() {
+                        *f = row.get(11 + i)?;
+                    }
+                    out.push(stored(
+                        row.get(0)?,
+                        [row.get(1)?, row.get(2)?, row.get(3)?],
+                        row.get(4)?,
+                        [row.get(5)?, row.get(6)?, row.get(7)?],
+                        row.get(8)?,
+                        row.get(9)?,
+                        row.get(10)?,
+                        figures,
+                    )?);
+                }
+            }
+            Store::Postgres(c) => {
+                for row in c.query(sql.as_str(), &[])? {
+                    let mut figures = [None; 10];
+                    for (i, f) in figures.iter_mut().enumerate() {
+                        *f = row.get(11 + i);
+                    }
+                    out.push(stored(
+                        row.get(0),
+                        [row.get(1), row.get(2), row.get(3)],
+                        row.get(4),
+                        [row.get(5), row.get(6), row.get(7)],
+                        row.get(8),
+                        row.get(9),
+                        row.get(10),
+                        figures,
+                    )?);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A record as read back, with its row id.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub id: i64,
+    pub record: Record,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn stored(
+    id: i64,
+    [key, labels, started_at]: [String; 3],
+    finished_at: Option<String>,
+    [status, caplab_version, dir]: [String; 3],
+    steady: Option<String>,
+    is_steady: Option<bool>,
+    result_key: String,
+    figures: [Option<f64>; 10],
+) -> Result<Stored> {
+    let series: SeriesKey = serde_json::from_str(&key).context("a history row's series_key is not caplab's")?;
+    let labels: BTreeMap<String, String> =
+        serde_json::from_str(&labels).context("a history row's labels are not caplab's")?;
+    Ok(Stored {
+        id,
+        record: Record {
+            result_key,
+            series,
+            labels,
+            started_at,
+            finished_at,
+            status,
+            caplab_version,
+            dir: PathBuf::from(dir),
+            steady,
+            is_steady,
+            figures: Figures::from_values(figures),
+        },
+    })
+}
+
+fn open_sqlite(path: &Path) -> Result<rusqlite::Connection> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {} for the history", parent.display()))?;
+    }
+    let c = rusqlite::Connection::open(path).with_context(|| {
+        format!(
+            "cannot open the history {} (give another with --history FILE, or --no-history)",
+            path.display()
+        )
+    })?;
+    c.busy_timeout(BUSY)?;
+    // Switching a new file to WAL takes it whole, and SQLite's busy wait does not cover that:
+    // two commands creating the history at once retry here (measured: 10 of 30 such pairs
+    // failed with "database is locked" before this).
+    let began = std::time::Instant::now();
+    loop {
+        match c.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())) {
+            Ok(()) => return Ok(c),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && began.elapsed() < BUSY =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("{} is not an SQLite database caplab can use", path.display()));
+            }
+        }
+    }
+}
+
+fn sqlite_meta(c: &rusqlite::Connection) -> Result<Option<(u32, String)>> {
+    let get = |k: &str| -> Result<Option<String>> {
+        let mut stmt = c.prepare("SELECT value FROM caplab_meta WHERE key = ?1")?;
+        let mut rows = stmt.query([k])?;
+        Ok(match rows.next()? {
+            Some(r) => Some(r.get(0)?),
+            None => None,
+        })
+    };
+    Ok(get("schema_version")?
+        .and_then(|v| v.parse().ok())
+        .map(|v| (v, get("written_by").ok().flatten().unwrap_or_default())))
+}

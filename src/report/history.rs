@@ -1,0 +1,181 @@
+//! The history page (history.html): per series, each figure's points over time (steady windows
+//! filled, others hollow and left out of detection), the levels between change points with
+//! their 95 % intervals, each change marked (red a regression, green an improvement) and listed,
+//! each point linked to its run's page and labelled on hover.
+
+use anyhow::Result;
+use serde::Serialize;
+use std::path::Path;
+
+use super::{html, link};
+use crate::history::Stored;
+use crate::history::detect::Found;
+use crate::history::detect::{CHECKED, Points, higher_is_better, series_changes};
+use crate::history::record::FIGURES;
+use crate::stats::changes::{Settings, changes, level_of};
+
+/// The file name of the history's page.
+pub const HISTORY_PAGE: &str = "history.html";
+
+#[derive(Serialize)]
+struct SeriesView {
+    id: String,
+    name: String,
+    records: usize,
+    changes: Vec<String>,
+    charts: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct PageView {
+    series: Vec<SeriesView>,
+    settings: String,
+    records: usize,
+    source: String,
+}
+
+#[derive(Serialize)]
+struct Chart {
+    id: String,
+    title: String,
+    /// Epoch seconds of each run's start.
+    t: Vec<f64>,
+    /// The figure, for points that are part of detection, and for the others.
+    v: Vec<Option<f64>>,
+    out: Vec<Option<f64>>,
+    /// What hovering a point shows: start, labels, window verdict.
+    about: Vec<String>,
+    /// The run's page, relative to this one where it can be.
+    link: Vec<Option<String>>,
+    /// [from t, to t, level, low, high] per segment between change points.
+    segments: Vec<[f64; 5]>,
+    /// [t, 1 regression / 0 improvement] per change.
+    changes: Vec<[f64; 2]>,
+}
+
+#[derive(Serialize)]
+struct Data {
+    kind: &'static str,
+    charts: Vec<Chart>,
+}
+
+/// Writes the page of `groups` (each series' records, oldest first) to `out`.
+pub fn write(groups: &[(String, Vec<&Stored>)], s: &Settings, points: Points, source: &str, out: &Path) -> Result<()> {
+    let base = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut views = Vec::new();
+    let mut charts = Vec::new();
+    for (id, recs) in groups {
+        let Some(first) = recs.first() else { continue };
+        let found = series_changes(recs, &CHECKED, points, s);
+        let mut view = SeriesView {
+            id: id[..8].to_string(),
+            name: first.record.series.name(),
+            records: recs.len(),
+            changes: found.iter().map(Found::render).collect(),
+            charts: Vec::new(),
+        };
+        for figure in CHECKED {
+            if let Some(c) = chart(&id[..8], recs, figure, points, s, base) {
+                view.charts.push(c.id.clone());
+                charts.push(c);
+            }
+        }
+        views.push(view);
+    }
+    let page = PageView {
+        records: groups.iter().map(|(_, r)| r.len()).sum(),
+        series: views,
+        settings: s.describe(),
+        source: source.to_string(),
+    };
+    let text = html::render(
+        "history.html",
+        "Performance history",
+        &page,
+        &Data {
+            kind: "history",
+            charts,
+        },
+    )?;
+    crate::files::write_atomic(out, text.as_bytes())
+}
+
+fn chart(series: &str, recs: &[&Stored], figure: &str, points: Points, s: &Settings, base: &Path) -> Option<Chart> {
+    let col = FIGURES.iter().position(|f| *f == figure)?;
+    let mut c = Chart {
+        id: format!("chart-{series}-{figure}"),
+        title: format!(
+            "{figure} ({})",
+            if higher_is_better(figure) {
+                "higher is better"
+            } else {
+                "lower is better"
+            }
+        ),
+        t: Vec::new(),
+        v: Vec::new(),
+        out: Vec::new(),
+        about: Vec::new(),
+        link: Vec::new(),
+        segments: Vec::new(),
+        changes: Vec::new(),
+    };
+    let mut last_t = 0.0;
+    let mut admitted: Vec<(f64, f64)> = Vec::new();
+    for r in recs {
+        let Some(v) = r.record.figures.values()[col].filter(|v| v.is_finite() && *v > 0.0) else {
+            continue;
+        };
+        let t = humantime::parse_rfc3339_weak(&r.record.started_at)
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(last_t + 1.0, |d| d.as_secs_f64())
+            .max(last_t + 0.001);
+        last_t = t;
+        let inside = points.admits(&r.record);
+        c.t.push(t);
+        c.v.push(inside.then_some(v));
+        c.out.push((!inside).then_some(v));
+        let labels: Vec<String> = r.record.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        c.about.push(format!(
+            "{} · {} · window {}{}",
+            r.record.started_at,
+            r.record.status,
+            r.record.steady.as_deref().unwrap_or("not judged"),
+            if labels.is_empty() {
+                String::new()
+            } else {
+                format!(" · {}", labels.join(" "))
+            }
+        ));
+        c.link.push(link(base, &r.record.dir));
+        if inside {
+            admitted.push((t, v));
+        }
+    }
+    if c.t.is_empty() {
+        return None;
+    }
+    let values: Vec<f64> = admitted.iter().map(|(_, v)| *v).collect();
+    let found = changes(&values, s);
+    let mut cuts: Vec<usize> = found.iter().map(|f| f.at).collect();
+    cuts.insert(0, 0);
+    cuts.push(values.len());
+    for w in cuts.windows(2) {
+        let (from, to) = (w[0], w[1]);
+        if to <= from {
+            continue;
+        }
+        let l = level_of(&values[from..to]);
+        let t_to = admitted.get(to).map_or(admitted[to - 1].0, |p| p.0);
+        c.segments.push([admitted[from].0, t_to, l.value, l.low, l.high]);
+    }
+    for f in &found {
+        let regression = (f.ratio > 1.0) != higher_is_better(figure);
+        c.changes.push([admitted[f.at].0, if regression { 1.0 } else { 0.0 }]);
+    }
+    Some(c)
+}

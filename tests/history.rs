@@ -1,0 +1,424 @@
+//! The performance history against real results: runs on a real node record themselves (labels
+//! and figures as result.json has them, one series per configuration), importing the same
+//! results again adds nothing, two writers at once and a writer killed mid-import lose and
+//! double nothing, a newer schema is refused naming the versions, and the same history lives in
+//! a real PostgreSQL server this test starts (Debian's package) on loopback.
+
+mod common;
+
+use common::{Lab, Scenarios, fails, jvm_lock, ok, result_json, stderr, stdout};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+fn history_json(lab: &Lab, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["history", "--json"];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&stdout(&ok(lab.caplab(&args)))).expect("history --json is JSON")
+}
+
+fn rows(db: &Path) -> i64 {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.query_row("SELECT count(*) FROM runs", [], |r| r.get(0)).unwrap()
+}
+
+/// `n` copies of the run in `from`, each started a millisecond apart (a different result to
+/// the history), under `under`.
+fn copies(from: &Path, under: &Path, n: usize) -> Vec<PathBuf> {
+    let doc = result_json(from);
+    let started = doc["started_at"].as_str().unwrap().to_string();
+    (0..n)
+        .map(|i| {
+            let dir = under.join(format!("copy-{i:03}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut d = doc.clone();
+            d["started_at"] = format!("{}-{i:03}", started).into();
+            std::fs::write(dir.join("result.json"), serde_json::to_vec(&d).unwrap()).unwrap();
+            dir
+        })
+        .collect()
+}
+
+#[test]
+fn results_are_recorded_by_series_once_each_and_survive_writers() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("history");
+    ok(lab.start(&[]));
+    let db = lab.home.join("history.db");
+    let mut s = Scenarios::new();
+
+    // Two runs of one configuration (labels differ), one at another rate: two series.
+    let a = ok(lab.run(
+        "run-a",
+        &["--rate", "1000", "--duration", "3s", "--label", "commit=aaa"],
+    ));
+    ok(lab.run(
+        "run-b",
+        &["--rate", "1000", "--duration", "3s", "--label", "commit=bbb"],
+    ));
+    ok(lab.run("run-c", &["--rate", "500", "--duration", "3s"]));
+
+    s.run("a run says where it was recorded, with its series", || {
+        let err = stderr(&a);
+        assert!(
+            err.contains(&format!("History: recorded in {} (series ", db.display())),
+            "{err}"
+        );
+    });
+
+    s.run(
+        "one series per configuration, figures and labels as result.json has them",
+        || one_series_per_configuration(&lab),
+    );
+
+    s.run("importing what is already there adds nothing", || {
+        importing_again_adds_nothing(&lab)
+    });
+
+    s.run("two writers at once: every result once", || two_writers_at_once(&lab));
+
+    s.run(
+        "a writer killed mid-import leaves whole records, and importing again completes it",
+        || a_killed_writer_leaves_whole_records(&lab),
+    );
+
+    s.run("a newer caplab's schema is refused, naming both versions", || {
+        a_newer_schema_is_refused(&lab)
+    });
+
+    s.run(
+        "a CI check passes on a stationary series and fails at a real regression",
+        || a_ci_check_fails_at_a_real_regression(&lab),
+    );
+
+    s.run("the same history in a real PostgreSQL server", || in_postgresql(&lab));
+    s.finish();
+}
+
+/// A PostgreSQL server of the test's own (initdb, trust on loopback), stopped when dropped.
+struct Postgres {
+    dir: PathBuf,
+    bin: PathBuf,
+    port: u16,
+}
+
+impl Postgres {
+    fn start(dir: &Path) -> Option<Postgres> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .find(|b| b.join("initdb").exists())?;
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        let root = unsafe { libc::geteuid() } == 0;
+        if root {
+            // initdb refuses to run as root: the server runs as Debian's postgres user.
+            Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(dir)
+                .status()
+                .unwrap();
+        }
+        let pg = Postgres {
+            dir: dir.to_path_buf(),
+            bin,
+            port: 54_000 + (std::process::id() % 1000) as u16,
+        };
+        let data = dir.join("data");
+        pg.as_server(&[
+            pg.bin.join("initdb").to_str().unwrap(),
+            "-D",
+            data.to_str().unwrap(),
+            "-U",
+            "postgres",
+            "--auth=trust",
+        ]);
+        let opts = format!("-p {} -k {} -c listen_addresses=127.0.0.1", pg.port, dir.display());
+        pg.as_server(&[
+            pg.bin.join("pg_ctl").to_str().unwrap(),
+            "-D",
+            data.to_str().unwrap(),
+            "-o",
+            &opts,
+            "-l",
+            dir.join("log").to_str().unwrap(),
+            "-w",
+            "start",
+        ]);
+        Some(pg)
+    }
+
+    fn as_server(&self, args: &[&str]) {
+        assert!(
+            self.try_as_server(args),
+            "{args:?} failed: see {}",
+            self.dir.join("log").display()
+        );
+    }
+
+    fn try_as_server(&self, args: &[&str]) -> bool {
+        let root = unsafe { libc::geteuid() } == 0;
+        let status = if root {
+            Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .args(args)
+                .status()
+        } else {
+            Command::new(args[0]).args(&args[1..]).status()
+        };
+        status.is_ok_and(|s| s.success())
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.dir.join("data");
+        self.try_as_server(&[
+            self.bin.join("pg_ctl").to_str().unwrap(),
+            "-D",
+            data.to_str().unwrap(),
+            "-m",
+            "fast",
+            "stop",
+        ]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn one_series_per_configuration(lab: &Lab) {
+    let list = history_json(lab, &[]);
+    let series = list.as_array().unwrap();
+    assert_eq!(series.len(), 2, "{list:#}");
+    let at_1000 = series
+        .iter()
+        .find(|x| x["key"]["rate"] == 1000.0)
+        .expect("the 1,000 op/s series");
+    assert_eq!(at_1000["records"], 2);
+    let id = at_1000["series"].as_str().unwrap();
+    let one = history_json(lab, &[&id[..6]]);
+    let recs = one["records"].as_array().unwrap();
+    let labels: Vec<&str> = recs.iter().map(|r| r["labels"]["commit"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["aaa", "bbb"], "oldest first");
+    let doc = result_json(&lab.home.join("run-a"));
+    let total = &doc["summary"]["total"];
+    let f = &recs[0]["figures"];
+    assert_eq!(f["throughput"], total["op_rate"]);
+    assert_eq!(f["p99_ms"], total["response"]["p99_ms"]);
+    assert_eq!(f["p999_ms"], total["response"]["p999_ms"]);
+    assert_eq!(f["errors"], total["error_total"]);
+    assert_eq!(recs[0]["is_steady"], doc["steady_state"]["steady"]);
+    assert_eq!(doc["labels"]["commit"], "aaa", "result.json keeps the labels");
+    assert_eq!(one["key"]["version"], doc["environment"]["cassandra_release_version"]);
+    let text = stdout(&ok(lab.caplab(&["history", &id[..8]])));
+    assert!(text.contains("commit=aaa") && text.contains("commit=bbb"), "{text}");
+}
+
+fn importing_again_adds_nothing(lab: &Lab) {
+    let again = stdout(&ok(lab.caplab(&["history", "import", &lab.dir("run-a")])));
+    assert!(again.contains("0 added, 1 already there"), "{again}");
+    let other = lab.dir("other.db");
+    let first = stdout(&ok(lab.caplab(&[
+        "history",
+        "--history",
+        &other,
+        "import",
+        lab.home.to_str().unwrap(),
+    ])));
+    assert!(first.contains("3 added, 0 already there, 0 unreadable"), "{first}");
+    let second = stdout(&ok(lab.caplab(&[
+        "history",
+        "--history",
+        &other,
+        "import",
+        lab.home.to_str().unwrap(),
+    ])));
+    assert!(second.contains("0 added, 3 already there"), "{second}");
+}
+
+fn two_writers_at_once(lab: &Lab) {
+    let many = copies(&lab.home.join("run-a"), &lab.home.join("copies"), 60);
+    let shared = lab.dir("shared.db");
+    let spawn = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_caplab"));
+        c.args(["history", "--history", &shared, "import"]).args(&many);
+        c.output().unwrap()
+    };
+    let (x, y) = std::thread::scope(|t| {
+        let x = t.spawn(spawn);
+        let y = t.spawn(spawn);
+        (x.join().unwrap(), y.join().unwrap())
+    });
+    ok(x);
+    ok(y);
+    assert_eq!(rows(Path::new(&shared)), 60);
+}
+
+fn a_killed_writer_leaves_whole_records(lab: &Lab) {
+    let many = copies(&lab.home.join("run-a"), &lab.home.join("more"), 400);
+    let killed = lab.dir("killed.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_caplab"))
+        .args(["history", "--history", &killed, "import"])
+        .args(&many)
+        .spawn()
+        .unwrap();
+    // Kill it once it has written some (or finished: then nothing was cut, which the
+    // assertions below allow).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+        if Path::new(&killed).exists() && std::fs::metadata(format!("{killed}-wal")).is_ok_and(|m| m.len() > 0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let before = rows(Path::new(&killed));
+    assert!((0..=400).contains(&before), "{before}");
+    let rest = stdout(&ok(lab.caplab(&[
+        "history",
+        "--history",
+        &killed,
+        "import",
+        &lab.dir("more"),
+    ])));
+    assert!(
+        rest.contains(&format!("{} added, {before} already there", 400 - before)),
+        "{rest}"
+    );
+    assert_eq!(rows(Path::new(&killed)), 400);
+}
+
+fn a_newer_schema_is_refused(lab: &Lab) {
+    let newer = lab.dir("newer.db");
+    ok(lab.caplab(&["history", "--history", &newer, "import", &lab.dir("run-c")]));
+    let c = rusqlite::Connection::open(&newer).unwrap();
+    c.execute("UPDATE caplab_meta SET value = '99' WHERE key = 'schema_version'", [])
+        .unwrap();
+    c.execute("UPDATE caplab_meta SET value = '9.9.9' WHERE key = 'written_by'", [])
+        .unwrap();
+    drop(c);
+    let err = fails(lab.caplab(&["history", "--history", &newer]));
+    assert!(err.contains("schema version 99, written by caplab 9.9.9"), "{err}");
+    assert!(err.contains("knows versions up to 1"), "{err}");
+    // A run still succeeds, its results on disk, the history's refusal a warning.
+    let run = ok(lab.run("run-d", &["--rate", "500", "--duration", "2s", "--history", &newer]));
+    assert!(
+        stderr(&run).contains("warning: not recorded in the history"),
+        "{}",
+        stderr(&run)
+    );
+}
+
+fn a_ci_check_fails_at_a_real_regression(lab: &Lab) {
+    let db = lab.dir("ci.db");
+    let run = |name: &str, extra: &[&str]| {
+        let mut args = vec!["--rate", "1000", "--duration", "3s", "--history", &db];
+        args.extend_from_slice(extra);
+        ok(lab.run(name, &args));
+    };
+    for i in 0..5 {
+        run(&format!("ci-good{i}"), &["--label", &format!("commit=good{i}")]);
+    }
+    let check = |extra: &[&str]| {
+        let mut args = vec!["history", "--history", &db, "check"];
+        args.extend_from_slice(extra);
+        lab.caplab(&args)
+    };
+    let passed = stdout(&ok(check(&[])));
+    assert!(passed.contains("No new change in the latest runs."), "{passed}");
+    // The known change: every operation 2 ms later, through the fault proxy, from the
+    // sixth run on (p50 is about 0.3 ms here without it).
+    for i in 0..3 {
+        run(
+            &format!("ci-bad{i}"),
+            &[
+                "--label",
+                &format!("commit=bad{i}"),
+                "--fault",
+                "delay node1 at 0s for 3s by 2ms",
+            ],
+        );
+    }
+    let failed = check(&[]);
+    assert_eq!(failed.status.code(), Some(1), "{}", stdout(&failed));
+    let text = stdout(&failed);
+    assert!(
+        text.contains("REGRESSION p50_ms") && text.contains("commit=bad0"),
+        "{text}"
+    );
+    assert!(text.contains("over 5 runs") && text.contains("over 3;"), "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&check(&["--json"]))).unwrap();
+    let p50 = doc["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["figure"] == "p50_ms")
+        .unwrap()
+        .clone();
+    assert_eq!(p50["labels"]["commit"], "bad0");
+    assert_eq!(p50["kind"], "regression");
+    assert!(p50["ratio"].as_f64().unwrap() > 2.0, "{p50}");
+    // An improvement-only check, or one that never fails, passes.
+    ok(check(&["--fail-on", "never"]));
+
+    // The page, in a real browser: one chart per figure measured, every run a point, the
+    // change drawn where the check found it, each point's run page linked.
+    let page = lab.home.join("ci-history.html");
+    ok(lab.caplab(&["history", "--history", &db, "page", "--out", page.to_str().unwrap()]));
+    let seen = common::browse(&page);
+    seen.assert_clean();
+    let id = &p50["series"].as_str().unwrap()[..8];
+    let chart = format!("chart-{id}-p50_ms");
+    assert_eq!(seen.points(&chart), Some(8), "{}", seen.check);
+    assert_eq!(seen.check["changes"][&chart], 1, "{}", seen.check);
+    assert!(seen.dom.contains("REGRESSION p50_ms"), "the change is listed");
+    assert!(seen.dom.contains("ci-bad0/report.html"), "points link their run pages");
+}
+
+fn in_postgresql(lab: &Lab) {
+    // Under /tmp: the server's user must reach its directory, which a home under /root hides.
+    let Some(pg) = Postgres::start(&std::env::temp_dir().join(format!("caplab-history-pg-{}", std::process::id())))
+    else {
+        panic!("PostgreSQL's server is not installed: scripts/setup.sh --test installs it (Debian's postgresql)");
+    };
+    let url = pg.url();
+    let run = ok(lab.run(
+        "run-pg",
+        &[
+            "--rate",
+            "1000",
+            "--duration",
+            "3s",
+            "--label",
+            "commit=ccc",
+            "--history",
+            &url,
+        ],
+    ));
+    assert!(
+        stderr(&run).contains("History: recorded in postgres://"),
+        "{}",
+        stderr(&run)
+    );
+    let imported = stdout(&ok(lab.caplab(&[
+        "history",
+        "--history",
+        &url,
+        "import",
+        &lab.dir("run-a"),
+        &lab.dir("run-pg"),
+    ])));
+    assert!(imported.contains("1 added, 1 already there"), "{imported}");
+    let list = history_json(lab, &["--history", &url]);
+    let series = list.as_array().unwrap();
+    assert_eq!(series.len(), 1, "{list:#}");
+    assert_eq!(series[0]["records"], 2);
+    let doc = result_json(&lab.home.join("run-pg"));
+    let last = &series[0]["last"];
+    assert_eq!(last["labels"]["commit"], "ccc");
+    assert_eq!(last["figures"]["throughput"], doc["summary"]["total"]["op_rate"]);
+}
