@@ -437,6 +437,10 @@ fn pause_at_quorum(lab: &Lab, hosts: &str) {
     // A pause at QUORUM: operations coordinated by the paused node wait or time out; the
     // client sees it at once, and recovers after the node resumes. 300 op/s: three nodes on
     // these 2 shared cores are saturated at 1,500 op/s before any fault (median 480 ms).
+    // Recovery is 5 in-band seconds in a row, and single seconds here leave the band (p99 over
+    // the baseline's highest) now and then: in one clean-clone CI the 12 s after the pause were
+    // in band 4, out 1, in 3, out 1, in 2, so nothing counted as recovered. The window leaves 22 s
+    // after the pause.
     let o = ok(run(
         "pause",
         &[
@@ -445,7 +449,7 @@ fn pause_at_quorum(lab: &Lab, hosts: &str) {
             "--rate",
             "300",
             "--duration",
-            "25s",
+            "35s",
             "--fault",
             "pause node2 at 8s for 5s",
         ],
@@ -457,7 +461,7 @@ fn pause_at_quorum(lab: &Lab, hosts: &str) {
     assert!((12.5..14.5).contains(&secs("end_s").unwrap()), "{f}");
     assert!(secs("detect_s").unwrap() <= 2.0, "seen within 2 s: {f}");
     let recover = secs("recover_s").expect("recovered within the window");
-    assert!(recover < 10.0, "{f}");
+    assert!(recover < 17.0, "{f}");
     // Detected means some second while it was paused had operations delayed past the band
     // (p99 over twice the baseline's) or failing.
     assert!(f["band"]["baseline_seconds"].as_u64().unwrap() >= 5, "{f}");
