@@ -126,10 +126,7 @@ pub enum FailOn {
 
 /// Exit codes: 0, or 1 when a directory's results could not be read (the others are imported).
 pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
-    let at = match args.history.as_deref().filter(|h| !h.is_empty()) {
-        Some(text) => Location::parse(text),
-        None => Location::Sqlite(home.data.join(crate::history::DEFAULT_FILE)),
-    };
+    let at = Location::resolve(args.history.as_deref(), &home.data);
     if let Location::Sqlite(path) = &at
         && args.command.is_none()
         && !path.exists()

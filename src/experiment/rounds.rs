@@ -249,7 +249,7 @@ fn next_round(exp: &Experiment, record: &ExperimentRecord, timed: &[f64], elapse
         ));
     }
     if let Some(budget) = exp.file.budget {
-        let per_step = timed.iter().sum::<f64>() / timed.len().max(1) as f64;
+        let per_step = mean_step(timed).unwrap_or(0.0);
         let open = open_in(exp, record, rounds + 1).iter().filter(|&&o| o).count();
         let round_s = per_step * (exp.cells.len() * open) as f64;
         if elapsed_s + round_s > budget.as_secs_f64() {
@@ -376,10 +376,7 @@ fn round_over_budget(
     elapsed_s: f64,
 ) -> Option<String> {
     let budget = exp.file.budget?;
-    if timed.is_empty() {
-        return None;
-    }
-    let per_step = timed.iter().sum::<f64>() / timed.len() as f64;
+    let per_step = mean_step(timed)?;
     let steps = record
         .steps
         .iter()
@@ -416,14 +413,19 @@ fn unsteady_note(steady: Option<bool>, include_unsteady: bool, replaced: bool) -
 
 /// `, about 12m left` from the completed steps' times (nothing before one has completed).
 fn eta(timed: &[f64], left: usize) -> String {
-    if timed.is_empty() {
+    let Some(per) = mean_step(timed) else {
         return String::new();
-    }
-    let per = timed.iter().sum::<f64>() / timed.len() as f64;
+    };
     format!(
         ", about {} left in this round",
         humantime::format_duration(Duration::from_secs((per * left as f64) as u64))
     )
+}
+
+/// The mean time of the steps completed so far (None before the first), which every estimate of
+/// time to come uses.
+fn mean_step(timed: &[f64]) -> Option<f64> {
+    (!timed.is_empty()).then(|| timed.iter().sum::<f64>() / timed.len() as f64)
 }
 
 /// Interrupted when a stop was requested; otherwise failed when a step failed, and completed

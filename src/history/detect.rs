@@ -89,6 +89,12 @@ fn figure_text(v: f64) -> String {
     }
 }
 
+/// The figure in column `col` of `FIGURES`, where it can be a point (positive: changes are
+/// ratios).
+pub fn value(r: &Record, col: usize) -> Option<f64> {
+    r.figures.values()[col].filter(|v| *v > 0.0 && v.is_finite())
+}
+
 /// Which records are points of a series.
 #[derive(Debug, Clone, Copy)]
 pub struct Points {
@@ -115,11 +121,7 @@ pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points, s: &Se
         let pts: Vec<(&Stored, f64)> = recs
             .iter()
             .filter(|r| points.admits(&r.record))
-            .filter_map(|r| {
-                r.record.figures.values()[col]
-                    .filter(|v| *v > 0.0 && v.is_finite())
-                    .map(|v| (*r, v))
-            })
+            .filter_map(|r| value(&r.record, col).map(|v| (*r, v)))
             .collect();
         let values: Vec<f64> = pts.iter().map(|(_, v)| *v).collect();
         for c in changes(&values, s) {

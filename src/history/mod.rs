@@ -35,10 +35,7 @@ impl HistoryArgs {
         if self.no_history {
             return None;
         }
-        Some(match &self.history {
-            Some(text) if !text.is_empty() => Location::parse(text),
-            _ => Location::Sqlite(home.join(DEFAULT_FILE)),
-        })
+        Some(Location::resolve(self.history.as_deref(), home))
     }
 }
 

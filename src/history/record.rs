@@ -324,10 +324,8 @@ fn series_of(r: &RunResult, kind: &str, rate: f64, loaders: String) -> SeriesKey
         duration_s: e.duration_s,
         ops: e.ops,
         loaders,
-        consistency: serde_json::to_value(&r.config.client)
-            .ok()
-            .and_then(|c| c.get("consistency").and_then(|v| v.as_str()).map(str::to_string))
-            .unwrap_or_default(),
+        // As result.json names it (`LocalOne`).
+        consistency: format!("{:?}", r.config.client.consistency),
         sla: r.config.sla.as_ref().map(|s| s.text()),
         version: r
             .environment

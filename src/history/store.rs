@@ -71,6 +71,14 @@ impl Location {
         }
     }
 
+    /// `--history` as given (`FILE` or `URL`), or `history.db` in caplab's home `home`.
+    pub fn resolve(text: Option<&str>, home: &Path) -> Location {
+        match text.filter(|t| !t.is_empty()) {
+            Some(t) => Location::parse(t),
+            None => Location::Sqlite(home.join(super::DEFAULT_FILE)),
+        }
+    }
+
     /// For messages: the file, or the URL without its password.
     pub fn describe(&self) -> String {
         match self {

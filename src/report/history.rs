@@ -10,7 +10,7 @@ use std::path::Path;
 use super::{html, link};
 use crate::history::Stored;
 use crate::history::detect::Found;
-use crate::history::detect::{CHECKED, Points, higher_is_better, series_changes};
+use crate::history::detect::{CHECKED, Points, higher_is_better, series_changes, value};
 use crate::history::record::FIGURES;
 use crate::stats::changes::{Settings, changes, level_of};
 
@@ -126,7 +126,7 @@ fn chart(series: &str, recs: &[&Stored], figure: &str, points: Points, s: &Setti
     let mut last_t = 0.0;
     let mut admitted: Vec<(f64, f64)> = Vec::new();
     for r in recs {
-        let Some(v) = r.record.figures.values()[col].filter(|v| v.is_finite() && *v > 0.0) else {
+        let Some(v) = value(&r.record, col) else {
             continue;
         };
         let t = humantime::parse_rfc3339_weak(&r.record.started_at)
