@@ -139,6 +139,23 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
     assert_eq!(searches.len(), 1, "{history:#}");
     assert_eq!(searches[0]["records"], 1, "{history:#}");
     assert_eq!(searches[0]["last"]["figures"]["capacity"], cap["confirmed"]);
+    // Its bar is the search's bracket: the rate held to the lowest rate that failed above it,
+    // in the search or in the confirmation.
+    if let Some(held) = cap["confirmed"].as_f64() {
+        let above = steps
+            .iter()
+            .chain(confirmation)
+            .filter(|s| s["pass"] == false)
+            .map(|s| s["rate"].as_f64().unwrap())
+            .filter(|r| *r > held)
+            .fold(f64::INFINITY, f64::min);
+        let bracket = &searches[0]["last"]["intervals"]["capacity"];
+        if above.is_finite() {
+            assert_eq!(bracket, &serde_json::json!([held, above]), "{history:#}");
+        } else {
+            assert!(bracket.is_null(), "no failure above: no bracket {history:#}");
+        }
+    }
     match cap["confirmed"].as_f64() {
         Some(c) => {
             assert!(c <= capacity, "{cap:#}");

@@ -1,7 +1,8 @@
 //! The performance history against real results: runs on a real node record themselves (labels
 //! and figures as result.json has them, one series per configuration), importing the same
 //! results again adds nothing, two writers at once and a writer killed mid-import lose and
-//! double nothing, a newer schema is refused naming the versions, and the same history lives in
+//! double nothing, a newer schema is refused naming the versions, an older one is migrated
+//! forward with its rows, a run's own interval is kept and drawn, and the same history lives in
 //! a real PostgreSQL server this test starts (Debian's package) on loopback.
 
 mod common;
@@ -15,6 +16,13 @@ fn history_json(lab: &Lab, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["history", "--json"];
     args.extend_from_slice(extra);
     serde_json::from_str(&stdout(&ok(lab.caplab(&args)))).expect("history --json is JSON")
+}
+
+/// `caplab history --history DB import DIR…`, which must succeed; what it printed.
+fn import(lab: &Lab, db: &str, dirs: &[&str]) -> String {
+    let mut args = vec!["history", "--history", db, "import"];
+    args.extend_from_slice(dirs);
+    stdout(&ok(lab.caplab(&args)))
 }
 
 fn rows(db: &Path) -> i64 {
@@ -47,14 +55,15 @@ fn results_are_recorded_by_series_once_each_and_survive_writers() {
     let db = lab.home.join("history.db");
     let mut s = Scenarios::new();
 
-    // Two runs of one configuration (labels differ), one at another rate: two series.
+    // Two runs of one configuration (labels differ), one at another rate: two series. The
+    // first is long enough (10 whole seconds) for its own interval by sectioning.
     let a = ok(lab.run(
         "run-a",
-        &["--rate", "1000", "--duration", "3s", "--label", "commit=aaa"],
+        &["--rate", "1000", "--duration", "10s", "--label", "commit=aaa"],
     ));
     ok(lab.run(
         "run-b",
-        &["--rate", "1000", "--duration", "3s", "--label", "commit=bbb"],
+        &["--rate", "1000", "--duration", "10s", "--label", "commit=bbb"],
     ));
     ok(lab.run("run-c", &["--rate", "500", "--duration", "3s"]));
 
@@ -85,6 +94,11 @@ fn results_are_recorded_by_series_once_each_and_survive_writers() {
     s.run("a newer caplab's schema is refused, naming both versions", || {
         a_newer_schema_is_refused(&lab)
     });
+
+    s.run(
+        "an older schema is migrated forward with its rows; importing again fills in the intervals, drawn on the page",
+        || an_older_schema_is_migrated(&lab),
+    );
 
     s.run(
         "a CI check passes on a stationary series and fails at a real regression",
@@ -211,6 +225,16 @@ fn one_series_per_configuration(lab: &Lab) {
     assert_eq!(f["p999_ms"], total["response"]["p999_ms"]);
     assert_eq!(f["errors"], total["error_total"]);
     assert_eq!(recs[0]["is_steady"], doc["steady_state"]["steady"]);
+    // The run's own 95 % interval by sectioning: around its figure (as wide as its ten
+    // sections differ, which they always do a little).
+    for (figure, value) in [
+        ("throughput", &total["op_rate"]),
+        ("p99_ms", &total["response"]["p99_ms"]),
+    ] {
+        let b = &recs[0]["intervals"][figure];
+        let (lo, hi, v) = (b[0].as_f64().unwrap(), b[1].as_f64().unwrap(), value.as_f64().unwrap());
+        assert!(lo < v && v < hi, "{figure}: {v} in [{lo}, {hi}]");
+    }
     assert_eq!(doc["labels"]["commit"], "aaa", "result.json keeps the labels");
     assert_eq!(one["key"]["version"], doc["environment"]["cassandra_release_version"]);
     let text = stdout(&ok(lab.caplab(&["history", &id[..8]])));
@@ -221,21 +245,9 @@ fn importing_again_adds_nothing(lab: &Lab) {
     let again = stdout(&ok(lab.caplab(&["history", "import", &lab.dir("run-a")])));
     assert!(again.contains("0 added, 1 already there"), "{again}");
     let other = lab.dir("other.db");
-    let first = stdout(&ok(lab.caplab(&[
-        "history",
-        "--history",
-        &other,
-        "import",
-        lab.home.to_str().unwrap(),
-    ])));
+    let first = import(lab, &other, &[lab.home.to_str().unwrap()]);
     assert!(first.contains("3 added, 0 already there, 0 unreadable"), "{first}");
-    let second = stdout(&ok(lab.caplab(&[
-        "history",
-        "--history",
-        &other,
-        "import",
-        lab.home.to_str().unwrap(),
-    ])));
+    let second = import(lab, &other, &[lab.home.to_str().unwrap()]);
     assert!(second.contains("0 added, 3 already there"), "{second}");
 }
 
@@ -278,13 +290,7 @@ fn a_killed_writer_leaves_whole_records(lab: &Lab) {
     let _ = child.wait();
     let before = rows(Path::new(&killed));
     assert!((0..=400).contains(&before), "{before}");
-    let rest = stdout(&ok(lab.caplab(&[
-        "history",
-        "--history",
-        &killed,
-        "import",
-        &lab.dir("more"),
-    ])));
+    let rest = import(lab, &killed, &[&lab.dir("more")]);
     assert!(
         rest.contains(&format!("{} added, {before} already there", 400 - before)),
         "{rest}"
@@ -294,7 +300,7 @@ fn a_killed_writer_leaves_whole_records(lab: &Lab) {
 
 fn a_newer_schema_is_refused(lab: &Lab) {
     let newer = lab.dir("newer.db");
-    ok(lab.caplab(&["history", "--history", &newer, "import", &lab.dir("run-c")]));
+    import(lab, &newer, &[&lab.dir("run-c")]);
     let c = rusqlite::Connection::open(&newer).unwrap();
     c.execute("UPDATE caplab_meta SET value = '99' WHERE key = 'schema_version'", [])
         .unwrap();
@@ -303,13 +309,66 @@ fn a_newer_schema_is_refused(lab: &Lab) {
     drop(c);
     let err = fails(lab.caplab(&["history", "--history", &newer]));
     assert!(err.contains("schema version 99, written by caplab 9.9.9"), "{err}");
-    assert!(err.contains("knows versions up to 1"), "{err}");
+    assert!(err.contains("knows versions up to 2"), "{err}");
     // A run still succeeds, its results on disk, the history's refusal a warning.
     let run = ok(lab.run("run-d", &["--rate", "500", "--duration", "2s", "--history", &newer]));
     assert!(
         stderr(&run).contains("warning: not recorded in the history"),
         "{}",
         stderr(&run)
+    );
+}
+
+/// A history as caplab wrote it before schema 2 (no interval columns): caplab at 2 takes it
+/// forward, keeping every row; a run recorded then gets its intervals when imported again.
+fn an_older_schema_is_migrated(lab: &Lab) {
+    let old = lab.dir("old.db");
+    import(lab, &old, &[&lab.dir("run-a"), &lab.dir("run-c")]);
+    let c = rusqlite::Connection::open(&old).unwrap();
+    for f in ["throughput", "p50_ms", "p99_ms", "p999_ms", "capacity"] {
+        for end in ["lo", "hi"] {
+            c.execute(&format!("ALTER TABLE runs DROP COLUMN {f}_{end}"), [])
+                .unwrap();
+        }
+    }
+    c.execute("UPDATE caplab_meta SET value = '1' WHERE key = 'schema_version'", [])
+        .unwrap();
+    drop(c);
+    let list = history_json(lab, &["--history", &old]);
+    assert_eq!(list.as_array().unwrap().len(), 2, "both series kept: {list:#}");
+    let version: String = rusqlite::Connection::open(&old)
+        .unwrap()
+        .query_row("SELECT value FROM caplab_meta WHERE key = 'schema_version'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(version, "2");
+    assert_eq!(rows(Path::new(&old)), 2);
+    let id = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["key"]["rate"] == 1000.0)
+        .unwrap()["series"]
+        .as_str()
+        .unwrap()[..8]
+        .to_string();
+    let one = history_json(lab, &["--history", &old, &id]);
+    assert_eq!(one["records"][0]["intervals"], serde_json::json!({}), "none before");
+    let again = import(lab, &old, &[&lab.dir("run-a")]);
+    assert!(again.contains("0 added, 1 already there"), "{again}");
+    let one = history_json(lab, &["--history", &old, &id]);
+    assert!(one["records"][0]["intervals"]["throughput"].is_array(), "{one:#}");
+    assert_eq!(rows(Path::new(&old)), 2);
+    let page = lab.home.join("old-history.html");
+    ok(lab.caplab(&["history", "--history", &old, "page", "--out", page.to_str().unwrap()]));
+    let seen = common::browse(&page);
+    seen.assert_clean();
+    assert_eq!(
+        seen.check["intervals"][format!("chart-{id}-throughput")],
+        1,
+        "{}",
+        seen.check
     );
 }
 
@@ -390,7 +449,7 @@ fn in_postgresql(lab: &Lab) {
         "run-pg",
         &[
             "--rate",
-            "1000",
+            "500",
             "--duration",
             "3s",
             "--label",
@@ -404,14 +463,7 @@ fn in_postgresql(lab: &Lab) {
         "{}",
         stderr(&run)
     );
-    let imported = stdout(&ok(lab.caplab(&[
-        "history",
-        "--history",
-        &url,
-        "import",
-        &lab.dir("run-a"),
-        &lab.dir("run-pg"),
-    ])));
+    let imported = import(lab, &url, &[&lab.dir("run-c"), &lab.dir("run-pg")]);
     assert!(imported.contains("1 added, 1 already there"), "{imported}");
     let list = history_json(lab, &["--history", &url]);
     let series = list.as_array().unwrap();

@@ -2,7 +2,7 @@
 //! (each with its records and last figures), one series' records, or results written earlier
 //! added to it.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -161,6 +161,10 @@ pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
                 Location::Sqlite(db) => db.with_file_name(crate::report::history::HISTORY_PAGE),
                 Location::Postgres(_) => PathBuf::from(crate::report::history::HISTORY_PAGE),
             });
+            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {} for the page", dir.display()))?;
+            }
             let points = Points {
                 include_unsteady: args.detect.include_unsteady,
             };
@@ -345,26 +349,33 @@ fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> 
     }
     println!("Series {id}: {}", first.series.name());
     println!(
-        "{:<24}  {:<11}  {:<10}  {:>12}  {:>8}  {:>9}  {:>9}  {:>9}  labels",
+        "{:<24}  {:<11}  {:<10}  {:>18}  {:>15}  {:>15}  {:>15}  {:>9}  labels",
         "started", "status", "window", "throughput", "p50 ms", "p99 ms", "p99.9 ms", "capacity"
     );
-    let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
     for s in recs {
         let r = &s.record;
         let labels: Vec<String> = r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let with = |figure: &str, v: Option<f64>, text: &dyn Fn(f64) -> String| {
+            v.map_or("-".into(), |v| match r.intervals.get(figure) {
+                Some([lo, hi]) if v > 0.0 => format!("{} ±{:.1}%", text(v), (hi - lo) / 2.0 / v * 100.0),
+                _ => text(v),
+            })
+        };
+        let ms = |v: f64| format!("{v:.2}");
         println!(
-            "{:<24}  {:<11}  {:<10}  {:>12}  {:>8}  {:>9}  {:>9}  {:>9}  {}",
+            "{:<24}  {:<11}  {:<10}  {:>18}  {:>15}  {:>15}  {:>15}  {:>9}  {}",
             r.started_at,
             r.status,
             r.steady.as_deref().unwrap_or("not judged"),
-            r.figures.throughput.map_or("-".into(), crate::console::group),
-            ms(r.figures.p50_ms),
-            ms(r.figures.p99_ms),
-            ms(r.figures.p999_ms),
+            with("throughput", r.figures.throughput, &crate::console::group),
+            with("p50_ms", r.figures.p50_ms, &ms),
+            with("p99_ms", r.figures.p99_ms, &ms),
+            with("p999_ms", r.figures.p999_ms, &ms),
             r.figures.capacity.map_or("-".into(), crate::console::group),
             labels.join(" ")
         );
     }
+    println!("(± : half the run's own 95 % interval, sectioning its window into 10 parts)");
     let changes = d.changes(recs);
     println!("\n{} change(s) ({})", changes.len(), d.settings().describe());
     for f in &changes {
@@ -382,6 +393,7 @@ fn record_json(r: &crate::history::Record) -> serde_json::Value {
         "is_steady": r.is_steady,
         "labels": r.labels,
         "figures": r.figures,
+        "intervals": r.intervals,
         "dir": r.dir,
         "caplab_version": r.caplab_version,
     })

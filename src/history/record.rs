@@ -165,6 +165,16 @@ impl Figures {
     }
 }
 
+/// The figures that carry an interval; the store keeps it in columns `<figure>_lo` and
+/// `<figure>_hi`.
+pub const WITH_INTERVAL: [&str; 5] = ["throughput", "p50_ms", "p99_ms", "p999_ms", "capacity"];
+
+/// A record's intervals by figure (of `WITH_INTERVAL`): a run's own 95 % interval by sectioning
+/// its window (`measure::sections`, `stats::sectioning`): how far the figure would move were the
+/// same window measured again, the run-to-run spread of a series not included; for a capacity,
+/// the search's bracket: the rate held to the lowest rate that failed above it.
+pub type Intervals = BTreeMap<String, [f64; 2]>;
+
 /// One result, as the history keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
@@ -186,6 +196,7 @@ pub struct Record {
     /// Whether the window was steady (None: not judged, as results written before verdicts).
     pub is_steady: Option<bool>,
     pub figures: Figures,
+    pub intervals: Intervals,
 }
 
 /// The record of the results in `dir`: a capacity search (capacity.json) or a run (result.json,
@@ -259,8 +270,33 @@ pub fn of_run(dir: &Path, r: &RunResult) -> Record {
         dir: dir.to_path_buf(),
         steady,
         is_steady,
+        intervals: run_intervals(dir, r, &figures),
         figures,
     }
+}
+
+/// A run's 95 % intervals by sectioning its window; none where its interval log is gone or its
+/// window is shorter than `SECTIONS` seconds (a record is kept without them).
+fn run_intervals(dir: &Path, r: &RunResult, f: &Figures) -> Intervals {
+    use crate::measure::sections::{self, SECTIONS, Section};
+    let Ok(Some(parts)) = sections::of(dir, r, SECTIONS) else {
+        return Intervals::new();
+    };
+    type Of = fn(&Section) -> f64;
+    let figures: [(&str, Option<f64>, Of); 4] = [
+        ("throughput", f.throughput, |s| s.ops_per_s),
+        ("p50_ms", f.p50_ms, |s| s.p50_ms),
+        ("p99_ms", f.p99_ms, |s| s.p99_ms),
+        ("p999_ms", f.p999_ms, |s| s.p999_ms),
+    ];
+    figures
+        .into_iter()
+        .filter_map(|(name, overall, of)| {
+            let values: Vec<f64> = parts.iter().map(of).collect();
+            let (lo, hi) = crate::stats::sectioning(overall?, &values, 0.95)?;
+            Some((name.to_string(), [lo.max(0.0), hi]))
+        })
+        .collect()
 }
 
 /// A capacity search's record: the capacity it holds (confirmed where it was confirmed), the
@@ -305,7 +341,23 @@ fn of_capacity(dir: &Path, c: &CapacityReport) -> Result<Record> {
             capacity: c.held(),
             ..Figures::default()
         },
+        intervals: capacity_bracket(c),
     })
+}
+
+/// The search's bracket around the capacity held: it to the lowest rate that failed above it
+/// (none when no rate above failed: the capacity is only a lower bound).
+fn capacity_bracket(c: &CapacityReport) -> Intervals {
+    let Some(held) = c.held() else {
+        return Intervals::new();
+    };
+    // A rate that failed its search step, or passed it and failed the confirmation.
+    let failed = c.rates.iter().filter(|r| !r.pass).map(|r| r.rate);
+    let unconfirmed = c.confirmation.iter().filter(|s| !s.pass).map(|s| s.rate);
+    let failed_above = failed.chain(unconfirmed).filter(|r| *r > held).reduce(f64::min);
+    failed_above
+        .map(|hi| Intervals::from([("capacity".to_string(), [held, hi])]))
+        .unwrap_or_default()
 }
 
 fn result_key(kind: &str, started_at: &str, workload: &str, loaders: &str, host: &str) -> String {

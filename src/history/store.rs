@@ -8,23 +8,25 @@
 //!   never half a row. SQLite runs in WAL mode and waits up to a minute for another writer;
 //!   PostgreSQL serialises schema changes with an advisory lock.
 //! - The schema has a version: an older one is migrated forward, in one transaction; a newer
-//!   one (written by a newer caplab) is refused, naming both versions.
+//!   one (written by a newer caplab) is refused, naming both versions. Version 2 added each
+//!   record's intervals; importing a directory recorded before fills them in.
 
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::record::{FIGURES, Figures, Record, SeriesKey};
+use super::record::{FIGURES, Figures, Intervals, Record, SeriesKey, WITH_INTERVAL};
 
 /// The schema this caplab writes; `MIGRATIONS[v - 1]` takes a database from v - 1 to v.
-pub const SCHEMA: u32 = 1;
+pub const SCHEMA: u32 = 2;
 
 /// How long a writer waits for another (SQLite).
 const BUSY: Duration = Duration::from_secs(60);
 
 /// `{id}` is the backend's auto-numbered key column.
-const MIGRATIONS: [&str; SCHEMA as usize] = ["CREATE TABLE runs (
+const MIGRATIONS: [&str; SCHEMA as usize] = [
+    "CREATE TABLE runs (
     id {id},
     result_key TEXT NOT NULL UNIQUE,
     kind TEXT NOT NULL,
@@ -51,7 +53,20 @@ const MIGRATIONS: [&str; SCHEMA as usize] = ["CREATE TABLE runs (
     gc_pause_ms DOUBLE PRECISION,
     capacity DOUBLE PRECISION
 );
-CREATE INDEX runs_series ON runs (series, started_at)"];
+CREATE INDEX runs_series ON runs (series, started_at)",
+    // 2: each record's own intervals (`record::Intervals`); rows from before have none until
+    // their directory is imported again.
+    "ALTER TABLE runs ADD COLUMN throughput_lo DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN throughput_hi DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN p50_ms_lo DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN p50_ms_hi DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN p99_ms_lo DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN p99_ms_hi DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN p999_ms_lo DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN p999_ms_hi DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN capacity_lo DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN capacity_hi DOUBLE PRECISION",
+];
 
 const META: &str = "CREATE TABLE IF NOT EXISTS caplab_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
 
@@ -184,14 +199,31 @@ impl Store {
         Ok(())
     }
 
-    /// Adds a record; false when the same result was already there (nothing written).
+    /// Adds a record; false when the same result was already there (nothing added; its
+    /// intervals are filled in if it was recorded without them).
     pub fn insert(&mut self, r: &Record) -> Result<bool> {
         let figure_cols = FIGURES.join(", ");
-        let n = 14 + FIGURES.len();
+        let interval_cols = interval_columns().join(", ");
+        let n = 14 + FIGURES.len() + 2 * WITH_INTERVAL.len();
         let marks: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
         let sql = format!(
-            "INSERT INTO runs ({COLUMNS}, {figure_cols}) VALUES ({}) ON CONFLICT (result_key) DO NOTHING",
+            "INSERT INTO runs ({COLUMNS}, {figure_cols}, {interval_cols}) VALUES ({}) ON CONFLICT (result_key) DO NOTHING",
             marks.join(", ")
+        );
+        let sets: Vec<String> = interval_columns()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c} = ${}", i + 1))
+            .collect();
+        let fill = format!(
+            "UPDATE runs SET {} WHERE result_key = ${} AND {}",
+            sets.join(", "),
+            sets.len() + 1,
+            interval_columns()
+                .iter()
+                .map(|c| format!("{c} IS NULL"))
+                .collect::<Vec<_>>()
+                .join(" AND ")
         );
         let text = [
             r.result_key.clone(),
@@ -210,6 +242,7 @@ impl Store {
             r.dir.display().to_string(),
         ];
         let figures = r.figures.values();
+        let bounds = interval_values(&r.intervals);
         let added = match self {
             Store::Sqlite(c) => {
                 let mut p: Vec<&dyn rusqlite::ToSql> = text.iter().map(|t| t as &dyn rusqlite::ToSql).collect();
@@ -218,29 +251,45 @@ impl Store {
                 p.push(&r.steady);
                 p.push(&r.is_steady);
                 p.extend(figures.iter().map(|f| f as &dyn rusqlite::ToSql));
-                c.execute(&sql.replace('$', "?"), p.as_slice())?
+                p.extend(bounds.iter().map(|f| f as &dyn rusqlite::ToSql));
+                let added = c.execute(&sql.replace('$', "?"), p.as_slice())? > 0;
+                if !added && !r.intervals.is_empty() {
+                    let mut p: Vec<&dyn rusqlite::ToSql> = bounds.iter().map(|f| f as &dyn rusqlite::ToSql).collect();
+                    p.push(&r.result_key);
+                    c.execute(&fill.replace('$', "?"), p.as_slice())?;
+                }
+                added
             }
             Store::Postgres(c) => {
-                let mut p: Vec<&(dyn postgres::types::ToSql + Sync)> =
-                    text.iter().map(|t| t as &(dyn postgres::types::ToSql + Sync)).collect();
+                type Sql = dyn postgres::types::ToSql + Sync;
+                let mut p: Vec<&Sql> = text.iter().map(|t| t as &Sql).collect();
                 p.push(&r.finished_at);
-                p.extend(rest.iter().map(|t| t as &(dyn postgres::types::ToSql + Sync)));
+                p.extend(rest.iter().map(|t| t as &Sql));
                 p.push(&r.steady);
                 p.push(&r.is_steady);
-                p.extend(figures.iter().map(|f| f as &(dyn postgres::types::ToSql + Sync)));
-                c.execute(sql.as_str(), p.as_slice())? as usize
+                p.extend(figures.iter().map(|f| f as &Sql));
+                p.extend(bounds.iter().map(|f| f as &Sql));
+                let added = c.execute(sql.as_str(), p.as_slice())? > 0;
+                if !added && !r.intervals.is_empty() {
+                    let mut p: Vec<&Sql> = bounds.iter().map(|f| f as &Sql).collect();
+                    p.push(&r.result_key);
+                    c.execute(fill.as_str(), p.as_slice())?;
+                }
+                added
             }
         };
-        Ok(added > 0)
+        Ok(added)
     }
 
     /// Every record, oldest first (by start, then by when it was recorded).
     pub fn records(&mut self) -> Result<Vec<Stored>> {
         let sql = format!(
-            "SELECT id, series_key, labels, started_at, finished_at, status, caplab_version, dir, steady, is_steady, result_key, {} \
+            "SELECT id, series_key, labels, started_at, finished_at, status, caplab_version, dir, steady, is_steady, result_key, {}, {} \
              FROM runs ORDER BY started_at, id",
-            FIGURES.join(", ")
+            FIGURES.join(", "),
+            interval_columns().join(", ")
         );
+        const BOUNDS: usize = 11 + FIGURES.len();
         let mut out = Vec::new();
         match self {
             Store::Sqlite(c) => {
@@ -251,6 +300,10 @@ impl Store {
                     for (i, f) in figures.iter_mut().enumerate() {
                         *f = row.get(11 + i)?;
                     }
+                    let mut bounds = [None; 2 * WITH_INTERVAL.len()];
+                    for (i, b) in bounds.iter_mut().enumerate() {
+                        *b = row.get(BOUNDS + i)?;
+                    }
                     out.push(stored(
                         row.get(0)?,
                         [row.get(1)?, row.get(2)?, row.get(3)?],
@@ -260,6 +313,7 @@ impl Store {
                         row.get(9)?,
                         row.get(10)?,
                         figures,
+                        bounds,
                     )?);
                 }
             }
@@ -268,6 +322,10 @@ impl Store {
                     let mut figures = [None; 10];
                     for (i, f) in figures.iter_mut().enumerate() {
                         *f = row.get(11 + i);
+                    }
+                    let mut bounds = [None; 2 * WITH_INTERVAL.len()];
+                    for (i, b) in bounds.iter_mut().enumerate() {
+                        *b = row.get(BOUNDS + i);
                     }
                     out.push(stored(
                         row.get(0),
@@ -278,6 +336,7 @@ impl Store {
                         row.get(9),
                         row.get(10),
                         figures,
+                        bounds,
                     )?);
                 }
             }
@@ -303,6 +362,7 @@ fn stored(
     is_steady: Option<bool>,
     result_key: String,
     figures: [Option<f64>; 10],
+    bounds: [Option<f64>; 2 * WITH_INTERVAL.len()],
 ) -> Result<Stored> {
     let series: SeriesKey = serde_json::from_str(&key).context("a history row's series_key is not caplab's")?;
     let labels: BTreeMap<String, String> =
@@ -321,8 +381,32 @@ fn stored(
             steady,
             is_steady,
             figures: Figures::from_values(figures),
+            intervals: WITH_INTERVAL
+                .iter()
+                .zip(bounds.chunks(2))
+                .filter_map(|(f, b)| Some((f.to_string(), [b[0]?, b[1]?])))
+                .collect(),
         },
     })
+}
+
+/// `throughput_lo, throughput_hi, p50_ms_lo, …`, in the order of `WITH_INTERVAL`.
+fn interval_columns() -> Vec<String> {
+    WITH_INTERVAL
+        .iter()
+        .flat_map(|f| [format!("{f}_lo"), format!("{f}_hi")])
+        .collect()
+}
+
+/// A record's intervals as the columns of `interval_columns` hold them.
+fn interval_values(i: &Intervals) -> Vec<Option<f64>> {
+    WITH_INTERVAL
+        .iter()
+        .flat_map(|f| {
+            let b = i.get(*f);
+            [b.map(|b| b[0]), b.map(|b| b[1])]
+        })
+        .collect()
 }
 
 fn open_sqlite(path: &Path) -> Result<rusqlite::Connection> {

@@ -1,5 +1,6 @@
 //! Measured steps: one measured step (`step`: warm-up, measured window, every interval fanned
-//! out to the `sinks`, a typed `result` and what it says to people, `render`), or a capacity
+//! out to the `sinks`, a typed `result` and what it says to people, `render`, its window cut into
+//! `sections` for the interval of its own figures), or a capacity
 //! search made of steps (`capacity`, recorded in `capacity_report`); `load` is how the client
 //! generates load, whatever a step's rate. The
 //! workload is chosen and prepared here (`workload`), on a target reached here (`target`);
@@ -16,6 +17,7 @@ pub mod options;
 pub mod out;
 pub mod render;
 pub mod result;
+pub mod sections;
 pub mod signal;
 pub mod sinks;
 pub mod step;

@@ -1,5 +1,6 @@
 //! The history page (history.html): per series, each figure's points over time (steady windows
-//! filled, others hollow and left out of detection), the levels between change points with
+//! filled, others hollow and left out of detection) with each run's own interval as a bar (a
+//! capacity: its search's bracket), the levels between change points with
 //! their 95 % intervals, each change marked (red a regression, green an improvement) and listed,
 //! each point linked to its run's page and labelled on hover.
 
@@ -43,6 +44,9 @@ struct Chart {
     /// The figure, for points that are part of detection, and for the others.
     v: Vec<Option<f64>>,
     out: Vec<Option<f64>>,
+    /// Each point's own interval (`record::Intervals`), where it has one.
+    lo: Vec<Option<f64>>,
+    hi: Vec<Option<f64>>,
     /// What hovering a point shows: start, labels, window verdict.
     about: Vec<String>,
     /// The run's page, relative to this one where it can be.
@@ -118,6 +122,8 @@ fn chart(series: &str, recs: &[&Stored], figure: &str, points: Points, s: &Setti
         t: Vec::new(),
         v: Vec::new(),
         out: Vec::new(),
+        lo: Vec::new(),
+        hi: Vec::new(),
         about: Vec::new(),
         link: Vec::new(),
         segments: Vec::new(),
@@ -139,6 +145,9 @@ fn chart(series: &str, recs: &[&Stored], figure: &str, points: Points, s: &Setti
         c.t.push(t);
         c.v.push(inside.then_some(v));
         c.out.push((!inside).then_some(v));
+        let bounds = r.record.intervals.get(figure);
+        c.lo.push(bounds.map(|b| b[0]));
+        c.hi.push(bounds.map(|b| b[1]));
         let labels: Vec<String> = r.record.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         c.about.push(format!(
             "{} · {} · window {}{}",

@@ -185,6 +185,22 @@ pub fn effective_n(x: &[f64]) -> f64 {
     (n as f64 / tau).clamp(1.0, n as f64)
 }
 
+/// Sectioning (Asmussen & Glynn, *Stochastic Simulation*, 2007, III.5): the `level` interval of
+/// a figure `overall` taken over a whole window (a rate, a percentile), from the same figure
+/// taken over `parts`, equal consecutive sections of that window: overall ± t(B − 1) · s / √B,
+/// with s² the parts' squared distance from `overall` over B − 1. Unlike the t interval of
+/// single seconds it needs no independence inside a part (one GC pause spans seconds), only
+/// between parts, and it serves a percentile as well as a mean. None with fewer than 2 parts.
+pub fn sectioning(overall: f64, parts: &[f64], level: f64) -> Option<(f64, f64)> {
+    let b = parts.len();
+    if b < 2 || !overall.is_finite() || parts.iter().any(|p| !p.is_finite()) {
+        return None;
+    }
+    let s2 = parts.iter().map(|p| (p - overall).powi(2)).sum::<f64>() / (b - 1) as f64;
+    let half = t_quantile(0.5 + level / 2.0, (b - 1) as f64) * (s2 / b as f64).sqrt();
+    Some((overall - half, overall + half))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,5 +296,59 @@ mod tests {
             delta_ratio(&Estimate::from_moments(3.0, 4.0, 5.0, 0.95), &zero, 0.95),
             None
         );
+    }
+
+    /// Sectioning's interval covers the window's true figure about as often as it says, for a
+    /// rate whose seconds are autocorrelated (AR(1), φ 0.5, as a GC pause spreading over
+    /// seconds) and for a p99 of log-normal response times. 1,000 windows of 10 sections each
+    /// (seeded, so deterministic). Measured: 92.3 % for the rate (adjacent sections of an
+    /// autocorrelated series are a little alike, so their spread understates the window's) and
+    /// 95.2 % for the p99; the bounds leave 3 Monte Carlo standard errors (0.7 % each) below
+    /// those and a conservative excess above.
+    #[test]
+    fn sectioning_covers_the_truth() {
+        let mut rng = Pcg64Mcg::seed_from_u64(41);
+        let windows = 1000;
+        let (mut rate_in, mut p99_in) = (0, 0);
+        let normal = |rng: &mut Pcg64Mcg| {
+            // Box–Muller: one standard normal value.
+            let (u, v): (f64, f64) = (rng.random(), rng.random());
+            (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+        };
+        // The p99 of exp(N(0, 0.5²)): exp(0.5 · 2.326348).
+        let true_p99 = (0.5_f64 * 2.326_347_874).exp();
+        for _ in 0..windows {
+            let mut x = 0.0;
+            let seconds: Vec<f64> = (0..60)
+                .map(|_| {
+                    x = 0.5 * x + normal(&mut rng) * 0.05;
+                    50_000.0 * (1.0 + x)
+                })
+                .collect();
+            let parts: Vec<f64> = seconds.chunks(6).map(mean).collect();
+            let (lo, hi) = sectioning(mean(&seconds), &parts, 0.95).unwrap();
+            rate_in += usize::from(lo <= 50_000.0 && 50_000.0 <= hi);
+            let mut all = Vec::with_capacity(5000);
+            let mut parts = Vec::with_capacity(10);
+            for _ in 0..10 {
+                let mut part: Vec<f64> = (0..500).map(|_| (0.5 * normal(&mut rng)).exp()).collect();
+                all.extend_from_slice(&part);
+                part.sort_by(f64::total_cmp);
+                parts.push(part[(0.99 * 500.0) as usize - 1]);
+            }
+            all.sort_by(f64::total_cmp);
+            let (lo, hi) = sectioning(all[(0.99 * 5000.0) as usize - 1], &parts, 0.95).unwrap();
+            p99_in += usize::from(lo <= true_p99 && true_p99 <= hi);
+        }
+        let (rate, p99) = (rate_in as f64 / windows as f64, p99_in as f64 / windows as f64);
+        println!(
+            "sectioning, 95 % nominal: rate {:.1} %, p99 {:.1} %",
+            rate * 100.0,
+            p99 * 100.0
+        );
+        assert!((0.90..=0.99).contains(&rate), "rate coverage {rate}");
+        assert!((0.929..=0.995).contains(&p99), "p99 coverage {p99}");
+        assert_eq!(sectioning(1.0, &[1.0], 0.95), None);
+        assert_eq!(sectioning(2.0, &[2.0, 2.0, 2.0], 0.95), Some((2.0, 2.0)));
     }
 }

@@ -265,10 +265,13 @@
   // ---- the history page ----
   function historyCharts(charts) {
     caplabCheck.changes = {};
+    caplabCheck.intervals = {};
     charts.forEach(function (c) {
       var levels = function (u) {
         var ctx = u.ctx;
         ctx.save();
+        // Bars and shading stay inside the plot: a wide interval is cut at its edge.
+        ctx.beginPath(); ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height); ctx.clip();
         c.segments.forEach(function (g) {
           var x0 = u.valToPos(g[0], "x", true), x1 = u.valToPos(g[1], "x", true);
           var lo = u.valToPos(g[3], "y", true), hi = u.valToPos(g[4], "y", true);
@@ -280,6 +283,17 @@
           ctx.strokeStyle = "#1f77b4"; ctx.lineWidth = 2; ctx.setLineDash([8, 3]);
           ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x1, y); ctx.stroke();
         });
+        ctx.strokeStyle = "rgba(31, 119, 180, 0.55)"; ctx.lineWidth = 1.5; ctx.setLineDash([]);
+        var bars = 0;
+        c.t.forEach(function (t, i) {
+          if (c.lo[i] == null || c.hi[i] == null) return;
+          var x = u.valToPos(t, "x", true), y0 = u.valToPos(c.lo[i], "y", true), y1 = u.valToPos(c.hi[i], "y", true);
+          if (!isFinite(x) || !isFinite(y0) || !isFinite(y1)) return;
+          ctx.beginPath(); ctx.moveTo(x, y0); ctx.lineTo(x, y1);
+          ctx.moveTo(x - 3, y0); ctx.lineTo(x + 3, y0); ctx.moveTo(x - 3, y1); ctx.lineTo(x + 3, y1); ctx.stroke();
+          bars += 1;
+        });
+        caplabCheck.intervals[c.id] = bars;
         c.changes.forEach(function (k) {
           var x = u.valToPos(k[0], "x", true);
           ctx.strokeStyle = k[1] ? "#d62728" : "#2ca02c"; ctx.lineWidth = 2; ctx.setLineDash([]);
