@@ -354,13 +354,17 @@ fn unavailable_at_quorum(lab: &Lab, hosts: &str) {
 }
 
 /// `caplab run` against the RF 3 keyspace, 10 s of warm-up, into `name`.
+/// A run on the 3 nodes, RF 3, in keyspace rf3 unless `extra` names another (a fresh one, for
+/// reading back exactly this run's writes).
 fn fault_run(lab: &Lab, hosts: &str, name: &str, extra: &[&str]) -> Output {
+    let keyspace = match extra.iter().position(|a| *a == "--keyspace") {
+        Some(_) => [].as_slice(),
+        None => ["--keyspace", "rf3"].as_slice(),
+    };
     let base = [
         "run",
         "--hosts",
         hosts,
-        "--keyspace",
-        "rf3",
         "--replication-factor",
         "3",
         "--warmup",
@@ -368,10 +372,9 @@ fn fault_run(lab: &Lab, hosts: &str, name: &str, extra: &[&str]) -> Output {
         "--timeout",
         "2s",
         "-q",
-        "--out",
     ];
     let o = lab.home.join(name).to_str().unwrap().to_string();
-    lab.caplab(&[&base[..], &[o.as_str()], extra].concat())
+    lab.caplab(&[&base[..], keyspace, &["--out", o.as_str()], extra].concat())
 }
 
 /// The error of one QUORUM write to rf3 coordinated by the node at `hosts` (None: it succeeded).
@@ -452,9 +455,15 @@ fn pause_at_quorum(lab: &Lab, hosts: &str) {
             "35s",
             "--fault",
             "pause node2 at 8s for 5s",
+            "--keyspace",
+            "rf3_pause",
+            "--validate",
         ],
     ));
     let doc = result_json(&lab.home.join("pause"));
+    // The negative control of --validate: a pause at QUORUM loses no acknowledged write, read
+    // back at QUORUM once node2 is back.
+    lost_nothing(&doc, "Quorum");
     let f = &doc["faults"][0];
     let secs = |k: &str| f[k].as_f64();
     assert!((7.5..9.5).contains(&secs("start_s").unwrap()), "{f}");
@@ -477,6 +486,18 @@ fn pause_at_quorum(lab: &Lab, hosts: &str) {
     assert_eq!(page.check["faults"].as_u64(), Some(1), "{}", page.check);
 }
 
+/// Every acknowledged write of the run in `doc` was read back as written at `consistency`;
+/// those not acknowledged are counted apart.
+fn lost_nothing(doc: &serde_json::Value, consistency: &str) {
+    let v = &doc["validation"];
+    assert_eq!(v["consistency"], consistency, "{v}");
+    assert!(v["operations"].as_u64().unwrap() > 1000, "{v}");
+    assert_eq!((v["missing"].as_u64(), v["wrong"].as_u64()), (Some(0), Some(0)), "{v}");
+    assert_eq!(v["found"], v["rows"], "{v}");
+    assert_eq!(v["unreadable"], serde_json::json!({}), "{v}");
+    assert_eq!(v["table_had_rows"], false, "a fresh keyspace: {v}");
+}
+
 fn kill_at_all(lab: &Lab, hosts: &str) {
     let run = |name: &str, extra: &[&str]| fault_run(lab, hosts, name, extra);
     // A kill at ALL, restarted after 5 s: until node3 is back every write fails, as unavailable
@@ -495,9 +516,14 @@ fn kill_at_all(lab: &Lab, hosts: &str) {
             "60s",
             "--fault",
             "kill node3 at 5s for 5s",
+            "--keyspace",
+            "rf3_kill",
+            "--validate",
         ],
     ));
     let doc = result_json(&lab.home.join("kill"));
+    // A kill -9 at ALL, and restart: every write acknowledged by all three is read back.
+    lost_nothing(&doc, "All");
     let f = &doc["faults"][0];
     assert!(f["back_s"].as_f64().is_some(), "node3 came back within the window: {f}");
     let errors = f["during"]["errors"].as_object().unwrap();

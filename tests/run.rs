@@ -1,5 +1,7 @@
 //! `caplab run` against a real node: operation counts, rows in the table, rates, and the
-//! files a user reads afterwards; and what happens when the cluster is not there or goes away.
+//! files a user reads afterwards; every acknowledged write read back (`--validate`), and rows
+//! removed behind caplab's back found missing (`caplab validate`); and what happens when the
+//! cluster is not there or goes away.
 
 mod common;
 
@@ -22,6 +24,43 @@ fn rows_in(addr: &str, table: &str) -> i64 {
             .unwrap();
         r.into_rows_result().unwrap().single_row::<(i64,)>().unwrap().0
     })
+}
+
+/// The positive control of `--validate`: 7 rows deleted and one changed with another client
+/// after the run are found by `caplab validate`, exactly those, and it exits 1.
+fn rows_removed_behind_its_back_are_found(lab: &Lab, out: &Path) {
+    use caplab::workload::e1::RowBuf;
+    let gone: [u64; 7] = [3, 10, 11, 500, 4_096, 9_999, 20_000];
+    let changed = 777u64;
+    runtime().block_on(async {
+        let s = SessionBuilder::new().known_node(lab.cql()).build().await.unwrap();
+        let mut row = RowBuf::new(5, 10);
+        // Operation i of E1's insert (100,000 partitions) wrote row 0 of partition i.
+        let delete = "DELETE FROM caplab.e1_insert WHERE pk = ? AND ck = ?";
+        let change = "UPDATE caplab.e1_insert SET v1 = 'changed!!!' WHERE pk = ? AND ck = ?";
+        for (i, cql) in gone.iter().map(|i| (*i, delete)).chain([(changed, change)]) {
+            row.fill(i, 0);
+            s.query_unpaged(cql, (row.column(0), row.column(1))).await.unwrap();
+        }
+    });
+    let o = lab.caplab(&["validate", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(": 7 missing, 1 wrong") && text.contains("LOST WRITES"),
+        "{text}"
+    );
+    let mut examples: Vec<u64> = gone.to_vec();
+    examples.push(changed);
+    examples.sort_unstable();
+    assert!(text.contains(&format!("{examples:?}")), "{text}");
+    let saved = std::fs::read_dir(out)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().starts_with("validation-"))
+        .expect("validation-<time>.json");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(saved.path()).unwrap()).unwrap();
+    assert_eq!((v["missing"].as_u64(), v["wrong"].as_u64()), (Some(7), Some(1)), "{v}");
 }
 
 /// Counts per tag in an interval log ("" for the untagged all-operations histograms), decoding
@@ -62,7 +101,8 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     ok(lab.start(&[]));
     let hosts = lab.cql();
 
-    // insert: 10 s at 2,000 ops/s, after 5 s of warm-up for the freshly started (cold) node.
+    // insert: 10 s at 2,000 ops/s, after 5 s of warm-up for the freshly started (cold) node,
+    // every acknowledged write read back afterwards.
     let out = lab.home.join("results-insert");
     let run = ok(lab.caplab(&[
         "run",
@@ -74,6 +114,7 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         "10s",
         "--rate",
         "2000",
+        "--validate",
         "--out",
         out.to_str().unwrap(),
     ]));
@@ -102,6 +143,28 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         n as i64,
         "the table holds exactly the rows written"
     );
+    // Every write, the warm-up's too, was acknowledged and read back as written.
+    let v = &doc["validation"];
+    let started = doc["started_ops"].as_u64().unwrap();
+    assert_eq!(v["operations"].as_u64(), Some(started), "{v}");
+    assert_eq!(
+        (v["rows"].as_u64(), v["found"].as_u64()),
+        (Some(started), Some(started)),
+        "{v}"
+    );
+    assert_eq!(
+        (v["missing"].as_u64(), v["wrong"].as_u64(), v["unknown"].as_u64()),
+        (Some(0), Some(0), Some(0))
+    );
+    assert_eq!(
+        (v["consistency"].as_str(), v["table_had_rows"].as_bool()),
+        (Some("LocalOne"), Some(false))
+    );
+    assert!(
+        text.contains("read back as written at LocalOne: 0 missing, 0 wrong"),
+        "{text}"
+    );
+    rows_removed_behind_its_back_are_found(&lab, &out);
 
     // The interval log holds the same operations as the summary, in Java's format.
     let (counts, headers) = hlog_counts(&out.join("latency.hlog"));
@@ -165,11 +228,20 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         "5s",
         "--rate",
         "300",
+        "--validate",
+        "50%",
         "--out",
         out.to_str().unwrap(),
     ]));
     let doc = result_json(&out);
     assert_eq!(doc["config"]["client"]["connections_per_host"], 2);
+    // Half the batches read back (by a hash of their index: binomial, 1,500 batches, so
+    // 675-825 is more than 5 standard deviations either way), 10 rows each.
+    let v = &doc["validation"];
+    let checked = v["operations"].as_u64().unwrap();
+    assert!((675..=825).contains(&checked), "{v}");
+    assert_eq!(v["rows"].as_u64(), Some(10 * checked));
+    assert_eq!(v["found"], v["rows"]);
     let total = doc["summary"]["total"].clone();
     let ops = total["ops"].as_u64().unwrap();
     assert!((1_480..=1_520).contains(&ops), "{ops}");

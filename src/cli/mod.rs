@@ -8,6 +8,7 @@ pub mod node;
 pub mod report;
 pub mod run;
 pub mod steady;
+pub mod validate;
 pub mod workloads;
 
 use clap::{Parser, Subcommand};
@@ -59,6 +60,9 @@ pub enum Command {
     /// The performance history every measuring command records in: its series, one series'
     /// records, or results written earlier imported (`caplab history import DIR...`).
     History(history::HistoryCommand),
+    /// Read back a finished run's acknowledged writes again (a run made with --validate), e.g.
+    /// after a repair, a node replacement or an upgrade; exit 1 when any is missing or wrong.
+    Validate(validate::ValidateArgs),
     /// List the built-in workloads, or print one's profile.
     Workloads {
         #[command(subcommand)]
@@ -87,6 +91,7 @@ impl Cli {
             Command::History(args) => history::run(&home, args),
             Command::Report(args) => report::run(args),
             Command::Steady(args) => steady::run(args),
+            Command::Validate(args) => validate::run(args),
             Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }
     }

@@ -5,8 +5,10 @@
 //! that instant, so time spent waiting behind a stalled server is counted (no coordinated
 //! omission). A free worker takes the next operation from a shared counter, so an operation is
 //! late only when `C` are in flight (or the client itself is slow), never because one slow
-//! operation holds a lane; each worker records into its own shard of the recorder.
+//! operation holds a lane; each worker records into its own shard of the recorder. `acks`
+//! keeps which operations the cluster acknowledged, for reading them back afterwards.
 
+pub mod acks;
 pub mod anchor;
 pub mod clock;
 pub mod config;

@@ -65,6 +65,8 @@ pub struct Capacity {
     pub faults: Option<Arc<Injector>>,
     /// The user's labels, kept in capacity.json and every step's result.json.
     pub labels: std::collections::BTreeMap<String, String>,
+    /// Read back each step's acknowledged writes (`--validate`), into its result.json.
+    pub validate: Option<super::validation::ValidateOptions>,
 }
 
 /// What a step needs besides its rate.
@@ -406,6 +408,7 @@ impl Bench<'_> {
             pools: self.cfg.pools,
             faults: self.cfg.faults.as_ref().map(|f| f.for_step()),
             labels: self.cfg.labels.clone(),
+            validate: self.cfg.validate,
         };
         let result = self.prepared.run(&step, &self.target.site, self.stop.clone()).await?;
         // Named from the search's directory, so the record still finds it when the search was

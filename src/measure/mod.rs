@@ -5,7 +5,8 @@
 //! generates load, whatever a step's rate. The
 //! workload is chosen and prepared here (`workload`), on a target reached here (`target`);
 //! `signal` turns Ctrl-C, SIGTERM and SIGHUP into a clean stop; `out` names results directories
-//! and keeps secrets out of what is recorded. The command line only builds the settings and
+//! and keeps secrets out of what is recorded; `validate` reads back what the cluster
+//! acknowledged (`--validate`). The command line only builds the settings and
 //! prints what comes back; an experiment runs the same pieces once per variant.
 
 pub mod agree;
@@ -22,6 +23,8 @@ pub mod signal;
 pub mod sinks;
 pub mod step;
 pub mod target;
+pub mod validate;
+pub mod validation;
 pub mod workload;
 
 pub use capacity::{Capacity, Pricing};

@@ -49,9 +49,32 @@ pub struct DriveOptions {
     /// build=nightly. Kept in result.json (capacity.json); not part of what makes a series.
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
+    /// Once the window (and any fault) is over, read back every write the cluster acknowledged
+    /// and count rows missing or wrong (E1's insert and batch workloads); exit 1 if any is. A
+    /// share reads back that share of the writes, the same ones each time: --validate 10%.
+    #[arg(long, value_name = "SHARE", num_args = 0..=1, default_missing_value = "all",
+          value_parser = crate::measure::validation::parse_fraction)]
+    pub validate: Option<f64>,
+    /// The read-back's consistency (default: the write's where two of it overlap, R + W > RF;
+    /// else ALL).
+    #[arg(long, value_name = "LEVEL", requires = "validate")]
+    pub validate_consistency: Option<String>,
 }
 
 impl DriveOptions {
+    /// What `--validate` asks (None: no read-back).
+    pub fn validation(&self) -> Result<Option<crate::measure::validation::ValidateOptions>> {
+        let Some(fraction) = self.validate else { return Ok(None) };
+        let consistency = match &self.validate_consistency {
+            Some(c) => Some(client::parse_consistency(c)?),
+            None => None,
+        };
+        Ok(Some(crate::measure::validation::ValidateOptions {
+            fraction,
+            consistency,
+        }))
+    }
+
     /// The results directory: --out (checked), or a new one named after `name`.
     pub fn out_dir(&self, name: &str) -> Result<PathBuf> {
         match &self.out {

@@ -1,5 +1,5 @@
 //! What a step's result says to people: the end-of-step text (summary, steadiness, merged
-//! loaders, faults, server, profile, service level, files not written), the one-line
+//! loaders, faults, server, profile, service level, validation, files not written), the one-line
 //! description of the load, and why a step ended early or has no server facts.
 
 use std::path::Path;
@@ -51,6 +51,9 @@ impl RunResult {
         }
         if let Some(v) = &self.sla {
             parts.push(v.render());
+        }
+        if let Some(v) = &self.validation {
+            parts.push(format!("Validation (read back)        : {}", v.line()));
         }
         for f in &self.incomplete {
             parts.push(format!("INCOMPLETE: {}: {}", f.file, f.reason));

@@ -238,6 +238,9 @@ pub struct RunResult {
     /// `variant`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// What reading back the acknowledged writes found (`--validate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<super::validation::Validation>,
 }
 
 /// Which loaders' results a merged result holds, and where they did not all report.
@@ -284,11 +287,17 @@ fn first_format() -> u32 {
 
 impl RunResult {
     /// The exit code of the command that ran this step: the status's, and 1 for a completed
-    /// step that missed its service level.
+    /// step that missed its service level or lost acknowledged writes.
     pub fn exit_code(&self) -> u8 {
         match self.status {
             RunStatus::Interrupted => super::signal::exit_code(self.interrupted_by.as_deref()),
-            RunStatus::Completed if self.sla.as_ref().is_some_and(|v| !v.pass) || !self.incomplete.is_empty() => 1,
+            RunStatus::Completed
+                if self.sla.as_ref().is_some_and(|v| !v.pass)
+                    || !self.incomplete.is_empty()
+                    || self.validation.as_ref().is_some_and(|v| v.lost() > 0) =>
+            {
+                1
+            }
             s => s.exit_code(),
         }
     }

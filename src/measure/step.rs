@@ -60,6 +60,8 @@ pub struct Step {
     pub faults: Option<Arc<Injector>>,
     /// The user's labels, kept in result.json.
     pub labels: std::collections::BTreeMap<String, String>,
+    /// Read back the acknowledged writes after the step (`--validate`).
+    pub validate: Option<super::validation::ValidateOptions>,
 }
 
 impl Step {
@@ -403,6 +405,7 @@ impl Step {
             availability: None,
             merged: None,
             labels: self.labels.clone(),
+            validation: None,
         }
     }
 }
@@ -547,6 +550,7 @@ mod tests {
             pools: false,
             faults: None,
             labels: Default::default(),
+            validate: None,
         }
     }
 

@@ -277,7 +277,10 @@ impl Prepared {
     /// Runs `step` with this workload.
     pub async fn run(&self, step: &Step, site: &Site, stop: Arc<Stop>) -> Result<RunResult> {
         match self {
-            Prepared::E1(w, about) => step.run(site, w.clone(), about.clone(), stop).await,
+            Prepared::E1(w, about) => match step.validate {
+                Some(v) => super::validate::run_validated(step, site, w, about, v, stop).await,
+                None => step.run(site, w.clone(), about.clone(), stop).await,
+            },
             Prepared::Profile(w, about, _) => step.run(site, w.clone(), about.clone(), stop).await,
         }
     }

@@ -131,6 +131,12 @@ fn client_metrics() -> Vec<Metric> {
         Metric::lower("recovery", "recovery after faults (longest)", "s", |o| {
             o.result().and_then(RunResult::longest_recovery)
         }),
+        Metric::lower(
+            "lost_writes",
+            "acknowledged rows missing or wrong (--validate)",
+            "",
+            |o| o.result().and_then(|r| r.validation.as_ref()).map(|v| v.lost() as f64),
+        ),
     ]
 }
 

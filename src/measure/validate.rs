@@ -1,0 +1,242 @@
+//! Reading back what the cluster acknowledged (`--validate`): after the measured window (and
+//! after any fault has been undone), every write the cluster acknowledged, or a fraction of them
+//! chosen by a hash of the operation's index, is read back at a consistency that overlaps the
+//! write's, and compared with the rows and values the operation wrote (recomputed from its
+//! index: nothing is kept but 2 bits per operation, `engine::acks`). Writes that failed or timed
+//! out are *unknown* (they may or may not have been applied) and counted apart; never-sent ones
+//! are not writes. The operations' fates are saved beside the results (`acks.bin`), so `caplab
+//! validate DIR` can check them again later: after a repair, a node replacement, an upgrade.
+
+use anyhow::{Context, Result, bail};
+use scylla::statement::Consistency;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use super::Step;
+use super::result::{About, RunResult, WorkloadRecord};
+use super::sinks::Incomplete;
+use super::target::Site;
+pub use super::validation::{ValidateOptions, Validation, parse_fraction, read_consistency};
+use crate::console::say;
+use crate::engine::acks::{Acks, Fate, Tracked};
+use crate::engine::{Stop, Workload};
+use crate::workload::e1::{E1, ReadBack, RowBuf};
+
+/// The file the operations' fates are kept in.
+pub const ACKS_FILE: &str = "acks.bin";
+
+/// Reads in flight at once while validating.
+const READERS: usize = 64;
+/// Examples of operations with missing or wrong rows kept in the result.
+const EXAMPLES: usize = 10;
+
+/// Whether operation `i` is in the sample of `fraction` (a hash of `i`: the same operations
+/// every time).
+fn sampled(i: u64, fraction: f64) -> bool {
+    fraction >= 1.0 || (crate::workload::values::mix(i ^ 0x5bd1_e995) as f64) < fraction * u64::MAX as f64
+}
+
+/// Reads back the acknowledged operations of `acks` from `workload` at `consistency`; `stop`
+/// ends it early (what was read so far is returned).
+pub async fn validate(
+    workload: &Arc<E1>,
+    acks: &Arc<Acks>,
+    consistency: Consistency,
+    fraction: f64,
+    stop: &Arc<Stop>,
+) -> Result<Validation> {
+    let began = Instant::now();
+    let stmt = Arc::new(workload.read_back_statement(consistency).await?);
+    let next = Arc::new(AtomicU64::new(0));
+    let extent = acks.extent();
+    let mut readers = tokio::task::JoinSet::new();
+    for _ in 0..READERS {
+        let (w, acks, stmt, next, stop) = (workload.clone(), acks.clone(), stmt.clone(), next.clone(), stop.clone());
+        readers.spawn(async move {
+            let mut rows: Vec<RowBuf> = w.worker(0);
+            let mut v = Validation::default();
+            while !stop.is_requested() {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= extent {
+                    break;
+                }
+                match acks.fate(i) {
+                    Fate::NotSent => continue,
+                    Fate::Unknown => {
+                        v.unknown += 1;
+                        continue;
+                    }
+                    Fate::Acknowledged if !sampled(i, fraction) => continue,
+                    Fate::Acknowledged => {}
+                }
+                v.operations += 1;
+                match w.read_back(&stmt, &mut rows, i).await {
+                    Ok(ReadBack {
+                        rows,
+                        found,
+                        missing,
+                        wrong,
+                    }) => {
+                        v.rows += rows;
+                        v.found += found;
+                        v.missing += missing;
+                        v.wrong += wrong;
+                        if missing + wrong > 0 {
+                            v.examples.push(i);
+                        }
+                    }
+                    Err(kind) => *v.unreadable.entry(kind.name().to_string()).or_default() += 1,
+                }
+            }
+            v
+        });
+    }
+    let mut all = Validation {
+        consistency: format!("{consistency:?}"),
+        fraction,
+        ..Validation::default()
+    };
+    while let Some(v) = readers.join_next().await {
+        let v = v.context("a read-back task failed")?;
+        all.operations += v.operations;
+        all.rows += v.rows;
+        all.found += v.found;
+        all.missing += v.missing;
+        all.wrong += v.wrong;
+        all.unknown += v.unknown;
+        for (k, n) in v.unreadable {
+            *all.unreadable.entry(k).or_default() += n;
+        }
+        all.examples.extend(v.examples);
+    }
+    all.examples.sort_unstable();
+    all.examples.truncate(EXAMPLES);
+    all.elapsed_s = began.elapsed().as_secs_f64();
+    Ok(all)
+}
+
+/// Runs `step` with E1's `workload`, keeping which operations were acknowledged, then reads
+/// them back (unless the step was interrupted: `caplab validate DIR` can do it later) and
+/// records what it found in the step's result.json.
+pub async fn run_validated(
+    step: &Step,
+    site: &Site,
+    workload: &Arc<E1>,
+    about: &About,
+    v: ValidateOptions,
+    stop: Arc<Stop>,
+) -> Result<RunResult> {
+    let had_rows = workload.has_rows().await.unwrap_or(false);
+    let acks = Arc::new(Acks::new());
+    let tracked = Arc::new(Tracked {
+        inner: workload.clone(),
+        acks: acks.clone(),
+    });
+    let mut result = step.run(site, tracked, about.clone(), stop.clone()).await?;
+    if let Err(e) = save_acks(&step.out, &acks) {
+        result.incomplete.push(Incomplete {
+            file: ACKS_FILE.into(),
+            reason: format!("{e:#}"),
+        });
+    }
+    if stop.is_requested() {
+        say(&format!(
+            "Not validated: the run was stopped. `caplab validate {}` reads its writes back later",
+            step.out.display()
+        ));
+        result.save(&step.out)?;
+        return Ok(result);
+    }
+    let consistency = v
+        .consistency
+        .unwrap_or_else(|| read_consistency(result.config.client.consistency, workload.options().replication_factor));
+    say(&format!(
+        "Validating: reading back the acknowledged writes at {consistency:?}"
+    ));
+    match validate(workload, &acks, consistency, v.fraction, &stop).await {
+        Ok(mut found) => {
+            found.table_had_rows = had_rows;
+            result.validation = Some(found);
+        }
+        Err(e) => result.incomplete.push(Incomplete {
+            file: "validation".into(),
+            reason: format!(
+                "the read-back failed: {e:#}; `caplab validate {}` tries again",
+                step.out.display()
+            ),
+        }),
+    }
+    result.save(&step.out)?;
+    Ok(result)
+}
+
+/// Reads back the acknowledged writes of the run in `dir` again (`caplab validate DIR`), from
+/// the hosts it used (or `hosts`), at `v`'s consistency (None: as the run would have).
+pub async fn validate_dir(
+    dir: &Path,
+    hosts: Option<Vec<String>>,
+    v: ValidateOptions,
+    stop: &Arc<Stop>,
+) -> Result<Validation> {
+    let run = RunResult::load(dir)?;
+    let WorkloadRecord::E1(opts) = &run.config.workload else {
+        bail!(
+            "{} is a profile's run: only the built-in insert and batch workloads can be read back",
+            dir.display()
+        );
+    };
+    let acks = Arc::new(load_acks(dir)?);
+    let mut client = run.config.client.clone();
+    if let Some(h) = hosts {
+        client.hosts = h;
+    }
+    let target = super::Target::connect(client, Vec::new()).await?;
+    let workload = Arc::new(E1::setup(target.session.clone(), opts.clone(), false).await?);
+    let consistency = v
+        .consistency
+        .unwrap_or_else(|| read_consistency(run.config.client.consistency, opts.replication_factor));
+    say(&format!(
+        "Validating {}: reading back its acknowledged writes at {consistency:?}",
+        dir.display()
+    ));
+    validate(&workload, &acks, consistency, v.fraction, stop).await
+}
+
+/// Saves the operations' fates beside the results.
+pub fn save_acks(dir: &Path, acks: &Acks) -> Result<()> {
+    crate::files::write_atomic(&dir.join(ACKS_FILE), &acks.to_bytes())
+}
+
+/// The fates a run saved in `dir`.
+pub fn load_acks(dir: &Path) -> Result<Acks> {
+    let path = dir.join(ACKS_FILE);
+    let bytes = std::fs::read(&path).with_context(|| {
+        format!(
+            "{} has no {ACKS_FILE}: only a run made with --validate keeps which writes were acknowledged",
+            dir.display()
+        )
+    })?;
+    match Acks::from_bytes(&bytes) {
+        Some(a) => Ok(a),
+        None => bail!("{} is not a file caplab wrote (cut short?)", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fraction_samples_about_that_share_the_same_way_each_time() {
+        let n = 100_000u64;
+        let picked = (0..n).filter(|i| sampled(*i, 0.1)).count() as f64 / n as f64;
+        assert!((0.097..0.103).contains(&picked), "{picked}");
+        assert!((0..n).all(|i| sampled(i, 1.0)));
+        assert_eq!(
+            (0..1000).filter(|i| sampled(*i, 0.1)).collect::<Vec<_>>(),
+            (0..1000).filter(|i| sampled(*i, 0.1)).collect::<Vec<_>>()
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! What `--validate` asks and what it found (result.json `validation`), apart from how the
+//! read-back runs (`validate`), so a result can hold it without depending on that.
+
+use scylla::statement::Consistency;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What `--validate` asks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ValidateOptions {
+    /// The share of acknowledged operations read back (1: all).
+    pub fraction: f64,
+    /// None: the write's when it overlaps itself, else ALL.
+    pub consistency: Option<Consistency>,
+}
+
+/// Parses `--validate`'s value: `all`, a fraction (`0.1`) or a share (`10%`).
+pub fn parse_fraction(text: &str) -> std::result::Result<f64, String> {
+    let t = text.trim();
+    let v = if t.eq_ignore_ascii_case("all") {
+        Some(1.0)
+    } else if let Some(p) = t.strip_suffix('%') {
+        p.trim().parse::<f64>().ok().map(|p| p / 100.0)
+    } else {
+        t.parse::<f64>().ok()
+    };
+    match v {
+        Some(v) if v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(format!(
+            "'{text}' is not a share of the writes to read back: give all, a fraction in (0, 1] such as 0.1, or a percentage such as 10%"
+        )),
+    }
+}
+
+/// The read consistency that sees every acknowledged write: the write's own when two of it
+/// overlap (R + W > RF), else ALL.
+pub fn read_consistency(write: Consistency, rf: u32) -> Consistency {
+    let needs = |c: Consistency| -> Option<u32> {
+        match c {
+            Consistency::One | Consistency::LocalOne => Some(1),
+            Consistency::Two => Some(2),
+            Consistency::Three => Some(3),
+            Consistency::Quorum | Consistency::LocalQuorum | Consistency::EachQuorum => Some(rf / 2 + 1),
+            Consistency::All => Some(rf),
+            _ => None,
+        }
+    };
+    match needs(write) {
+        Some(w) if 2 * w > rf => write,
+        _ => Consistency::All,
+    }
+}
+
+/// What reading back found (result.json `validation`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Validation {
+    /// As read (`Quorum`).
+    pub consistency: String,
+    pub fraction: f64,
+    /// Acknowledged operations read back, and their rows.
+    pub operations: u64,
+    pub rows: u64,
+    pub found: u64,
+    pub missing: u64,
+    /// Rows read back with values other than those written.
+    pub wrong: u64,
+    /// Operations whose read failed, by error kind (their rows are in none of the counts).
+    pub unreadable: BTreeMap<String, u64>,
+    /// Operations sent and never acknowledged (failed, timed out, or cut off by the end): may
+    /// or may not have been applied; not read back.
+    pub unknown: u64,
+    /// The first operations (by index) with a missing or wrong row.
+    pub examples: Vec<u64>,
+    /// The table held rows before the run: an earlier run's identical rows can hide a lost
+    /// write of this one (`--recreate` starts from an empty table).
+    #[serde(default)]
+    pub table_had_rows: bool,
+    pub elapsed_s: f64,
+}
+
+impl Validation {
+    /// Acknowledged rows not read back as written.
+    pub fn lost(&self) -> u64 {
+        self.missing + self.wrong
+    }
+
+    /// One line for the summary.
+    pub fn line(&self) -> String {
+        let unreadable: u64 = self.unreadable.values().sum();
+        format!(
+            "{} of {} acknowledged rows read back as written at {}{}: {} missing, {} wrong{}; {} operations unknown (not acknowledged, not checked){}  {}",
+            crate::console::group(self.found as f64),
+            crate::console::group(self.rows as f64),
+            self.consistency,
+            if self.fraction < 1.0 {
+                format!(" ({:.1} % of operations)", self.fraction * 100.0)
+            } else {
+                String::new()
+            },
+            self.missing,
+            self.wrong,
+            if unreadable > 0 {
+                format!(", {unreadable} operations unreadable")
+            } else {
+                String::new()
+            },
+            self.unknown,
+            if self.table_had_rows {
+                "; the table held rows before the run, which can hide a lost write (--recreate)"
+            } else {
+                ""
+            },
+            if self.lost() > 0 {
+                "LOST WRITES"
+            } else if unreadable > 0 {
+                "INCOMPLETE"
+            } else {
+                "OK"
+            }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fractions_and_consistencies() {
+        assert_eq!(parse_fraction("all"), Ok(1.0));
+        assert_eq!(parse_fraction("10%"), Ok(0.1));
+        assert_eq!(parse_fraction("0.25"), Ok(0.25));
+        for bad in ["0", "1.5", "x", "-1%"] {
+            assert!(parse_fraction(bad).unwrap_err().contains("10%"), "{bad}");
+        }
+        // Two of the write overlap: RF 1 at ONE, QUORUM at any RF.
+        assert_eq!(read_consistency(Consistency::LocalOne, 1), Consistency::LocalOne);
+        assert_eq!(read_consistency(Consistency::Quorum, 3), Consistency::Quorum);
+        assert_eq!(read_consistency(Consistency::One, 3), Consistency::All);
+        assert_eq!(read_consistency(Consistency::Any, 1), Consistency::All);
+        assert_eq!(read_consistency(Consistency::Two, 3), Consistency::Two);
+    }
+}
