@@ -22,6 +22,9 @@ pub struct ValidateArgs {
     /// comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub hosts: Option<Vec<String>>,
+    /// Reads in flight (default: the run's --concurrency).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
 }
 
 /// Exit codes: 0 every row read back as written, 1 some missing or wrong (or unreadable), 130
@@ -40,7 +43,7 @@ pub fn run(args: ValidateArgs) -> Result<u8> {
         .enable_all()
         .build()
         .context("cannot start the client runtime")?;
-    let found = rt.block_on(validate_dir(&args.dir, args.hosts.clone(), v, &stop))?;
+    let found = rt.block_on(validate_dir(&args.dir, args.hosts.clone(), v, args.concurrency, &stop))?;
     println!("Validation (read back)        : {}", found.line());
     if !found.examples.is_empty() {
         println!(
