@@ -4,7 +4,9 @@
 # one run per fault, each fault on node2 at 10 s of a 60 s window after a 20 s warm-up, 5 s long
 # where it has a length. Prints per fault: when the client saw it (detect), how long after its
 # end p99 and throughput were back in band (recover), when the node answered CQL again (back),
-# availability during the fault, after it and over the window, and the failures during it.
+# availability during the fault, after it and over the window, the failures during it, and what
+# reading back every acknowledged write found afterwards (read back as written of acknowledged,
+# missing, wrong, unknown: sent and never acknowledged).
 #
 #   bench/faults.sh [RATE] [CONSISTENCY]
 set -euo pipefail
@@ -22,12 +24,12 @@ fi
 "$CAPLAB" node start --nodes 3 --address 127.0.53.1 --jmx-port 7800 --heap 1G >/dev/null
 trap '"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true' EXIT
 hosts=127.0.53.1,127.0.53.2,127.0.53.3
-common=(--hosts "$hosts" --replication-factor 3 --keyspace faults --consistency "$cl" --rate "$rate"
+common=(--hosts "$hosts" --replication-factor 3 --consistency "$cl" --rate "$rate"
   --timeout 2s --give-up-after 2m -q)
 # Warm the nodes' JIT first, so the runs compare faults, not warm-ups.
-"$CAPLAB" run "${common[@]}" --warmup 0s --duration 60s --out "$work/warm" >/dev/null
+"$CAPLAB" run "${common[@]}" --keyspace faults --warmup 0s --duration 60s --out "$work/warm" >/dev/null
 
-printf '%-42s %7s %8s %7s %9s %9s %9s  %s\n' fault detect recover back during after window "failed during"
+printf '%-42s %7s %8s %7s %9s %9s %9s  %s  |  %s\n' fault detect recover back during after window "failed during" "read back"
 for fault in \
   "pause node2 at 10s for 5s" \
   "kill node2 at 10s for 5s" \
@@ -38,8 +40,12 @@ for fault in \
   "bandwidth node2 at 10s for 5s to 10KB/s" \
   "blackhole node2 at 10s for 5s" \
   "reset node2 at 10s"; do
-  out="$work/$(echo "$fault" | cut -d' ' -f1)"
-  "$CAPLAB" run "${common[@]}" --warmup 20s --duration 60s --fault "$fault" --out "$out" >/dev/null || true
+  kind=$(echo "$fault" | cut -d' ' -f1)
+  out="$work/$kind"
+  # Each run in a keyspace of its own, every acknowledged write read back once the fault is
+  # undone (--validate: at QUORUM after QUORUM writes, at ALL after ONE).
+  "$CAPLAB" run "${common[@]}" --keyspace "faults_$kind" --warmup 20s --duration 60s --fault "$fault" \
+    --validate --out "$out" >/dev/null || true
   python3 - "$out" "$fault" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1] + "/result.json"))
@@ -48,7 +54,10 @@ s = lambda v: "-" if v is None else f"{v:.1f}s"
 p = lambda v: "-" if v is None else f"{100 * v:.1f}%"
 errors = ", ".join(f"{k} {n}" for k, n in f["during"]["errors"].items()) or "none"
 back = None if f.get("back_s") is None or f.get("start_s") is None else f["back_s"] - f["start_s"]
+v = r.get("validation") or {}
+check = (f"{v['found']}/{v['rows']} {v['consistency']}, {v['missing']} missing, {v['wrong']} wrong, {v['unknown']} unknown"
+         if v else "not validated")
 print(f"{sys.argv[2]:<42} {s(f['detect_s']):>7} {s(f['recover_s']):>8} {s(back):>7} "
-      f"{p(f['during']['availability']):>9} {p(f['after']['availability']):>9} {p(r.get('availability')):>9}  {errors}")
+      f"{p(f['during']['availability']):>9} {p(f['after']['availability']):>9} {p(r.get('availability')):>9}  {errors}  |  {check}")
 EOF
 done

@@ -1,5 +1,7 @@
 //! Workload profiles against a real node: every built-in runs, reads return what writes and
-//! the populate phase wrote, mixes follow the weights, and bad profiles are refused cleanly.
+//! the populate phase wrote, mixes follow the weights, Cassandra 5's workloads (LWT applied and
+//! not, counters adding up, SAI queries returning rows) work, and bad profiles are refused
+//! cleanly.
 
 mod common;
 
@@ -28,6 +30,9 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         "wide-read",
         "udt",
         "tombstones",
+        "lwt",
+        "counter",
+        "sai",
     ] {
         assert!(listed.contains(name), "{listed}");
     }
@@ -93,9 +98,81 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         assert!(csv.lines().skip(1).any(|l| l.contains(",read,")), "{csv}");
     }
 
+    cassandra_5_workloads(&lab, &hosts);
     two_loaders_split_the_key_space(&lab, &hosts);
     profiles_run_as_files_with_partitions_of_their_shape(&lab, &hosts);
     e1_runs_as_profiles_and_a_wrong_profile_is_refused(&lab, &hosts);
+}
+
+/// `lwt`, `counter` and `sai` on the 5.0 node: conditional writes counted applied and not
+/// applied, every acknowledged increment in the counters, indexed queries returning rows.
+fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
+    let run = |name: &str, extra: &[&str]| {
+        let out = lab.home.join(format!("c5-{name}"));
+        let base = ["run", "--warmup", "0s", "--hosts", hosts, "--workload", name, "-q"];
+        ok(lab.caplab(&[&base[..], extra, &["--out", out.to_str().unwrap()]].concat()));
+        result_json(&out)
+    };
+    let rows_of = |cql: &str| -> Vec<i64> {
+        runtime().block_on(async {
+            let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
+            let r = s.query_unpaged(cql, ()).await.unwrap().into_rows_result().unwrap();
+            r.rows::<scylla::value::Row>()
+                .unwrap()
+                .map(|r| match r.unwrap().columns.first() {
+                    Some(Some(scylla::value::CqlValue::BigInt(n))) => *n,
+                    Some(Some(scylla::value::CqlValue::Counter(c))) => c.0,
+                    other => panic!("{cql}: {other:?}"),
+                })
+                .collect()
+        })
+    };
+
+    // 50 accounts, 1,000 claims: each account is claimed once (Paxos), the rest not applied.
+    let doc = run("lwt", &["--partitions", "50", "-n", "2000", "--rate", "500"]);
+    let (claimed, _, _) = op(&doc, "claim");
+    let (refused, _, _) = op(&doc, "claim_not_applied");
+    let (transfers, _, _) = op(&doc, "transfer");
+    assert!(
+        claimed <= 50 && refused > 0 && transfers > 0,
+        "{}",
+        doc["summary"]["per_op"]
+    );
+    let errors = doc["summary"]["total"]["error_total"].as_u64().unwrap();
+    assert!(
+        claimed + errors >= 1 && refused + claimed + errors >= 900,
+        "{}",
+        doc["summary"]["per_op"]
+    );
+    assert_eq!(
+        rows_of("SELECT count(*) FROM caplab_profiles.accounts"),
+        [50],
+        "every account claimed"
+    );
+
+    // Counters: the views add up to the increments acknowledged, plus at most those that
+    // failed (a timed-out increment may have been applied; it is never retried).
+    let doc = run("counter", &["--partitions", "100", "-n", "2000", "--rate", "1000"]);
+    let (increments, _, _) = op(&doc, "increment");
+    let failed = doc["summary"]["total"]["error_total"].as_u64().unwrap() as i64;
+    let views: i64 = rows_of("SELECT views FROM caplab_profiles.page_views").iter().sum();
+    assert!(
+        (increments as i64..=increments as i64 + failed).contains(&views),
+        "{views} views for {increments} increments acknowledged, {failed} failed"
+    );
+
+    // SAI: 2,000 products of 200 categories populated first; a category holds about 10, a
+    // price above a random one leaves up to the LIMIT of 20.
+    let doc = run("sai", &["--partitions", "2000", "-n", "3000", "--rate", "1000"]);
+    assert_eq!(doc["summary"]["total"]["error_total"], 0, "{}", doc["summary"]);
+    for (query, lo, hi) in [("by_category", 3.0, 20.0), ("by_price", 1.0, 20.0)] {
+        let (reads, rows, _) = op(&doc, query);
+        let per = rows as f64 / reads as f64;
+        assert!(
+            reads > 0 && (lo..=hi).contains(&per),
+            "{query}: {rows} rows in {reads} queries"
+        );
+    }
 }
 
 /// Two loaders split the key space: each populates its half, together every row once.

@@ -114,6 +114,7 @@ pub async fn validate(
     all.examples.sort_unstable();
     all.examples.truncate(EXAMPLES);
     all.elapsed_s = began.elapsed().as_secs_f64();
+    all.stopped = stop.is_requested();
     Ok(all)
 }
 

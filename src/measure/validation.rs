@@ -76,6 +76,9 @@ pub struct Validation {
     #[serde(default)]
     pub table_had_rows: bool,
     pub elapsed_s: f64,
+    /// A stop (Ctrl-C) cut the read-back short: the counts cover only what was read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 impl Validation {
@@ -112,6 +115,8 @@ impl Validation {
             },
             if self.lost() > 0 {
                 "LOST WRITES"
+            } else if self.stopped {
+                "STOPPED (only part read back)"
             } else if unreadable > 0 {
                 "INCOMPLETE"
             } else {

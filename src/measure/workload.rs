@@ -233,6 +233,7 @@ impl Prepared {
                 notes,
                 recreate,
             } => {
+                profile.check_release(target.site.release.as_deref())?;
                 let workload = Arc::new(Dynamic::setup(session.clone(), profile, *recreate).await?);
                 let about = About {
                     name: profile.name.clone().unwrap_or_else(|| origin.clone()),

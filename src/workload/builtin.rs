@@ -36,6 +36,9 @@ pub const BUILTINS: &[Builtin] = &[
     shipped("wide-read", include_str!("../../workloads/wide-read.yaml")),
     shipped("udt", include_str!("../../workloads/udt.yaml")),
     shipped("tombstones", include_str!("../../workloads/tombstones.yaml")),
+    shipped("lwt", include_str!("../../workloads/lwt.yaml")),
+    shipped("counter", include_str!("../../workloads/counter.yaml")),
+    shipped("sai", include_str!("../../workloads/sai.yaml")),
 ];
 
 pub fn find(name: &str) -> Result<&'static Builtin> {

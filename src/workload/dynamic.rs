@@ -7,6 +7,10 @@
 //! with `sequence`, partition `i mod P` and first row `(i / P) * k mod R` for an operation
 //! writing k rows per partition, so successive passes add new rows to every partition;
 //! otherwise both are drawn from hashes of `i`.
+//!
+//! A conditional write (a lightweight transaction: `… IF NOT EXISTS`, `IF EXISTS`, `IF col = ?`)
+//! reports whether the server applied it: one it did not counts as operation type
+//! `<name>_not_applied`, its latency and count apart from the applied ones.
 
 use anyhow::{Context, Result, bail};
 use scylla::client::session::Session;
@@ -37,6 +41,18 @@ struct Op {
     /// Per bind: rows after the operation's row it takes its value from (row ranges).
     offsets: Vec<u64>,
     read: bool,
+    /// A conditional write: the index of its `<name>_not_applied` operation type.
+    not_applied: Option<usize>,
+}
+
+/// Whether `cql` is a conditional write (a lightweight transaction): an INSERT, UPDATE or
+/// DELETE with an IF clause.
+pub fn is_conditional(cql: &str) -> bool {
+    let mut words = cql.split_whitespace();
+    let dml = words
+        .next()
+        .is_some_and(|w| ["INSERT", "UPDATE", "DELETE"].iter().any(|d| w.eq_ignore_ascii_case(d)));
+    dml && words.any(|w| w.eq_ignore_ascii_case("IF"))
 }
 
 pub struct Dynamic {
@@ -184,7 +200,16 @@ impl Dynamic {
                 generators,
                 offsets,
                 read: spec.is_read(),
+                not_applied: None,
             });
+        }
+        // Conditional writes' not-applied outcomes are operation types after the profile's.
+        let mut next = ops.len();
+        for (op, spec) in ops.iter_mut().zip(profile.operations.values()) {
+            if is_conditional(&spec.cql) {
+                op.not_applied = Some(next);
+                next += 1;
+            }
         }
         for col in profile.columns.keys() {
             if !known_columns.contains(col) {
@@ -254,7 +279,15 @@ impl Dynamic {
                 .map(|_| (o.rows as u64, (o.rows / o.per_partition) as u64)),
             None => match self.session.execute_unpaged(&o.statement, &rows[0]).await {
                 Ok(r) if o.read => Ok((r.into_rows_result().map(|r| r.rows_num() as u64).unwrap_or(0), 1)),
-                Ok(_) => Ok((1, 1)),
+                Ok(r) => match o.not_applied {
+                    Some(na) if !applied(r) => {
+                        return Outcome {
+                            op: na,
+                            result: Ok((0, 1)),
+                        };
+                    }
+                    _ => Ok((1, 1)),
+                },
                 Err(e) => Err(e),
             },
         };
@@ -277,17 +310,17 @@ impl Dynamic {
         self.partitions.div_ceil((o.rows / o.per_partition) as u64)
     }
 
-    /// The table each operation works on (as the server reports it), for per-table results.
+    /// The table each operation type works on (as the server reports it), for per-table
+    /// results, in the order of `op_names`.
     pub fn op_tables(&self) -> Vec<String> {
-        self.ops
-            .iter()
-            .map(|o| {
-                o.statement
-                    .get_table_spec()
-                    .map(|t| t.table_name().to_string())
-                    .unwrap_or_default()
-            })
-            .collect()
+        let table = |o: &Op| {
+            o.statement
+                .get_table_spec()
+                .map(|t| t.table_name().to_string())
+                .unwrap_or_default()
+        };
+        let not_applied = self.ops.iter().filter(|o| o.not_applied.is_some());
+        self.ops.iter().chain(not_applied).map(table).collect()
     }
 
     pub fn op_index(&self, name: &str) -> Option<usize> {
@@ -299,7 +332,12 @@ impl Workload for Dynamic {
     type Worker = Buffers;
 
     fn op_names(&self) -> Vec<String> {
-        self.ops.iter().map(|o| o.name.clone()).collect()
+        let not_applied = self
+            .ops
+            .iter()
+            .filter(|o| o.not_applied.is_some())
+            .map(|o| format!("{}_not_applied", o.name));
+        self.ops.iter().map(|o| o.name.clone()).chain(not_applied).collect()
     }
 
     fn worker(&self, _id: usize) -> Buffers {
@@ -321,6 +359,19 @@ impl Workload for Dynamic {
         let op = self.choose(i);
         let (p, r) = self.address(i, self.ops[op].per_partition as u64);
         self.execute_at(w, op, p, r).await
+    }
+}
+
+/// Whether a conditional write's result says it was applied (its first column, `[applied]`);
+/// a result that does not say counts as applied.
+fn applied(r: scylla::response::query_result::QueryResult) -> bool {
+    let Ok(rows) = r.into_rows_result() else { return true };
+    let Ok(mut iter) = rows.rows::<scylla::value::Row>() else {
+        return true;
+    };
+    match iter.next() {
+        Some(Ok(row)) => !matches!(row.columns.first(), Some(Some(scylla::value::CqlValue::Boolean(false)))),
+        _ => true,
     }
 }
 
@@ -420,6 +471,29 @@ async fn cleanup(session: &Session, ks: &str, before: Option<&BTreeSet<String>>)
                         .await;
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditional_writes_are_told_from_the_rest() {
+        for lwt in [
+            "INSERT INTO t (k, v) VALUES (?, ?) IF NOT EXISTS",
+            "update t set v = ? where k = ? if v = ?",
+            "DELETE FROM t WHERE k = ? IF EXISTS",
+        ] {
+            assert!(is_conditional(lwt), "{lwt}");
+        }
+        for plain in [
+            "INSERT INTO t (k, v) VALUES (?, ?)",
+            "SELECT v FROM t WHERE k = ?",
+            "UPDATE t SET iffy = ? WHERE k = ?",
+        ] {
+            assert!(!is_conditional(plain), "{plain}");
         }
     }
 }

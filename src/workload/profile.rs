@@ -116,6 +116,34 @@ pub struct Profile {
     /// always gives the same data.
     #[serde(default)]
     pub seed: u64,
+    /// The oldest Cassandra release the profile runs on, and what it needs from it (`5.0 for
+    /// Storage-Attached Indexes`): an older cluster is refused before anything runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<String>,
+}
+
+impl Profile {
+    /// Refuses a cluster of release `release` older than `requires` asks (an unknown release
+    /// passes: the server will say what it lacks).
+    pub fn check_release(&self, release: Option<&str>) -> Result<()> {
+        let (Some(req), Some(rel)) = (&self.requires, release) else {
+            return Ok(());
+        };
+        let version = |t: &str| -> Vec<u32> {
+            t.split(|c: char| !c.is_ascii_digit())
+                .take_while(|p| !p.is_empty())
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        };
+        let (want, have) = (version(req), version(rel));
+        if !want.is_empty() && have < want {
+            bail!(
+                "workload {} needs Cassandra {req}; the cluster runs {rel}: start a newer one (caplab node start --version 5.0.9) or pick another workload",
+                self.name.as_deref().unwrap_or("(profile)")
+            );
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -264,8 +292,13 @@ impl Profile {
             if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
                 bail!("operation name '{name}' may only use letters, digits, '_' and '-'");
             }
-            for cl in [&op.consistency, &op.serial_consistency].into_iter().flatten() {
+            if let Some(cl) = &op.consistency {
                 parse_consistency(cl).map_err(|e| anyhow::anyhow!("operation {name}: {e}"))?;
+            }
+            if let Some(cl) = &op.serial_consistency
+                && !["serial", "local_serial"].contains(&cl.to_ascii_lowercase().as_str())
+            {
+                bail!("operation {name}: serial_consistency '{cl}' is not serial or local_serial");
             }
             if let Some(b) = &op.batch {
                 if b.rows == 0 {
@@ -495,5 +528,20 @@ populate: write
             ..Default::default()
         };
         assert!(s.validate("c").is_err());
+    }
+
+    #[test]
+    fn a_profile_names_the_release_it_needs() {
+        let mut p = Profile::parse(crate::workload::builtin::find("sai").unwrap().yaml, "sai").unwrap();
+        assert!(p.check_release(Some("5.0.9")).is_ok());
+        assert!(p.check_release(Some("6.0-alpha2")).is_ok());
+        assert!(p.check_release(None).is_ok(), "unknown: the server says what it lacks");
+        let e = p.check_release(Some("4.1.5")).unwrap_err().to_string();
+        assert!(
+            e.contains("needs Cassandra 5.0 for Storage-Attached Indexes; the cluster runs 4.1.5"),
+            "{e}"
+        );
+        p.requires = None;
+        assert!(p.check_release(Some("4.1.5")).is_ok());
     }
 }

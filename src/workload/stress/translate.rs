@@ -114,6 +114,7 @@ pub fn translate(y: StressYaml) -> Result<Imported> {
         populate: None,
         populate_rows_per_partition: None,
         seed: 0,
+        requires: None,
     };
     profile.validate()?;
     Ok(Imported { profile, notes })
