@@ -164,6 +164,13 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         text.contains("read back as written at LocalOne: 0 missing, 0 wrong"),
         "{text}"
     );
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let found = caplab::console::group(started as f64);
+    assert!(
+        page.contains(r#"data-key="validation.verdict">nothing lost<"#)
+            && page.contains(&format!(r#"data-key="validation.found">{found}<"#)),
+        "the page's read-back section"
+    );
     rows_removed_behind_its_back_are_found(&lab, &out);
 
     // The interval log holds the same operations as the summary, in Java's format.

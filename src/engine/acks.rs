@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Outcome, Workload};
 
-/// Operations per chunk (2^20): 16 KiB per bitmap.
+/// Operations per chunk (2^20): 128 KiB per bitmap.
 const CHUNK_BITS: u32 = 20;
 const CHUNK_WORDS: usize = 1 << (CHUNK_BITS - 6);
 /// Chunks at most: 2^12 × 2^20 = 2^32 operations (12 hours at 100,000 op/s); operations beyond
