@@ -22,7 +22,7 @@ pub use super::validation::{ValidateOptions, Validation, parse_fraction, read_co
 use crate::console::say;
 use crate::engine::acks::{Acks, Fate, Tracked};
 use crate::engine::{Stop, Workload};
-use crate::workload::e1::{E1, ReadBack, RowBuf};
+use crate::workload::e1::{E1, RowBuf};
 
 /// The file the operations' fates are kept in.
 pub const ACKS_FILE: &str = "acks.bin";
@@ -73,21 +73,20 @@ pub async fn validate(
                 }
                 v.operations += 1;
                 match w.read_back(&stmt, &mut rows, i).await {
-                    Ok(ReadBack {
-                        rows,
-                        found,
-                        missing,
-                        wrong,
-                    }) => {
-                        v.rows += rows;
-                        v.found += found;
-                        v.missing += missing;
-                        v.wrong += wrong;
+                    Ok(back) => {
+                        let one = Validation {
+                            rows: back.rows,
+                            found: back.found,
+                            missing: back.missing,
+                            wrong: back.wrong,
+                            ..Validation::default()
+                        };
                         // Each reader meets its indices in increasing order: its first
                         // EXAMPLES hold every one of the run's first EXAMPLES it read.
-                        if missing + wrong > 0 && v.examples.len() < EXAMPLES {
+                        if one.lost() > 0 && v.examples.len() < EXAMPLES {
                             v.examples.push(i);
                         }
+                        v.add(one);
                     }
                     Err(kind) => *v.unreadable.entry(kind.name().to_string()).or_default() += 1,
                 }
@@ -101,17 +100,7 @@ pub async fn validate(
         ..Validation::default()
     };
     while let Some(v) = readers.join_next().await {
-        let v = v.context("a read-back task failed")?;
-        all.operations += v.operations;
-        all.rows += v.rows;
-        all.found += v.found;
-        all.missing += v.missing;
-        all.wrong += v.wrong;
-        all.unknown += v.unknown;
-        for (k, n) in v.unreadable {
-            *all.unreadable.entry(k).or_default() += n;
-        }
-        all.examples.extend(v.examples);
+        all.add(v.context("a read-back task failed")?);
     }
     all.examples.sort_unstable();
     all.examples.truncate(EXAMPLES);

@@ -82,6 +82,20 @@ pub struct Validation {
 }
 
 impl Validation {
+    /// Adds `other`'s counts (another reader's, or one operation's) to these; examples too.
+    pub fn add(&mut self, other: Validation) {
+        self.operations += other.operations;
+        self.rows += other.rows;
+        self.found += other.found;
+        self.missing += other.missing;
+        self.wrong += other.wrong;
+        self.unknown += other.unknown;
+        for (k, n) in other.unreadable {
+            *self.unreadable.entry(k).or_default() += n;
+        }
+        self.examples.extend(other.examples);
+    }
+
     /// Acknowledged rows not read back as written.
     pub fn lost(&self) -> u64 {
         self.missing + self.wrong
