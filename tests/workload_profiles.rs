@@ -33,6 +33,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         "lwt",
         "counter",
         "sai",
+        "vector",
     ] {
         assert!(listed.contains(name), "{listed}");
     }
@@ -104,8 +105,9 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     e1_runs_as_profiles_and_a_wrong_profile_is_refused(&lab, &hosts);
 }
 
-/// `lwt`, `counter` and `sai` on the 5.0 node: conditional writes counted applied and not
-/// applied, every acknowledged increment in the counters, indexed queries returning rows.
+/// `lwt`, `counter`, `sai` and `vector` on the 5.0 node: conditional writes counted applied and
+/// not applied, every acknowledged increment in the counters, indexed queries returning rows, and
+/// ANN queries with their recall.
 fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
     let run = |name: &str, extra: &[&str]| {
         let out = lab.home.join(format!("c5-{name}"));
@@ -151,8 +153,12 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
     );
 
     // Counters: the views add up to the increments acknowledged, plus at most those that
-    // failed (a timed-out increment may have been applied; it is never retried).
-    let doc = run("counter", &["--partitions", "100", "-n", "2000", "--rate", "1000"]);
+    // failed (a timed-out increment may have been applied; it is never retried); --validate
+    // judges every row touched against those bounds.
+    let doc = run(
+        "counter",
+        &["--partitions", "100", "-n", "2000", "--rate", "1000", "--validate"],
+    );
     let (increments, _, _) = op(&doc, "increment");
     let failed = doc["summary"]["total"]["error_total"].as_u64().unwrap() as i64;
     let views: i64 = rows_of("SELECT views FROM caplab_profiles.page_views").iter().sum();
@@ -160,6 +166,20 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
         (increments as i64..=increments as i64 + failed).contains(&views),
         "{views} views for {increments} increments acknowledged, {failed} failed"
     );
+    let v = &doc["validation"];
+    assert_eq!(
+        (
+            v["rows"].as_u64(),
+            v["found"].as_u64(),
+            v["missing"].as_u64(),
+            v["wrong"].as_u64()
+        ),
+        (Some(100), Some(100), Some(0), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["operations"].as_u64(), Some(increments), "{v}");
+    assert_eq!(v["counters"]["read"].as_i64(), Some(views), "{v}");
+    counters_changed_behind_caplabs_back_are_found(lab, hosts);
 
     // SAI: 2,000 products of 200 categories populated first; a category holds about 10, a
     // price above a random one leaves up to the LIMIT of 20.
@@ -172,6 +192,114 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
             reads > 0 && (lo..=hi).contains(&per),
             "{query}: {rows} rows in {reads} queries"
         );
+    }
+    vector_search_and_its_recall(lab, hosts);
+}
+
+/// The positive control: increments taken away from three counter rows and added to one by
+/// another client are found by `caplab validate`, exactly those rows, and it exits 1.
+fn counters_changed_behind_caplabs_back_are_found(lab: &Lab, hosts: &str) {
+    let out = lab.home.join("c5-counter");
+    runtime().block_on(async {
+        let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
+        let r = s
+            .query_unpaged("SELECT page FROM caplab_profiles.page_views LIMIT 4", ())
+            .await
+            .unwrap();
+        let pages: Vec<String> = r
+            .into_rows_result()
+            .unwrap()
+            .rows::<(String,)>()
+            .unwrap()
+            .map(|r| r.unwrap().0)
+            .collect();
+        assert_eq!(pages.len(), 4);
+        for (page, change) in pages.iter().zip(["- 1", "- 1", "- 2", "+ 3"]) {
+            let cql = format!("UPDATE caplab_profiles.page_views SET views = views {change} WHERE page = ?");
+            s.query_unpaged(cql, (page,)).await.unwrap();
+        }
+    });
+    let o = lab.caplab(&["validate", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("96 of 100 counter rows within their bounds")
+            && text.contains("3 below")
+            && text.contains("1 above"),
+        "{text}"
+    );
+}
+
+/// The vector workload: 2,000 items populated, ANN queries returning their 10 rows, and the
+/// recall of a 100-query sample against the exact neighbours among all 2,000. Then the control:
+/// a query for as many rows as the table has must find every exact neighbour (recall 1, by
+/// construction: whatever the index's approximation, all rows are all neighbours); one for 5
+/// rows of the same table is judged against its own 5.
+fn vector_search_and_its_recall(lab: &Lab, hosts: &str) {
+    let out = lab.home.join("c5-vector");
+    let args = ["run", "--warmup", "0s", "--hosts", hosts, "--workload", "vector", "-q"];
+    let more = [
+        "--partitions",
+        "2000",
+        "--ops",
+        "search=1",
+        "-n",
+        "500",
+        "--rate",
+        "500",
+    ];
+    let summary = stdout(&ok(
+        lab.caplab(&[&args[..], &more, &["--out", out.to_str().unwrap()]].concat())
+    ));
+    let doc = result_json(&out);
+    assert_eq!(doc["summary"]["total"]["error_total"], 0, "{}", doc["summary"]);
+    let (searches, rows, _) = op(&doc, "search");
+    assert_eq!((searches, rows), (500, 5000), "every ANN query returns its LIMIT of 10");
+    let r = &doc["recall"][0];
+    assert_eq!(
+        (
+            r["operation"].as_str(),
+            r["k"].as_u64(),
+            r["queries"].as_u64(),
+            r["rows"].as_u64()
+        ),
+        (Some("search"), Some(10), Some(100), Some(2000)),
+        "{r}"
+    );
+    let mean = r["mean"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&mean) && r["min"].as_f64().unwrap() <= mean, "{r}");
+    assert!(summary.contains("recall@10"), "{summary}");
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        page.contains(&format!("@10 {mean:.3}")),
+        "the run page shows the recall"
+    );
+
+    for (limit, name) in [(300, "all"), (5, "five")] {
+        let out = lab.home.join(format!("vector-{name}"));
+        let file = include_str!("../workloads/vector.yaml")
+            .replace("name: vector", "name: vector-control\nkeyspace: recall_control")
+            .replace("clusters: 64", "clusters: 1")
+            .replace("LIMIT 10", &format!("LIMIT {limit}"));
+        let path = lab.home.join(format!("vector-{name}.yaml"));
+        std::fs::write(&path, file).unwrap();
+        let args = ["run", "--warmup", "0s", "--hosts", hosts, "-q", "--partitions", "300"];
+        let more = [
+            "--ops",
+            "search=1",
+            "-n",
+            "50",
+            "--rate",
+            "100",
+            "--profile",
+            path.to_str().unwrap(),
+        ];
+        ok(lab.caplab(&[&args[..], &more, &["--out", out.to_str().unwrap()]].concat()));
+        let r = result_json(&out)["recall"][0].clone();
+        assert_eq!((r["k"].as_u64(), r["rows"].as_u64()), (Some(limit), Some(300)), "{r}");
+        let mean = r["mean"].as_f64().unwrap();
+        assert!(limit != 300 || mean == 1.0, "all rows are all the neighbours: {r}");
+        assert!((0.0..=1.0).contains(&mean), "{r}");
     }
 }
 

@@ -471,7 +471,17 @@ measure:
             names.push(e.name().to_string());
         }
         names.sort();
-        assert_eq!(names, ["e1-jdk", "e1-versions", "e2-gc", "e3-capacity", "e4-flush"]);
+        assert_eq!(
+            names,
+            [
+                "e1-jdk",
+                "e1-versions",
+                "e2-gc",
+                "e3-capacity",
+                "e4-flush",
+                "vector-versions"
+            ]
+        );
     }
 
     #[test]

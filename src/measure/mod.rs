@@ -6,13 +6,15 @@
 //! workload is chosen and prepared here (`workload`), on a target reached here (`target`);
 //! `signal` turns Ctrl-C, SIGTERM and SIGHUP into a clean stop; `out` names results directories
 //! and keeps secrets out of what is recorded; `validate` reads back what the cluster
-//! acknowledged (`--validate`). The command line only builds the settings and
+//! acknowledged (`--validate`; `counts` for counter workloads). The command line only builds the settings and
 //! prints what comes back; an experiment runs the same pieces once per variant.
 
+pub mod acks_file;
 pub mod agree;
 pub mod capacity;
 pub mod capacity_report;
 pub mod commands;
+pub mod counts;
 pub mod load;
 pub mod options;
 pub mod out;

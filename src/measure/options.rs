@@ -50,8 +50,9 @@ pub struct DriveOptions {
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
     /// Once the window (and any fault) is over, read back every write the cluster acknowledged
-    /// and count rows missing or wrong (E1's insert and batch workloads); exit 1 if any is. A
-    /// share reads back that share of the writes, the same ones each time: --validate 10%.
+    /// and count rows missing or wrong (E1's insert and batch workloads; counter workloads: each
+    /// row's total against its acknowledged increments); exit 1 if any is. A share reads back
+    /// that share of the writes, the same ones each time: --validate 10%.
     #[arg(long, value_name = "SHARE", num_args = 0..=1, default_missing_value = "all",
           value_parser = crate::measure::validation::parse_fraction)]
     pub validate: Option<f64>,

@@ -55,6 +55,9 @@ impl RunResult {
         if let Some(v) = &self.validation {
             parts.push(format!("Validation (read back)        : {}", v.line()));
         }
+        for r in &self.recall {
+            parts.push(format!("Recall (ANN sample)           : {}", r.line()));
+        }
         for f in &self.incomplete {
             parts.push(format!("INCOMPLETE: {}: {}", f.file, f.reason));
         }

@@ -241,6 +241,10 @@ pub struct RunResult {
     /// What reading back the acknowledged writes found (`--validate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<super::validation::Validation>,
+    /// Recall@k of the workload's ANN queries, one per ANN operation (profiles with
+    /// `ORDER BY … ANN OF ? LIMIT k`), measured on a sample after the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recall: Vec<crate::workload::ann::Recall>,
 }
 
 /// Which loaders' results a merged result holds, and where they did not all report.

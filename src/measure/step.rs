@@ -406,6 +406,7 @@ impl Step {
             merged: None,
             labels: self.labels.clone(),
             validation: None,
+            recall: Vec::new(),
         }
     }
 }

@@ -15,26 +15,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::Step;
+pub use super::acks_file::{ACKS_FILE, load_acks, run_tracked, sampled, save_acks};
 use super::result::{About, RunResult, WorkloadRecord};
 use super::sinks::Incomplete;
 use super::target::Site;
 pub use super::validation::{ValidateOptions, Validation, parse_fraction, read_consistency};
 use crate::console::say;
-use crate::engine::acks::{Acks, Fate, Tracked};
+use crate::engine::acks::{Acks, Fate};
 use crate::engine::{Stop, Workload};
+use crate::workload::dynamic::Dynamic;
 use crate::workload::e1::{E1, RowBuf};
-
-/// The file the operations' fates are kept in.
-pub const ACKS_FILE: &str = "acks.bin";
 
 /// Examples of operations with missing or wrong rows kept in the result.
 const EXAMPLES: usize = 10;
-
-/// Whether operation `i` is in the sample of `fraction` (a hash of `i`: the same operations
-/// every time).
-fn sampled(i: u64, fraction: f64) -> bool {
-    fraction >= 1.0 || (crate::workload::values::mix(i ^ 0x5bd1_e995) as f64) < fraction * u64::MAX as f64
-}
 
 /// Reads back the acknowledged operations of `acks` from `workload` at `consistency`, `in_flight`
 /// reads at once (the run's concurrency: 256 read back 657,285 rows in 14-15 s here, 64 in
@@ -121,26 +114,8 @@ pub async fn run_validated(
     stop: Arc<Stop>,
 ) -> Result<RunResult> {
     let had_rows = workload.has_rows().await.unwrap_or(false);
-    let acks = Arc::new(Acks::new());
-    let tracked = Arc::new(Tracked {
-        inner: workload.clone(),
-        acks: acks.clone(),
-    });
-    let mut result = step.run(site, tracked, about.clone(), stop.clone()).await?;
-    if let Err(e) = save_acks(&step.out, &acks) {
-        result.incomplete.push(Incomplete {
-            file: ACKS_FILE.into(),
-            reason: format!("{e:#}"),
-        });
-    }
-    if stop.is_requested() {
-        say(&format!(
-            "Not validated: the run was stopped. `caplab validate {}` reads its writes back later",
-            step.out.display()
-        ));
-        result.save(&step.out)?;
-        return Ok(result);
-    }
+    let (mut result, acks) = run_tracked(step, site, workload, about, &stop).await?;
+    let Some(acks) = acks else { return Ok(result) };
     let consistency = v
         .consistency
         .unwrap_or_else(|| read_consistency(result.config.client.consistency, workload.options().replication_factor));
@@ -175,12 +150,6 @@ pub async fn validate_dir(
     stop: &Arc<Stop>,
 ) -> Result<Validation> {
     let run = RunResult::load(dir)?;
-    let WorkloadRecord::E1(opts) = &run.config.workload else {
-        bail!(
-            "{} is a profile's run: only the built-in insert and batch workloads can be read back",
-            dir.display()
-        );
-    };
     let acks = Arc::new(load_acks(dir)?);
     let mut client = run.config.client.clone();
     if let Some(h) = hosts {
@@ -190,6 +159,28 @@ pub async fn validate_dir(
     let target = super::Target::connect(client, Vec::new())
         .await
         .with_context(|| format!("the run reached the cluster at {hosts}; if it is elsewhere now, give --hosts"))?;
+    let in_flight = in_flight.unwrap_or(run.config.engine.concurrency);
+    let opts = match &run.config.workload {
+        WorkloadRecord::E1(opts) => opts,
+        WorkloadRecord::Profile { definition, .. } => {
+            let workload = Arc::new(Dynamic::setup(target.session.clone(), definition, false).await?);
+            if !workload.counts() {
+                bail!(
+                    "{} is a profile's run whose writes are not counter increments: they cannot be read back",
+                    dir.display()
+                );
+            }
+            let consistency = v
+                .consistency
+                .unwrap_or_else(|| read_consistency(run.config.client.consistency, 1));
+            say(&format!(
+                "Validating {}: reading its counter rows back at {consistency:?}",
+                dir.display()
+            ));
+            let had_rows = run.validation.as_ref().is_some_and(|v| v.table_had_rows);
+            return super::counts::check(&workload, &acks, consistency, v.fraction, in_flight, stop, had_rows).await;
+        }
+    };
     let workload = Arc::new(E1::setup(target.session.clone(), opts.clone(), false).await?);
     let consistency = v
         .consistency
@@ -198,43 +189,5 @@ pub async fn validate_dir(
         "Validating {}: reading back its acknowledged writes at {consistency:?}",
         dir.display()
     ));
-    let in_flight = in_flight.unwrap_or(run.config.engine.concurrency);
     validate(&workload, &acks, consistency, v.fraction, in_flight, stop).await
-}
-
-/// Saves the operations' fates beside the results.
-pub fn save_acks(dir: &Path, acks: &Acks) -> Result<()> {
-    crate::files::write_atomic(&dir.join(ACKS_FILE), &acks.to_bytes())
-}
-
-/// The fates a run saved in `dir`.
-pub fn load_acks(dir: &Path) -> Result<Acks> {
-    let path = dir.join(ACKS_FILE);
-    let bytes = std::fs::read(&path).with_context(|| {
-        format!(
-            "{} has no {ACKS_FILE}: only a run made with --validate keeps which writes were acknowledged",
-            dir.display()
-        )
-    })?;
-    match Acks::from_bytes(&bytes) {
-        Some(a) => Ok(a),
-        None => bail!("{} is not a file caplab wrote (cut short?)", path.display()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_fraction_samples_about_that_share_the_same_way_each_time() {
-        let n = 100_000u64;
-        let picked = (0..n).filter(|i| sampled(*i, 0.1)).count() as f64 / n as f64;
-        assert!((0.097..0.103).contains(&picked), "{picked}");
-        assert!((0..n).all(|i| sampled(i, 1.0)));
-        assert_eq!(
-            (0..1000).filter(|i| sampled(*i, 0.1)).collect::<Vec<_>>(),
-            (0..1000).filter(|i| sampled(*i, 0.1)).collect::<Vec<_>>()
-        );
-    }
 }

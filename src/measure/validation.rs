@@ -79,6 +79,21 @@ pub struct Validation {
     /// A stop (Ctrl-C) cut the read-back short: the counts cover only what was read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
+    /// A counter workload's totals: then `rows` are counter rows, `found` those within their
+    /// bounds, `missing` those below (acknowledged increments lost), `wrong` those above (an
+    /// increment counted twice), `operations` the acknowledged increments and `unknown` those
+    /// sent without an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<CounterTotals>,
+}
+
+/// The sums over every counter row checked: what the acknowledged increments add up to, that
+/// plus the unknown ones, and what was read.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct CounterTotals {
+    pub low: i64,
+    pub high: i64,
+    pub read: i64,
 }
 
 impl Validation {
@@ -104,6 +119,31 @@ impl Validation {
     /// One line for the summary.
     pub fn line(&self) -> String {
         let unreadable: u64 = self.unreadable.values().sum();
+        if let Some(c) = &self.counters {
+            return format!(
+                "{} of {} counter rows within their bounds at {}: {} below (acknowledged increments lost), {} above (counted twice){}; totals read {} for {} acknowledged increments (at most {} with the {} unknown){}  {}",
+                crate::console::group(self.found as f64),
+                crate::console::group(self.rows as f64),
+                self.consistency,
+                self.missing,
+                self.wrong,
+                if unreadable > 0 {
+                    format!(", {unreadable} rows unreadable")
+                } else {
+                    String::new()
+                },
+                c.read,
+                c.low,
+                c.high,
+                self.unknown,
+                if self.table_had_rows {
+                    "; the table held counts before the run, so rows above their bounds are not judged"
+                } else {
+                    ""
+                },
+                self.verdict(unreadable)
+            );
+        }
         format!(
             "{} of {} acknowledged rows read back as written at {}{}: {} missing, {} wrong{}; {} operations unknown (not acknowledged, not checked){}  {}",
             crate::console::group(self.found as f64),
@@ -127,16 +167,20 @@ impl Validation {
             } else {
                 ""
             },
-            if self.lost() > 0 {
-                "LOST WRITES"
-            } else if self.stopped {
-                "STOPPED (only part read back)"
-            } else if unreadable > 0 {
-                "INCOMPLETE"
-            } else {
-                "OK"
-            }
+            self.verdict(unreadable)
         )
+    }
+
+    fn verdict(&self, unreadable: u64) -> &'static str {
+        if self.lost() > 0 {
+            "LOST WRITES"
+        } else if self.stopped {
+            "STOPPED (only part read back)"
+        } else if unreadable > 0 {
+            "INCOMPLETE"
+        } else {
+            "OK"
+        }
     }
 }
 

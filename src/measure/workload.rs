@@ -14,12 +14,12 @@ use super::target::{Site, Target};
 use crate::console::{group, say};
 use crate::engine::{self, Anchor, EndReason, EngineConfig, IntervalSink, LoaderSlice, Sliced, Stop, Warmup};
 use crate::metrics::Interval;
-use crate::workload::builtin;
 use crate::workload::dynamic::{Dynamic, Populate};
 use crate::workload::e1::{E1, E1Options, Kind};
 use crate::workload::profile::Profile;
 use crate::workload::schema;
 use crate::workload::stress;
+use crate::workload::{ann, builtin};
 
 /// Which workload, and its settings.
 #[derive(Debug, Clone, Args)]
@@ -204,8 +204,8 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
 /// A workload whose schema exists on the target, ready to drive.
 pub enum Prepared {
     E1(Arc<E1>, About),
-    /// The workload, and its populate operation with an optional row count.
-    Profile(Arc<Dynamic>, About, Option<(String, Option<u64>)>),
+    /// The workload, and its populate operation with an optional row count and concurrency.
+    Profile(Arc<Dynamic>, About, Option<Populating>),
 }
 
 impl Prepared {
@@ -252,10 +252,11 @@ impl Prepared {
                 Prepared::Profile(
                     workload,
                     about,
-                    profile
-                        .populate
-                        .clone()
-                        .map(|op| (op, profile.populate_rows_per_partition)),
+                    profile.populate.clone().map(|op| Populating {
+                        op,
+                        rows: profile.populate_rows_per_partition,
+                        concurrency: profile.populate_concurrency,
+                    }),
                 )
             }
         })
@@ -269,8 +270,8 @@ impl Prepared {
         quiet: bool,
         stop: &Arc<Stop>,
     ) -> Result<()> {
-        if let Prepared::Profile(workload, _, Some((op, rows))) = self {
-            populate(workload, (op, *rows), base, loader, quiet, stop.clone()).await?;
+        if let Prepared::Profile(workload, _, Some(how)) = self {
+            populate(workload, how, base, loader, quiet, stop.clone()).await?;
         }
         Ok(())
     }
@@ -282,9 +283,63 @@ impl Prepared {
                 Some(v) => super::validate::run_validated(step, site, w, about, v, stop).await,
                 None => step.run(site, w.clone(), about.clone(), stop).await,
             },
-            Prepared::Profile(w, about, _) => step.run(site, w.clone(), about.clone(), stop).await,
+            Prepared::Profile(w, about, _) => {
+                let mut result = match step.validate {
+                    Some(_) if !w.counts() => bail!(
+                        "--validate reads back the built-in insert and batch workloads and counter workloads (every write a counter increment, such as --workload counter); {} writes other rows: drop --validate",
+                        about.name
+                    ),
+                    Some(v) => super::counts::run_validated_counts(step, site, w, about, v, stop.clone()).await?,
+                    None => step.run(site, w.clone(), about.clone(), stop.clone()).await?,
+                };
+                if let WorkloadRecord::Profile { definition, .. } = &about.record
+                    && ann::has_ann(definition)
+                {
+                    recall(&mut result, w, definition, &step.out, &stop).await?;
+                }
+                Ok(result)
+            }
         }
     }
+}
+
+/// Measures the recall of the profile's ANN queries after its run (unless it was stopped) and
+/// saves it in the step's result.json; a failure is recorded as incomplete, not fatal.
+async fn recall(
+    result: &mut RunResult,
+    workload: &Dynamic,
+    profile: &Profile,
+    out: &std::path::Path,
+    stop: &Arc<Stop>,
+) -> Result<()> {
+    if stop.is_requested() {
+        return Ok(());
+    }
+    say(&format!(
+        "Recall: {} sample queries against the exact neighbours (one scan of the table)",
+        ann::DEFAULT_QUERIES
+    ));
+    let consistency = result.config.client.consistency;
+    match ann::measure(workload.session(), profile, ann::DEFAULT_QUERIES, consistency, || {
+        stop.is_requested()
+    })
+    .await
+    {
+        Ok(r) => result.recall = r,
+        Err(e) => result.incomplete.push(super::sinks::Incomplete {
+            file: "recall".into(),
+            reason: format!("{e:#}"),
+        }),
+    }
+    result.save(out)
+}
+
+/// A profile's populate phase: its operation, the rows of each partition it writes (None: all)
+/// and the operations in flight (None: the run's).
+pub struct Populating {
+    op: String,
+    rows: Option<u64>,
+    concurrency: Option<usize>,
 }
 
 /// Writes every row of every partition with the profile's populate operation, flat out,
@@ -292,12 +347,13 @@ impl Prepared {
 /// goes to stderr, nothing to the results.
 async fn populate(
     workload: &Arc<Dynamic>,
-    (op_name, rows): (&str, Option<u64>),
+    how: &Populating,
     base: &EngineConfig,
     loader: LoaderSlice,
     quiet: bool,
     stop: Arc<Stop>,
 ) -> Result<()> {
+    let (op_name, rows) = (how.op.as_str(), how.rows);
     let op = workload.op_index(op_name).expect("validated populate operation");
     let all = workload.populate_ops(op, rows);
     let total = loader.share(all);
@@ -339,6 +395,7 @@ async fn populate(
         duration: None,
         ops: Some(total),
         warmup: Warmup::None,
+        concurrency: how.concurrency.unwrap_or(base.concurrency),
         ..base.clone()
     };
     let progress = Progress {

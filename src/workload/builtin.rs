@@ -39,6 +39,7 @@ pub const BUILTINS: &[Builtin] = &[
     shipped("lwt", include_str!("../../workloads/lwt.yaml")),
     shipped("counter", include_str!("../../workloads/counter.yaml")),
     shipped("sai", include_str!("../../workloads/sai.yaml")),
+    shipped("vector", include_str!("../../workloads/vector.yaml")),
 ];
 
 pub fn find(name: &str) -> Result<&'static Builtin> {

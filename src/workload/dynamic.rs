@@ -12,6 +12,10 @@
 //! reports whether the server applied it: one it did not counts as operation type
 //! `<name>_not_applied`, its latency and count apart from the applied ones.
 
+mod counters;
+
+pub use counters::{Bounds, Expected};
+
 use anyhow::{Context, Result, bail};
 use scylla::client::session::Session;
 use scylla::statement::batch::{Batch, BatchType};
@@ -119,7 +123,7 @@ impl Dynamic {
             statement.set_is_idempotent(spec.idempotent.unwrap_or(spec.is_read()));
             let mut generators = Vec::new();
             let mut offsets = Vec::new();
-            let range = spec.range;
+            let (range, read) = (spec.range, spec.is_read());
             for col in statement.get_variable_col_specs().iter() {
                 let table = col.table_spec().table_name().to_string();
                 let columns = table_columns(&session, ks, &table).await?;
@@ -139,8 +143,8 @@ impl Dynamic {
                     Err(part) => bail!(
                         "operation {name}: no generator can produce {part} (in column `{}`) yet; generated types: \
                          text, ascii, blob, int, bigint, smallint, tinyint, varint, decimal, boolean, double, float, \
-                         uuid, timeuuid, timestamp, date, time, inet, counter, and lists, sets, maps, tuples and UDTs \
-                         of them",
+                         uuid, timeuuid, timestamp, date, time, inet, counter, vector<float, N>, and lists, sets, maps, \
+                         tuples and UDTs of them",
                         col.name()
                     ),
                 };
@@ -167,7 +171,9 @@ impl Dynamic {
                     .get(col.name())
                     .cloned()
                     .unwrap_or_else(ColumnSpec::default);
-                generators.push(Generator::seeded(col.name(), spec, role, shape, profile.seed));
+                let mut generator = Generator::seeded(col.name(), spec, role, shape, profile.seed);
+                generator.query = read;
+                generators.push(generator);
                 offsets.push(offset);
             }
             let rows = spec.batch.as_ref().map(|b| b.rows as usize).unwrap_or(1);
@@ -321,6 +327,10 @@ impl Dynamic {
         };
         let not_applied = self.ops.iter().filter(|o| o.not_applied.is_some());
         self.ops.iter().chain(not_applied).map(table).collect()
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
     }
 
     pub fn op_index(&self, name: &str) -> Option<usize> {

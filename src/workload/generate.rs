@@ -5,6 +5,7 @@
 
 pub use super::profile::{ColumnSpec, Distribution, Size};
 use super::values::{draw, fill_key, fill_text, mix};
+use super::vector;
 use scylla::frame::response::result::{CollectionType, ColumnType, NativeType};
 use scylla::serialize::SerializationError;
 use scylla::serialize::value::SerializeValue;
@@ -32,6 +33,8 @@ pub enum Shape {
     /// Fields in the type's order.
     Udt(Vec<Shape>),
     Tuple(Vec<Shape>),
+    /// `vector<float, N>`: N dimensions.
+    Vector(u16),
 }
 
 /// The shape of a CQL type, or the first part of it no generator can produce.
@@ -73,6 +76,9 @@ pub fn shape_of(typ: &ColumnType) -> Result<Shape, String> {
                 .collect::<Result<_, _>>()?,
         ),
         ColumnType::Tuple(items) => Shape::Tuple(items.iter().map(shape_of).collect::<Result<_, _>>()?),
+        ColumnType::Vector { typ, dimensions } if **typ == ColumnType::Native(NativeType::Float) => {
+            Shape::Vector(*dimensions)
+        }
         other => return Err(format!("{other:?}")),
     })
 }
@@ -84,6 +90,8 @@ pub struct Generator {
     pub spec: ColumnSpec,
     pub role: Role,
     pub shape: Shape,
+    /// Vectors: render queries' vectors (near the stored ones, not among them).
+    pub query: bool,
     salt: u64,
 }
 
@@ -103,6 +111,7 @@ impl Generator {
             spec,
             role,
             shape,
+            query: false,
             salt,
         }
     }
@@ -158,6 +167,16 @@ impl Generator {
                     self.render_shape(f, mix(h ^ (i as u64 + 1)), item, false);
                 }
                 out.finish_fields();
+            }
+            Shape::Vector(n) => {
+                if !matches!(out, Value::Vector(_)) {
+                    *out = Value::Vector(Vec::new());
+                }
+                let Value::Vector(buf) = out else { unreachable!() };
+                buf.resize(usize::from(*n), 0.0);
+                let clusters = self.spec.clusters.unwrap_or(vector::DEFAULT_CLUSTERS);
+                let spread = self.spec.spread.unwrap_or(vector::DEFAULT_SPREAD);
+                vector::fill_vector(buf, v, self.salt, clusters, spread, self.query);
             }
         }
     }
@@ -270,6 +289,8 @@ pub enum Value {
     Map(Slots),
     /// A UDT's or tuple's fields in order.
     Fields(Slots),
+    /// A `vector<float, N>`.
+    Vector(Vec<f32>),
 }
 
 /// The items of a composite value: the first `len` slots are the value; the slots after
@@ -378,6 +399,7 @@ impl SerializeValue for Value {
             Value::Date(v) => SerializeValue::serialize(v, typ, writer),
             Value::Time(v) => SerializeValue::serialize(v, typ, writer),
             Value::Seq(items) => SerializeValue::serialize(&**items, typ, writer),
+            Value::Vector(v) => SerializeValue::serialize(v.as_slice(), typ, writer),
             Value::Map(items) => {
                 let ColumnType::Collection {
                     typ: CollectionType::Map(kt, vt),

@@ -2,6 +2,7 @@
 //! produces the same keys and values, so reruns are comparable and reads find what writes
 //! wrote.
 
+pub mod ann;
 pub mod builtin;
 pub mod dynamic;
 pub mod e1;
@@ -10,3 +11,4 @@ pub mod profile;
 pub mod schema;
 pub mod stress;
 pub mod values;
+pub mod vector;

@@ -52,6 +52,12 @@ pub struct ColumnSpec {
     /// Numeric range, inclusive.
     pub min: Option<i64>,
     pub max: Option<i64>,
+    /// Vectors: how many centroids they gather around (default 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<u64>,
+    /// Vectors: noise around a centroid, relative to the centroid (default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<f64>,
 }
 
 impl ColumnSpec {
@@ -65,6 +71,12 @@ impl ColumnSpec {
             && a > b
         {
             bail!("column {column}: min {a} is above max {b}");
+        }
+        if self.clusters == Some(0) {
+            bail!("column {column}: clusters must be at least 1");
+        }
+        if self.spread.is_some_and(|s| !(s.is_finite() && s >= 0.0)) {
+            bail!("column {column}: spread must be a number of at least 0");
         }
         if self.cardinality == Some(0) {
             bail!("column {column}: cardinality must be at least 1");
@@ -112,6 +124,11 @@ pub struct Profile {
     /// time series, 20 per sensor, before measuring).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub populate_rows_per_partition: Option<u64>,
+    /// Operations in flight while populating (default: the run's concurrency). Cassandra 5.0.9's
+    /// vector index refuses more concurrent writes than the server has cores plus one
+    /// (CASSANDRA-21644).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub populate_concurrency: Option<usize>,
     /// Changes every generated value and the order operations visit partitions; the same seed
     /// always gives the same data.
     #[serde(default)]
@@ -326,6 +343,9 @@ impl Profile {
                 Some(op) if op.is_read() => bail!("populate must name a writing operation, not '{p}' (a SELECT)"),
                 _ => {}
             }
+        }
+        if self.populate_concurrency == Some(0) {
+            bail!("populate_concurrency must be at least 1 (or leave it out to populate at the run's concurrency)");
         }
         match (self.populate_rows_per_partition, &self.populate) {
             (Some(0), _) => {

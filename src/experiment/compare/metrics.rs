@@ -137,6 +137,9 @@ fn client_metrics() -> Vec<Metric> {
             "",
             |o| o.result().and_then(|r| r.validation.as_ref()).map(|v| v.lost() as f64),
         ),
+        Metric::higher("recall", "recall@k of ANN queries (sample)", "", |o| {
+            o.result().and_then(|r| r.recall.first()).map(|r| r.mean)
+        }),
     ]
 }
 

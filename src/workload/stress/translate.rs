@@ -113,6 +113,7 @@ pub fn translate(y: StressYaml) -> Result<Imported> {
         operations,
         populate: None,
         populate_rows_per_partition: None,
+        populate_concurrency: None,
         seed: 0,
         requires: None,
     };
