@@ -130,8 +130,12 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
         })
     };
 
-    // 50 accounts, 1,000 claims: each account is claimed once (Paxos), the rest not applied.
-    let doc = run("lwt", &["--partitions", "50", "-n", "2000", "--rate", "500"]);
+    // 50 accounts, 1,000 claims: each account is claimed once (Paxos), the rest not applied;
+    // --validate reads every account a claim won back at SERIAL: there, and won once.
+    let doc = run(
+        "lwt",
+        &["--partitions", "50", "-n", "2000", "--rate", "500", "--validate"],
+    );
     let (claimed, _, _) = op(&doc, "claim");
     let (refused, _, _) = op(&doc, "claim_not_applied");
     let (transfers, _, _) = op(&doc, "transfer");
@@ -151,6 +155,23 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
         [50],
         "every account claimed"
     );
+    let v = &doc["validation"];
+    assert_eq!(
+        (v["claims"]["applied"].as_u64(), v["claims"]["not_applied"].as_u64()),
+        (Some(claimed), Some(refused)),
+        "{v}"
+    );
+    assert_eq!(
+        (
+            v["rows"].as_u64(),
+            v["found"].as_u64(),
+            v["wrong"].as_u64(),
+            v["consistency"].as_str()
+        ),
+        (Some(claimed), Some(claimed), Some(0), Some("Serial")),
+        "{v}"
+    );
+    claims_deleted_behind_caplabs_back_are_found(lab, hosts, errors == 0);
 
     // Counters: the views add up to the increments acknowledged, plus at most those that
     // failed (a timed-out increment may have been applied; it is never retried); --validate
@@ -194,6 +215,42 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
         );
     }
     vector_search_and_its_recall(lab, hosts);
+}
+
+/// The positive control: two claimed accounts deleted by another client are found missing by
+/// `caplab validate`, and it exits 1 (exactly two when the run had no error: then every claim
+/// that won was acknowledged, so every account is judged).
+fn claims_deleted_behind_caplabs_back_are_found(lab: &Lab, hosts: &str, exact: bool) {
+    runtime().block_on(async {
+        let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
+        let r = s
+            .query_unpaged("SELECT id FROM caplab_profiles.accounts LIMIT 2", ())
+            .await
+            .unwrap();
+        let ids: Vec<String> = r
+            .into_rows_result()
+            .unwrap()
+            .rows::<(String,)>()
+            .unwrap()
+            .map(|r| r.unwrap().0)
+            .collect();
+        for id in &ids {
+            s.query_unpaged("DELETE FROM caplab_profiles.accounts WHERE id = ?", (id,))
+                .await
+                .unwrap();
+        }
+    });
+    let o = lab.caplab(&["validate", lab.home.join("c5-lwt").to_str().unwrap()]);
+    let text = stdout(&o);
+    if exact {
+        assert_eq!(o.status.code(), Some(1), "{text}");
+        assert!(
+            text.contains(": 2 missing, 0 won twice") && text.contains("LOST WRITES"),
+            "{text}"
+        );
+    } else {
+        assert!(text.contains("rows claimed hold their one winner"), "{text}");
+    }
 }
 
 /// The positive control: increments taken away from three counter rows and added to one by

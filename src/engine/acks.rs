@@ -1,7 +1,8 @@
 //! Which operations the cluster acknowledged, for reading them back afterwards (`--validate`):
 //! two bits per operation index, one set when it is sent, one when it succeeded. Sent and not
 //! acknowledged (an error, a timeout, or in flight when the run ended) is *unknown*: it may or
-//! may not have been applied. Never sent is not a write at all.
+//! may not have been applied. Never sent is not a write at all. A conditional write answered as
+//! not applied is kept as acknowledged and not sent, the one pair no other fate uses.
 //!
 //! Memory is bounded by the run's length, not its rows: 2 bits per operation (2.5 MB for ten
 //! million operations), in chunks of 2^20 operations allocated as the run reaches them, never
@@ -39,6 +40,15 @@ impl Bits {
         words[(bit >> 6) as usize].fetch_or(1 << (bit & 63), Ordering::Relaxed);
     }
 
+    fn clear(&self, i: u64) {
+        let c = (i >> CHUNK_BITS) as usize;
+        let Some(words) = self.chunks.get(c).and_then(OnceLock::get) else {
+            return;
+        };
+        let bit = i & ((1 << CHUNK_BITS) - 1);
+        words[(bit >> 6) as usize].fetch_and(!(1 << (bit & 63)), Ordering::Relaxed);
+    }
+
     fn get(&self, i: u64) -> bool {
         let c = (i >> CHUNK_BITS) as usize;
         match self.chunks.get(c).and_then(OnceLock::get) {
@@ -68,6 +78,8 @@ impl Bits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fate {
     Acknowledged,
+    /// A conditional write the cluster answered and did not apply (its condition was false).
+    NotApplied,
     /// Sent, never acknowledged: may or may not have been applied.
     Unknown,
     NotSent,
@@ -101,9 +113,17 @@ impl Acks {
         self.acked.set(i);
     }
 
+    /// A conditional write answered as not applied: kept as acknowledged and not sent, a pair
+    /// no other fate uses (so the two bits per operation still say everything).
+    pub fn not_applied(&self, i: u64) {
+        self.acked.set(i);
+        self.sent.clear(i);
+    }
+
     pub fn fate(&self, i: u64) -> Fate {
         match (self.sent.get(i), self.acked.get(i)) {
-            (_, true) => Fate::Acknowledged,
+            (true, true) => Fate::Acknowledged,
+            (false, true) => Fate::NotApplied,
             (true, false) => Fate::Unknown,
             (false, false) => Fate::NotSent,
         }
@@ -177,7 +197,13 @@ impl<W: Workload> Workload for Tracked<W> {
         self.acks.sent(i);
         let outcome = self.inner.execute(worker, i).await;
         if outcome.result.is_ok() {
-            self.acks.acknowledged(i);
+            // An operation reported as another type than its own is a conditional write's
+            // `<name>_not_applied`.
+            if outcome.op == self.inner.op_of(i) {
+                self.acks.acknowledged(i);
+            } else {
+                self.acks.not_applied(i);
+            }
         }
         outcome
     }
@@ -190,16 +216,18 @@ mod tests {
     #[test]
     fn fates_are_kept_and_survive_a_round_trip() {
         let a = Acks::new();
-        for i in [0u64, 5, 63, 64, (1 << 20) + 3, 3 << 20] {
+        for i in [0u64, 5, 7, 63, 64, (1 << 20) + 3, 3 << 20] {
             a.sent(i);
         }
         for i in [0u64, 63, (1 << 20) + 3] {
             a.acknowledged(i);
         }
+        a.not_applied(7);
         let check = |a: &Acks| {
             assert_eq!(a.fate(0), Fate::Acknowledged);
             assert_eq!(a.fate(5), Fate::Unknown);
             assert_eq!(a.fate(6), Fate::NotSent);
+            assert_eq!(a.fate(7), Fate::NotApplied);
             assert_eq!(a.fate(63), Fate::Acknowledged);
             assert_eq!(a.fate(64), Fate::Unknown);
             assert_eq!(a.fate((1 << 20) + 3), Fate::Acknowledged);

@@ -6,7 +6,7 @@
 //! workload is chosen and prepared here (`workload`), on a target reached here (`target`);
 //! `signal` turns Ctrl-C, SIGTERM and SIGHUP into a clean stop; `out` names results directories
 //! and keeps secrets out of what is recorded; `validate` reads back what the cluster
-//! acknowledged (`--validate`; `counts` for counter workloads). The command line only builds the settings and
+//! acknowledged (`--validate`; `validate_profile` for counter and claims workloads). The command line only builds the settings and
 //! prints what comes back; an experiment runs the same pieces once per variant.
 
 pub mod acks_file;
@@ -14,7 +14,6 @@ pub mod agree;
 pub mod capacity;
 pub mod capacity_report;
 pub mod commands;
-pub mod counts;
 pub mod load;
 pub mod options;
 pub mod out;
@@ -26,6 +25,7 @@ pub mod sinks;
 pub mod step;
 pub mod target;
 pub mod validate;
+pub mod validate_profile;
 pub mod validation;
 pub mod workload;
 

@@ -7,7 +7,7 @@
 //! are not writes. The operations' fates are saved beside the results (`acks.bin`), so `caplab
 //! validate DIR` can check them again later: after a repair, a node replacement, an upgrade.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use scylla::statement::Consistency;
 use std::path::Path;
 use std::sync::Arc;
@@ -23,7 +23,6 @@ pub use super::validation::{ValidateOptions, Validation, parse_fraction, read_co
 use crate::console::say;
 use crate::engine::acks::{Acks, Fate};
 use crate::engine::{Stop, Workload};
-use crate::workload::dynamic::Dynamic;
 use crate::workload::e1::{E1, RowBuf};
 
 /// Examples of operations with missing or wrong rows kept in the result.
@@ -56,7 +55,7 @@ pub async fn validate(
                     break;
                 }
                 match acks.fate(i) {
-                    Fate::NotSent => continue,
+                    Fate::NotSent | Fate::NotApplied => continue,
                     Fate::Unknown => {
                         v.unknown += 1;
                         continue;
@@ -163,22 +162,8 @@ pub async fn validate_dir(
     let opts = match &run.config.workload {
         WorkloadRecord::E1(opts) => opts,
         WorkloadRecord::Profile { definition, .. } => {
-            let workload = Arc::new(Dynamic::setup(target.session.clone(), definition, false).await?);
-            if !workload.counts() {
-                bail!(
-                    "{} is a profile's run whose writes are not counter increments: they cannot be read back",
-                    dir.display()
-                );
-            }
-            let consistency = v
-                .consistency
-                .unwrap_or_else(|| read_consistency(run.config.client.consistency, 1));
-            say(&format!(
-                "Validating {}: reading its counter rows back at {consistency:?}",
-                dir.display()
-            ));
-            let had_rows = run.validation.as_ref().is_some_and(|v| v.table_had_rows);
-            return super::counts::check(&workload, &acks, consistency, v.fraction, in_flight, stop, had_rows).await;
+            let session = target.session.clone();
+            return super::validate_profile::again(session, definition, &run, &acks, v, in_flight, stop).await;
         }
     };
     let workload = Arc::new(E1::setup(target.session.clone(), opts.clone(), false).await?);

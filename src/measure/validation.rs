@@ -85,6 +85,19 @@ pub struct Validation {
     /// sent without an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<CounterTotals>,
+    /// A claims workload's (`INSERT … IF NOT EXISTS`): then `rows` are the rows a claim won,
+    /// `found` those there with one winner, `missing` those absent, `wrong` those won twice,
+    /// `operations` the claims applied and `unknown` those sent without an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims: Option<ClaimTotals>,
+}
+
+/// A claims workload's claims: applied (each the winner of its row), and answered as not
+/// applied (the row was taken).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClaimTotals {
+    pub applied: u64,
+    pub not_applied: u64,
 }
 
 /// The sums over every counter row checked: what the acknowledged increments add up to, that
@@ -119,19 +132,25 @@ impl Validation {
     /// One line for the summary.
     pub fn line(&self) -> String {
         let unreadable: u64 = self.unreadable.values().sum();
+        if let Some(c) = &self.claims {
+            return format!(
+                "{}; {} claims applied, {} not applied, {} unknown (not checked)  {}",
+                self.head("rows claimed hold their one winner", "missing", "won twice", unreadable),
+                c.applied,
+                c.not_applied,
+                self.unknown,
+                self.verdict(unreadable)
+            );
+        }
         if let Some(c) = &self.counters {
             return format!(
-                "{} of {} counter rows within their bounds at {}: {} below (acknowledged increments lost), {} above (counted twice){}; totals read {} for {} acknowledged increments (at most {} with the {} unknown){}  {}",
-                crate::console::group(self.found as f64),
-                crate::console::group(self.rows as f64),
-                self.consistency,
-                self.missing,
-                self.wrong,
-                if unreadable > 0 {
-                    format!(", {unreadable} rows unreadable")
-                } else {
-                    String::new()
-                },
+                "{}; totals read {} for {} acknowledged increments (at most {} with the {} unknown){}  {}",
+                self.head(
+                    "counter rows within their bounds",
+                    "below (acknowledged increments lost)",
+                    "above (counted twice)",
+                    unreadable
+                ),
                 c.read,
                 c.low,
                 c.high,
@@ -171,6 +190,24 @@ impl Validation {
         )
     }
 
+    /// "found of rows `what` at consistency: missing `missing`, wrong `wrong`", and the rows
+    /// unreadable.
+    fn head(&self, what: &str, missing: &str, wrong: &str, unreadable: u64) -> String {
+        format!(
+            "{} of {} {what} at {}: {} {missing}, {} {wrong}{}",
+            crate::console::group(self.found as f64),
+            crate::console::group(self.rows as f64),
+            self.consistency,
+            self.missing,
+            self.wrong,
+            if unreadable > 0 {
+                format!(", {unreadable} rows unreadable")
+            } else {
+                String::new()
+            }
+        )
+    }
+
     fn verdict(&self, unreadable: u64) -> &'static str {
         if self.lost() > 0 {
             "LOST WRITES"
@@ -202,5 +239,48 @@ mod tests {
         assert_eq!(read_consistency(Consistency::One, 3), Consistency::All);
         assert_eq!(read_consistency(Consistency::Any, 1), Consistency::All);
         assert_eq!(read_consistency(Consistency::Two, 3), Consistency::Two);
+    }
+
+    #[test]
+    fn counters_and_claims_say_what_their_counts_mean() {
+        let mut v = Validation {
+            consistency: "Serial".into(),
+            rows: 50,
+            found: 47,
+            missing: 2,
+            wrong: 1,
+            claims: Some(ClaimTotals {
+                applied: 51,
+                not_applied: 949,
+            }),
+            ..Validation::default()
+        };
+        let line = v.line();
+        assert!(
+            line.starts_with("47 of 50 rows claimed hold their one winner at Serial: 2 missing, 1 won twice"),
+            "{line}"
+        );
+        assert!(
+            line.contains("51 claims applied, 949 not applied") && line.ends_with("LOST WRITES"),
+            "{line}"
+        );
+        v.claims = None;
+        v.counters = Some(CounterTotals {
+            low: 10,
+            high: 12,
+            read: 11,
+        });
+        v.missing = 0;
+        v.wrong = 0;
+        v.found = 50;
+        let line = v.line();
+        assert!(
+            line.contains("0 below (acknowledged increments lost), 0 above") && line.ends_with("OK"),
+            "{line}"
+        );
+        assert!(
+            line.contains("totals read 11 for 10 acknowledged increments (at most 12"),
+            "{line}"
+        );
     }
 }

@@ -285,11 +285,13 @@ impl Prepared {
             },
             Prepared::Profile(w, about, _) => {
                 let mut result = match step.validate {
-                    Some(_) if !w.counts() => bail!(
-                        "--validate reads back the built-in insert and batch workloads and counter workloads (every write a counter increment, such as --workload counter); {} writes other rows: drop --validate",
+                    Some(_) if !w.counts() && !w.claims_rows() => bail!(
+                        "--validate reads back the built-in insert and batch workloads, counter workloads (every write a counter increment, such as --workload counter) and claims (every write conditional, some INSERT … IF NOT EXISTS, such as --workload lwt); {} writes other rows: drop --validate",
                         about.name
                     ),
-                    Some(v) => super::counts::run_validated_counts(step, site, w, about, v, stop.clone()).await?,
+                    Some(v) => {
+                        super::validate_profile::run_validated_profile(step, site, w, about, v, stop.clone()).await?
+                    }
                     None => step.run(site, w.clone(), about.clone(), stop.clone()).await?,
                 };
                 if let WorkloadRecord::Profile { definition, .. } = &about.record

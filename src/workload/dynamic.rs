@@ -12,9 +12,9 @@
 //! reports whether the server applied it: one it did not counts as operation type
 //! `<name>_not_applied`, its latency and count apart from the applied ones.
 
-mod counters;
+mod readback;
 
-pub use counters::{Bounds, Expected};
+pub use readback::{Bounds, Claimed, Claims, Expected};
 
 use anyhow::{Context, Result, bail};
 use scylla::client::session::Session;
