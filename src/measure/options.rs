@@ -51,8 +51,9 @@ pub struct DriveOptions {
     pub labels: Vec<(String, String)>,
     /// Once the window (and any fault) is over, read back every write the cluster acknowledged
     /// and count rows missing or wrong (E1's insert and batch workloads; counter workloads: each
-    /// row's total against its acknowledged increments); exit 1 if any is. A share reads back
-    /// that share of the writes, the same ones each time: --validate 10%.
+    /// row's total against its acknowledged increments; claims such as lwt's: each row won is
+    /// there, won once); exit 1 if any is. A share reads back that share of the writes, the
+    /// same ones each time: --validate 10%.
     #[arg(long, value_name = "SHARE", num_args = 0..=1, default_missing_value = "all",
           value_parser = crate::measure::validation::parse_fraction)]
     pub validate: Option<f64>,

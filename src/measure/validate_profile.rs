@@ -38,22 +38,8 @@ pub async fn run_validated_profile(
     let had_rows = counters && workload.counter_tables_have_rows().await;
     let (mut result, acks) = run_tracked(step, site, workload, about, &stop).await?;
     let Some(acks) = acks else { return Ok(result) };
-    let in_flight = step.engine.concurrency;
-    let checked = if counters {
-        let consistency = v
-            .consistency
-            .unwrap_or_else(|| read_consistency(result.config.client.consistency, 1));
-        say(&format!(
-            "Validating: reading every counter row touched back at {consistency:?}"
-        ));
-        check(workload, &acks, consistency, v.fraction, in_flight, &stop, had_rows).await
-    } else {
-        let consistency = v.consistency.unwrap_or(Consistency::Serial);
-        say(&format!(
-            "Validating: reading every row a claim won back at {consistency:?}"
-        ));
-        check_claims(workload, &acks, consistency, v.fraction, in_flight, &stop).await
-    };
+    let written_at = result.config.client.consistency;
+    let checked = read_back(workload, &acks, written_at, v, step.engine.concurrency, &stop, had_rows).await;
     match checked {
         Ok(found) => result.validation = Some(found),
         Err(e) => result.incomplete.push(Incomplete {
@@ -219,20 +205,36 @@ pub async fn again(
     stop: &Arc<Stop>,
 ) -> Result<Validation> {
     let workload = Arc::new(Dynamic::setup(session, profile, false).await?);
-    if workload.claims_rows() {
-        let consistency = v.consistency.unwrap_or(Consistency::Serial);
-        say(&format!(
-            "Validating: reading the rows its claims won back at {consistency:?}"
-        ));
-        return check_claims(&workload, acks, consistency, v.fraction, in_flight, stop).await;
-    }
-    if !workload.counts() {
+    if !workload.counts() && !workload.claims_rows() {
         anyhow::bail!("a profile's run whose writes are neither counter increments nor claims cannot be read back");
     }
-    let consistency = v
-        .consistency
-        .unwrap_or_else(|| read_consistency(run.config.client.consistency, 1));
-    say(&format!("Validating: reading its counter rows back at {consistency:?}"));
     let had_rows = run.validation.as_ref().is_some_and(|v| v.table_had_rows);
-    check(&workload, acks, consistency, v.fraction, in_flight, stop, had_rows).await
+    let written_at = run.config.client.consistency;
+    read_back(&workload, acks, written_at, v, in_flight, stop, had_rows).await
+}
+
+/// Reads a counter workload's rows back at `v`'s consistency (default: one that overlaps the
+/// writes at `written_at`), or a claims workload's at SERIAL by default.
+async fn read_back(
+    workload: &Arc<Dynamic>,
+    acks: &Acks,
+    written_at: Consistency,
+    v: ValidateOptions,
+    in_flight: usize,
+    stop: &Arc<Stop>,
+    had_rows: bool,
+) -> Result<Validation> {
+    if workload.counts() {
+        let consistency = v.consistency.unwrap_or_else(|| read_consistency(written_at, 1));
+        say(&format!(
+            "Validating: reading every counter row touched back at {consistency:?}"
+        ));
+        check(workload, acks, consistency, v.fraction, in_flight, stop, had_rows).await
+    } else {
+        let consistency = v.consistency.unwrap_or(Consistency::Serial);
+        say(&format!(
+            "Validating: reading every row a claim won back at {consistency:?}"
+        ));
+        check_claims(workload, acks, consistency, v.fraction, in_flight, stop).await
+    }
 }
