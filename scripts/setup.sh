@@ -10,7 +10,8 @@
 #                             machine has one; and kubernetes-validate (PyPI), which checks
 #                             deploy/k8s's manifests offline against a pinned Kubernetes schema;
 #                             and Debian's PostgreSQL server (the history's PostgreSQL test starts
-#                             one of its own on loopback).
+#                             one of its own on loopback), and Debian's Prometheus and promtool
+#                             (the live metrics' test starts one that scrapes a run).
 # Rust (1.88 or newer, from rustup) is not installed here: Debian's cargo is too old.
 set -euo pipefail
 
@@ -50,6 +51,8 @@ dpkg -s ca-certificates >/dev/null 2>&1 || missing+=(ca-certificates)
 if $tests; then
   command -v chromium >/dev/null || missing+=(chromium)
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+  # A real Prometheus (and promtool) for the live metrics' tests.
+  command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
   { have_jdk21 && have_kv; } || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 fi
 if [ ${#missing[@]} -gt 0 ]; then

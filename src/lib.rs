@@ -7,7 +7,7 @@
 //! was steady; `sla` judges results against service levels and plans
 //! capacity searches; `telemetry` reads what the server did meanwhile, and `server_profile` where its
 //! time went (async-profiler over the measured window); `cluster` provisions the nodes being
-//! measured. `experiment` runs measurements per configuration on fresh nodes and compares them
+//! measured; `live` serves and pushes a run's figures to Prometheus while it runs. `experiment` runs measurements per configuration on fresh nodes and compares them
 //! with `stats`; `history` keeps every result's key figures in a database, by series, for
 //! finding regressions over time; `report` turns any of those results on disk into an HTML page. The command
 //! line (`cli`) only parses options into settings, calls, and prints. `console` (printing and
@@ -25,7 +25,7 @@
 //! history
 //! measure
 //! server_profile
-//! workload telemetry sla faults
+//! workload telemetry sla faults live
 //! client engine cluster
 //! metrics stats steady
 //! console files procfs
@@ -40,6 +40,7 @@ pub mod experiment;
 pub mod faults;
 pub mod files;
 pub mod history;
+pub mod live;
 pub mod measure;
 pub mod merge;
 pub mod metrics;

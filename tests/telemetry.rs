@@ -1,10 +1,15 @@
 //! Server telemetry in a run's results: the node's GC pauses in the measured window (equal to
 //! what its GC log says for that window), its CPU (within 5 % of /proc), flushes, and a clear
-//! statement when the target is not a node caplab can watch.
+//! statement when the target is not a node caplab can watch; and the same run watched live by a
+//! real Prometheus, scraping and receiving remote write.
 
 mod common;
 
+use common::prometheus::{Prometheus, http_get};
 use common::{Lab, jvm_lock, ok, result_json, stderr, stdout};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// utime + stime ticks of a process.
 fn cpu_ticks(pid: u64) -> u64 {
@@ -138,6 +143,95 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
     assert!(gc_ms > 0.0, "{csv}");
 
     a_cluster_caplab_does_not_run(&lab, &hosts, &out);
+    live_metrics_reach_a_real_prometheus(&lab, &hosts);
+}
+
+/// A run watched live: a real Prometheus (Debian's) scrapes `--metrics-listen` every second and
+/// receives `--metrics-push`; what it holds afterwards agrees with result.json: the operation
+/// count exactly, through both paths (the last scrape waited for, the last push made at the end),
+/// and the p99 from the buckets within one bucket (21 %) of the exact one. The exposition passes
+/// `promtool check metrics`.
+fn live_metrics_reach_a_real_prometheus(lab: &Lab, hosts: &str) {
+    let endpoint = format!("{}:9500", lab.address);
+    let prom = Prometheus::start(&lab.home.join("prometheus"), &lab.address, &[&endpoint]);
+    let push = format!("http://{}/api/v1/write", prom.addr);
+    let out = lab.home.join("live");
+    let mut child = lab.spawn(&common::Args::new(&[
+        "run",
+        "--hosts",
+        hosts,
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+        "--rate",
+        "400",
+        "--warmup",
+        "3s",
+        "--duration",
+        "15s",
+        "--metrics-listen",
+        &endpoint,
+        "--metrics-push",
+        &push,
+        "--metrics-push-interval",
+        "2s",
+        "--label",
+        "build.kind=nightly",
+    ]));
+    let mut text = String::new();
+    common::wait_until("the endpoint says measuring", Duration::from_secs(120), || {
+        text = http_get(&endpoint, "/metrics").map(|(_, t)| t).unwrap_or_default();
+        text.contains(
+            r#"caplab_phase{build_kind="nightly",loader="0",phase="measuring",run="live",workload="insert"} 1"#,
+        )
+    });
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package)");
+    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let checked = promtool.wait_with_output().unwrap();
+    assert!(
+        checked.status.success(),
+        "promtool: {}{}\n{text}",
+        stdout(&checked),
+        stderr(&checked)
+    );
+    let status = child.wait().unwrap();
+    assert!(status.success(), "caplab run with live metrics: {status}");
+
+    let doc = result_json(&out);
+    let ops = doc["summary"]["per_op"][0]["ops"].as_u64().unwrap();
+    let p99_ms = doc["summary"]["per_op"][0]["response"]["p99_ms"].as_f64().unwrap();
+    assert!(ops >= 5000, "15 s at 400 op/s: {ops}");
+    // Series end when the loader goes (stale): the range takes the last value each path saw.
+    let last = |q: &str| format!("max_over_time({q}[10m])");
+    for (path, job) in [("scrape", "caplab"), ("remote write", "")] {
+        let count = prom.value(&last(&format!(
+            r#"caplab_operations_total{{job="{job}",outcome="ok",run="live"}}"#
+        )));
+        assert_eq!(count as u64, ops, "{path}: the operations result.json counts");
+        let q = format!(
+            "histogram_quantile(0.99, sum by (le) ({}))",
+            last(&format!(
+                r#"caplab_response_time_seconds_bucket{{job="{job}",run="live"}}"#
+            ))
+        );
+        let p99 = prom.value(&q) * 1e3;
+        assert!(
+            p99 / p99_ms < 1.22 && p99_ms / p99 < 1.22,
+            "{path}: p99 {p99:.3} ms from the buckets, {p99_ms:.3} ms in result.json"
+        );
+    }
+    let cpu = prom.value(&last(r#"caplab_server_cpu_seconds_total{job="caplab"}"#));
+    assert!(cpu > 1.0, "the node's CPU over the run: {cpu}");
+    assert_eq!(
+        prom.value(r#"max_over_time(caplab_target_rate_operations_per_second{job=""}[10m])"#),
+        400.0
+    );
 }
 
 /// Flushes: those system.log says completed inside the window, with the flush writers' CPU per

@@ -41,6 +41,10 @@ pub struct ExperimentArgs {
     pub labels: Vec<(String, String)>,
     #[command(flatten)]
     pub history: crate::history::HistoryArgs,
+    /// Each step serves (and pushes) its live metrics as `caplab run` does; labelled
+    /// `experiment` and `variant` too.
+    #[command(flatten)]
+    pub metrics: crate::live::MetricsOptions,
 }
 
 #[derive(Debug, Args)]
@@ -105,10 +109,13 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
     // stop may take before it is forced, whatever the steps ask.
     let stop = stop_on_signals(std::time::Duration::from_secs(30));
     for cell in exp.cells.iter_mut().flatten() {
-        let own = &mut cell.what.common_mut().labels;
+        let common = cell.what.common_mut();
         let mut all = args.labels.clone();
-        all.append(own);
-        *own = all;
+        all.append(&mut common.labels);
+        common.labels = all;
+        if args.metrics.metrics_listen.is_some() || args.metrics.metrics_push.is_some() {
+            common.metrics = args.metrics.clone();
+        }
     }
     let history = args.history.location(&home.data);
     let record = experiment::run(&exp, &out, &home.cache, resume, history.as_ref(), &stop)?;

@@ -45,6 +45,8 @@ pub struct Batch {
     /// It ends where warm-up ends (a timed warm-up of whole intervals): measured operations in
     /// it are there only because the tick that closed it came a little late.
     pub ends_warmup: bool,
+    /// Operations sent so far this run, read as the interval closed.
+    pub sent: u64,
 }
 
 /// What the thread hands back at the end.
@@ -91,6 +93,7 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
                     length: Duration::ZERO,
                     warmup: true,
                     ops: (0..op_types).map(|_| OpStats::default()).collect(),
+                    sent: 0,
                 };
                 let mut totals: Vec<OpStats> = (0..op_types).map(|_| OpStats::default()).collect();
                 // Measured operations completed between the end of warm-up and the late tick
@@ -122,6 +125,7 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
                     interval.start = batch.start;
                     interval.length = batch.length;
                     interval.warmup = batch.warmup;
+                    interval.sent = batch.sent;
                     for (t, o) in totals.iter_mut().zip(&interval.ops) {
                         t.add(o);
                     }
@@ -216,6 +220,7 @@ mod tests {
             length: Duration::from_secs(1),
             warmup,
             ends_warmup,
+            sent: 0,
         }
     }
 

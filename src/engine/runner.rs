@@ -242,7 +242,8 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         // can complete before that boundary; flagged so, they move to the first measured
         // interval instead of making a warm-up second look measured.
         let warm_now = due.warmup_end(&counters);
-        intervals.send(batch(shards, t0, tick_start, deadline, warm_now));
+        let sent = counters.sent.load(Ordering::Relaxed);
+        intervals.send(batch(shards, t0, tick_start, deadline, warm_now, sent));
         if let Some(e) = intervals.failed()
             && reason == EndReason::Completed
         {
@@ -276,6 +277,7 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         tick_start,
         span_end,
         warm,
+        started_ops,
     ));
     let finished = intervals.finish().await.expect("the interval thread panicked");
     if let Some(e) = finished.error
@@ -371,8 +373,9 @@ fn kinds(shards: &ShardSets) -> [u64; ErrorKind::ALL.len()] {
 
 /// An interval's shards with its bounds, and whether it is warm-up (it ends by the end of
 /// warm-up).
-fn batch(shards: ShardSets, t0: Instant, from: Instant, to: Instant, warmup_end: Option<Instant>) -> Batch {
+fn batch(shards: ShardSets, t0: Instant, from: Instant, to: Instant, warmup_end: Option<Instant>, sent: u64) -> Batch {
     Batch {
+        sent,
         shards,
         start: from - t0,
         length: to.saturating_duration_since(from),

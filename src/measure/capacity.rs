@@ -67,6 +67,8 @@ pub struct Capacity {
     pub labels: std::collections::BTreeMap<String, String>,
     /// Read back each step's acknowledged writes (`--validate`), into its result.json.
     pub validate: Option<super::validation::ValidateOptions>,
+    /// The live metrics every step adds to.
+    pub live: Option<crate::live::Feed>,
 }
 
 /// What a step needs besides its rate.
@@ -409,6 +411,7 @@ impl Bench<'_> {
             faults: self.cfg.faults.as_ref().map(|f| f.for_step()),
             labels: self.cfg.labels.clone(),
             validate: self.cfg.validate,
+            live: self.cfg.live.clone(),
         };
         let result = self.prepared.run(&step, &self.target.site, self.stop.clone()).await?;
         // Named from the search's directory, so the record still finds it when the search was

@@ -17,6 +17,7 @@ use crate::cluster::node::NodeState;
 use crate::cluster::options::NodeOptions;
 use crate::engine::Stop;
 use crate::faults::Injector;
+use crate::live::{Identity, Live};
 use crate::server_profile::Profiler;
 use crate::sla::{Plan, parse_rates};
 
@@ -60,9 +61,12 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         faults: faults.as_ref().map(|(f, _)| f.clone()),
         labels: common.labels.iter().cloned().collect(),
         validate: common.validation()?,
+        live: None,
     };
 
     let out = step.out.clone();
+    let live = start_live(common, &choice, &out)?;
+    step.live = live.as_ref().map(Live::feed);
     let rt = common.load.runtime()?;
     let result = rt.block_on(async move {
         let target = Target::connect(through_proxies(copts, faults.as_ref()).await?, local_nodes).await?;
@@ -73,6 +77,9 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         }
         prepared.run(&step, &target.site, stop.clone()).await
     })?;
+    if let Some(live) = live {
+        live.finish();
+    }
     Ok((result, out))
 }
 
@@ -134,16 +141,37 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
         faults: faults.as_ref().map(|(f, _)| f.clone()),
         labels: common.labels.iter().cloned().collect(),
         validate: common.validation()?,
+        live: None,
     };
 
     let out = search.out.clone();
+    let live = start_live(common, &choice, &out)?;
+    search.live = live.as_ref().map(Live::feed);
     let rt = common.load.runtime()?;
     let report = rt.block_on(async {
         let target = Target::connect(through_proxies(copts, faults.as_ref()).await?, local_nodes).await?;
         search.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
         search.run(plan, home, target, &choice, stop.clone()).await
     })?;
+    if let Some(live) = live {
+        live.finish();
+    }
     Ok((report, out, args.cost.is_some() && nodes == 0))
+}
+
+/// The live metrics `--metrics-listen` and `--metrics-push` ask for, labelled with who measures.
+fn start_live(common: &DriveOptions, choice: &Choice, out: &std::path::Path) -> Result<Option<Live>> {
+    let run = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let who = Identity {
+        loader: common.workload.loader.index(),
+        workload: &choice.name(),
+        run: &run,
+        labels: &common.labels,
+    };
+    Live::start(&common.metrics, &who)
 }
 
 /// The fault schedule (`--fault`), checked before anything runs against the cluster it acts on:

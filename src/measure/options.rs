@@ -61,6 +61,8 @@ pub struct DriveOptions {
     /// else ALL).
     #[arg(long, value_name = "LEVEL", requires = "validate")]
     pub validate_consistency: Option<String>,
+    #[command(flatten)]
+    pub metrics: crate::live::MetricsOptions,
 }
 
 impl DriveOptions {

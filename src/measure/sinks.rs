@@ -1,5 +1,5 @@
 //! Where each interval goes as it closes, in this order: the server's telemetry is sampled for
-//! the same second; during an automatic warm-up, the settle rule judges it (and the engine asks
+//! the same second; the live metrics (`--metrics-listen`, `--metrics-push`) add it; during an automatic warm-up, the settle rule judges it (and the engine asks
 //! whether warm-up may end); the interval is appended to the interval log and the CSV (with
 //! that second's GC pause and server CPU); a progress line is printed; the service-level judge
 //! takes it, printing each window's verdict as it closes; and its throughput and latency are
@@ -75,6 +75,10 @@ pub struct Outputs {
     /// The JIT of a cluster caplab does not run, read over JMX during an automatic warm-up
     /// (stopped when it ends).
     pub jit_jmx: Option<JitWatch>,
+    /// The live metrics (`--metrics-listen`, `--metrics-push`), and when the measured window
+    /// began (from the anchor), once it has.
+    pub live: Option<crate::live::Feed>,
+    pub measured_from: Option<Duration>,
 }
 
 impl Outputs {
@@ -116,6 +120,8 @@ impl Outputs {
             tallies: Vec::new(),
             agreement: None,
             jit_jmx: None,
+            live: None,
+            measured_from: None,
         }
     }
 }
@@ -161,6 +167,12 @@ impl IntervalSink for Outputs {
             && tx.borrow().is_none()
         {
             let _ = tx.send(Some(self.started + iv.start));
+        }
+        if !iv.warmup && self.measured_from.is_none() {
+            self.measured_from = Some(iv.start);
+        }
+        if let Some(live) = &self.live {
+            live.interval(&self.names, iv, self.measured_from, server);
         }
         if iv.is_reported() {
             let at = humantime::format_rfc3339_seconds(self.started + iv.start);

@@ -62,6 +62,8 @@ pub struct Step {
     pub labels: std::collections::BTreeMap<String, String>,
     /// Read back the acknowledged writes after the step (`--validate`).
     pub validate: Option<super::validation::ValidateOptions>,
+    /// The live metrics (`--metrics-listen`, `--metrics-push`) this step adds to.
+    pub live: Option<crate::live::Feed>,
 }
 
 impl Step {
@@ -166,8 +168,12 @@ impl Step {
         sink.agreement = self.agreement(site, &about.name, started).await?;
         self.watch_jit_over_jmx(&mut sink);
         let undo = self.start_faults(&mut sink, started);
+        sink.live = self.live_begin(&names, target_rate);
         let retries_before = site.retries.load(std::sync::atomic::Ordering::Relaxed);
         let (end, mut sink) = engine::run(workload, ecfg, anchor, stop.clone(), sink).await;
+        if let Some(live) = &self.live {
+            live.end();
+        }
         if let Some(undo) = undo {
             undo.now().await?;
         }
@@ -227,6 +233,22 @@ impl Step {
         marked.finish();
         result.save_or_compact(out);
         Ok(result)
+    }
+
+    /// Tells the live metrics a step begins; the feed the sink adds each interval to.
+    fn live_begin(&self, names: &[String], target_rate: Option<f64>) -> Option<crate::live::Feed> {
+        let live = self.live.clone()?;
+        let faults = self.faults.as_ref().map_or_else(Vec::new, |f| {
+            f.faults()
+                .iter()
+                .map(|s| crate::live::FaultWindow {
+                    at: s.at,
+                    length: s.length,
+                })
+                .collect()
+        });
+        live.begin(names, target_rate, faults);
+        Some(live)
     }
 
     /// Starts the fault schedule, if there is one: each fault waits for the measured window's
@@ -552,6 +574,7 @@ mod tests {
             faults: None,
             labels: Default::default(),
             validate: None,
+            live: None,
         }
     }
 

@@ -392,6 +392,9 @@ pub struct Interval {
     /// True when the interval ends before the measured window begins.
     pub warmup: bool,
     pub ops: Vec<OpStats>,
+    /// Operations sent so far this run (warm-up ones too) when the interval closed: less those
+    /// completed so far, the operations in flight.
+    pub sent: u64,
 }
 
 impl Interval {

@@ -375,6 +375,7 @@ mod tests {
             length: Duration::from_secs(1),
             warmup: false,
             ops: vec![o],
+            sent: 0,
         }
     }
 

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod prometheus;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU8, Ordering};

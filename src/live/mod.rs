@@ -1,0 +1,220 @@
+//! Live metrics: what a run measures, while it runs, for the tools operators already watch.
+//! Each closed interval (once a second, on the engine's interval thread) is added to cumulative
+//! counters and histograms (state.rs); an endpoint serves them in Prometheus's text exposition
+//! (serve.rs, `--metrics-listen`) and a pusher sends them by Prometheus remote write (push.rs,
+//! `--metrics-push`), once more when the command ends. Nothing here runs on the runtime that
+//! sends operations: the interval thread takes the lock once a second, a scrape or a push only
+//! long enough to copy the figures out.
+
+pub mod push;
+pub mod serve;
+pub mod state;
+
+use anyhow::Result;
+use clap::Args;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use state::FaultWindow;
+use state::State;
+
+use crate::metrics::Interval;
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Live metrics")]
+pub struct MetricsOptions {
+    /// Serve live metrics for Prometheus at http://ADDR:PORT/metrics while the command runs
+    /// (e.g. 0.0.0.0:9500): operations by type and outcome, response and service time
+    /// histograms (buckets that add up across loaders), in flight, late and never sent, the
+    /// target rate, the phase, faults, and the GC pauses and CPU of nodes caplab runs. Every
+    /// series carries loader, workload, run and the --label labels.
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen)]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Push the same metrics by Prometheus remote write to URL (e.g.
+    /// http://prometheus:9090/api/v1/write; Prometheus needs --web.enable-remote-write-receiver),
+    /// every --metrics-push-interval and once more at the end.
+    #[arg(long, value_name = "URL", value_parser = push::parse_url)]
+    pub metrics_push: Option<String>,
+    /// How often --metrics-push sends (the end of the command sends once more).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub metrics_push_interval: Duration,
+    /// When the command is done and something has scraped --metrics-listen, keep serving until
+    /// it scrapes once more (at most this long), so that the last seconds reach Prometheus.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    pub metrics_linger: Duration,
+}
+
+fn parse_listen(text: &str) -> std::result::Result<SocketAddr, String> {
+    let fix = format!("'{text}' is not ADDR:PORT, e.g. --metrics-listen 0.0.0.0:9500");
+    text.to_socket_addrs().map_err(|_| fix.clone())?.next().ok_or(fix)
+}
+
+/// Who is measuring: the labels on every series.
+pub struct Identity<'a> {
+    /// The loader's index (0 for a single loader).
+    pub loader: u64,
+    pub workload: &'a str,
+    /// The results directory's name.
+    pub run: &'a str,
+    /// The user's labels (`--label`).
+    pub labels: &'a [(String, String)],
+}
+
+/// What a measuring command serves and pushes, for as long as it lives; dropping it pushes one
+/// last time and stops the endpoint.
+pub struct Live {
+    state: Arc<Mutex<State>>,
+    server: Option<serve::Server>,
+    pusher: Option<push::Pusher>,
+    linger: Duration,
+}
+
+impl Live {
+    /// Starts what `opts` asks for; None when it asks for nothing.
+    pub fn start(opts: &MetricsOptions, who: &Identity) -> Result<Option<Live>> {
+        if opts.metrics_listen.is_none() && opts.metrics_push.is_none() {
+            return Ok(None);
+        }
+        let state = Arc::new(Mutex::new(State::new(labels(who))));
+        let server = match opts.metrics_listen {
+            Some(addr) => Some(serve::Server::start(addr, state.clone())?),
+            None => None,
+        };
+        if let Some(s) = &server {
+            crate::console::say(&format!("Live metrics at http://{}/metrics", s.addr));
+        }
+        let pusher = opts
+            .metrics_push
+            .clone()
+            .map(|url| push::Pusher::start(url, opts.metrics_push_interval, state.clone()));
+        Ok(Some(Live {
+            state,
+            server,
+            pusher,
+            linger: opts.metrics_linger,
+        }))
+    }
+
+    /// Where the endpoint listens.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.server.as_ref().map(|s| s.addr)
+    }
+
+    /// What a step feeds.
+    pub fn feed(&self) -> Feed {
+        Feed(self.state.clone())
+    }
+
+    /// Pushes the last figures, waits for one more scrape (`--metrics-linger`), and stops.
+    pub fn finish(mut self) {
+        if let Some(p) = &mut self.pusher {
+            p.finish();
+        }
+        if let Some(s) = &self.server
+            && s.scrapes.load(std::sync::atomic::Ordering::Relaxed) > 0
+        {
+            let linger = humantime::format_duration(self.linger);
+            crate::console::say(&format!(
+                "Serving the last figures until the next scrape (at most {linger})"
+            ));
+            s.last_scrape(self.linger);
+        }
+    }
+}
+
+/// A step's side of the live metrics.
+#[derive(Clone)]
+pub struct Feed(Arc<Mutex<State>>);
+
+impl Feed {
+    fn with(&self, f: impl FnOnce(&mut State)) {
+        // A panic elsewhere while holding the lock leaves figures worth serving still.
+        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut s);
+    }
+
+    /// A step begins: its operation types, its rate (None: flat out), its faults.
+    pub fn begin(&self, names: &[String], target_rate: Option<f64>, faults: Vec<FaultWindow>) {
+        self.with(|s| s.begin(names, target_rate, faults));
+    }
+
+    /// A closed interval (see `State::add`).
+    pub fn interval(
+        &self,
+        names: &[String],
+        iv: &Interval,
+        window_start: Option<Duration>,
+        server: Option<(f64, f64)>,
+    ) {
+        self.with(|s| s.add(names, iv, window_start, server));
+    }
+
+    pub fn end(&self) {
+        self.with(State::end);
+    }
+}
+
+/// Label names as Prometheus allows them ([a-zA-Z_][a-zA-Z0-9_]*): other characters become
+/// `_`; a user's label that would clash with caplab's own, or start with `__`, is prefixed
+/// `label_`.
+fn labels(who: &Identity) -> Vec<(String, String)> {
+    const OWN: [&str; 7] = ["loader", "workload", "run", "op", "outcome", "phase", "le"];
+    let mut out = vec![
+        ("loader".to_string(), who.loader.to_string()),
+        ("workload".to_string(), who.workload.to_string()),
+        ("run".to_string(), who.run.to_string()),
+    ];
+    for (k, v) in who.labels {
+        let mut name: String = k
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        if name.starts_with(|c: char| c.is_ascii_digit()) || name.starts_with("__") || OWN.contains(&name.as_str()) {
+            name = format!("label_{name}");
+        }
+        out.retain(|(n, _)| *n != name);
+        out.push((name, v.clone()));
+    }
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_labels_become_valid_names_that_never_replace_caplabs_own() {
+        let user = vec![
+            ("build.kind".to_string(), "nightly".to_string()),
+            ("run".to_string(), "mine".to_string()),
+            ("1st".to_string(), "x".to_string()),
+        ];
+        let who = Identity {
+            loader: 2,
+            workload: "e1",
+            run: "20261126-e1",
+            labels: &user,
+        };
+        let l = labels(&who);
+        let names: Vec<&str> = l.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            ["build_kind", "label_1st", "label_run", "loader", "run", "workload"]
+        );
+        assert!(l.contains(&("run".into(), "20261126-e1".into())));
+        assert!(l.contains(&("loader".into(), "2".into())));
+    }
+
+    #[test]
+    fn listen_addresses_resolve_or_name_the_fix() {
+        assert_eq!(parse_listen("127.0.0.1:9500").unwrap().port(), 9500);
+        assert!(parse_listen("localhost:9500").is_ok());
+        assert!(
+            parse_listen("9500")
+                .unwrap_err()
+                .contains("e.g. --metrics-listen 0.0.0.0:9500")
+        );
+    }
+}
