@@ -8,6 +8,9 @@ fields made errors too, as `kubectl apply --validate=strict` does).
     scripts/validate-k8s.py --self-test  also check that a misspelled field in each manifest is
                                          rejected (a validator that accepts anything proves
                                          nothing)
+    scripts/validate-k8s.py --extract-crd CRD.yaml SOURCE
+                                         writes the CRD's schema under deploy/k8s/schemas/
+                                         (SOURCE: where it came from, kept in the file)
 
 Needs the PyPI package kubernetes-validate (scripts/setup.sh --test installs it).
 """
@@ -27,6 +30,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 K8S = ROOT / "deploy" / "k8s"
 CRDS = {
     ("cassandra.datastax.com/v1beta1", "CassandraDatacenter"): K8S / "schemas" / "cassandradatacenter-v1beta1.json.gz",
+    ("monitoring.coreos.com/v1", "PodMonitor"): K8S / "schemas" / "podmonitor-v1.json.gz",
 }
 
 
@@ -104,7 +108,27 @@ def misspelled(doc):
     return copies
 
 
+def extract_crd(crd_path, source):
+    """Writes the schema of each served version of a CRD (YAML) to schemas/<kind>-<version>.json.gz."""
+    crd = yaml.safe_load(pathlib.Path(crd_path).read_text())
+    spec = crd["spec"]
+    for version in spec["versions"]:
+        kind, name = spec["names"]["kind"], version["name"]
+        out = K8S / "schemas" / f"{kind.lower()}-{name}.json.gz"
+        doc = {
+            "$comment": f"openAPIV3Schema of {kind} {spec['group']}/{name}, from {source}; Apache License 2.0. "
+            "Regenerate with scripts/validate-k8s.py --extract-crd CRD.yaml SOURCE",
+            "schema": version["schema"]["openAPIV3Schema"],
+        }
+        with gzip.GzipFile(out, "wb", mtime=0) as f:
+            f.write(json.dumps(doc, sort_keys=True).encode())
+        print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
 def main(args):
+    if args[:1] == ["--extract-crd"] and len(args) == 3:
+        return extract_crd(args[1], args[2])
     self_test = "--self-test" in args
     manifests = sorted(K8S.glob("*.yaml"))
     if not manifests:

@@ -1,6 +1,6 @@
 //! deploy/k8s's manifests are valid, offline and strictly: Kubernetes' kinds against the
 //! schema of a pinned Kubernetes release (kubernetes-validate), the CassandraDatacenter against
-//! cass-operator's CRD schema; and a copy of each with a misspelled field, at the top of its
+//! cass-operator's CRD schema, the PodMonitor against the Prometheus Operator's; and a copy of each with a misspelled field, at the top of its
 //! spec and deep inside it, is rejected (scripts/validate-k8s.py --self-test).
 
 use std::process::Command;
@@ -23,8 +23,9 @@ fn the_kubernetes_manifests_are_valid_and_a_misspelled_field_is_not() {
         "merge-job.yaml #1 (Job)",
         "cassandra-datacenter.yaml #1 (CassandraDatacenter)",
         "results-volume.yaml #1 (PersistentVolumeClaim)",
+        "loaders-podmonitor.yaml #1 (PodMonitor)",
     ] {
         assert!(text.contains(&format!("valid   deploy/k8s/{manifest}")), "{text}");
     }
-    assert_eq!(text.matches("is rejected").count(), 8, "{text}");
+    assert_eq!(text.matches("is rejected").count(), 10, "{text}");
 }

@@ -232,6 +232,60 @@ fn live_metrics_reach_a_real_prometheus(lab: &Lab, hosts: &str) {
         prom.value(r#"max_over_time(caplab_target_rate_operations_per_second{job=""}[10m])"#),
         400.0
     );
+    the_dashboards_queries_read_what_the_endpoint_serves(&prom, "live");
+}
+
+/// Every query of deploy/grafana/caplab.json (panels and annotations), with its variables set,
+/// is valid PromQL to the real Prometheus, and every caplab metric it names has series of the
+/// run there; the panels a run always fills (throughput, response time, loaders, server CPU)
+/// have points.
+fn the_dashboards_queries_read_what_the_endpoint_serves(prom: &Prometheus, run: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/grafana/caplab.json");
+    let dashboard: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut queries: Vec<(String, String)> = Vec::new();
+    for p in dashboard["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            let title = format!(
+                "{} / {}",
+                p["title"].as_str().unwrap(),
+                t["legendFormat"].as_str().unwrap()
+            );
+            queries.push((title, t["expr"].as_str().unwrap().to_string()));
+        }
+    }
+    for a in dashboard["annotations"]["list"].as_array().unwrap() {
+        let title = format!("annotation {}", a["name"].as_str().unwrap());
+        queries.push((title, a["expr"].as_str().unwrap().to_string()));
+    }
+    assert!(queries.len() >= 12, "{queries:?}");
+    let mut filled = std::collections::BTreeSet::new();
+    for (title, expr) in &queries {
+        let expr = expr.replace("$run", run).replace("$__rate_interval", "5s");
+        let result = prom.range(&expr, 10);
+        if result.iter().any(|(_, points)| *points > 0) {
+            filled.insert(title.clone());
+        }
+        let names = expr
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("caplab_"));
+        for name in names {
+            let series = prom.range(&format!(r#"{name}{{run="{run}"}}"#), 10);
+            assert!(
+                !series.is_empty(),
+                "{title}: no series {name} of run {run} in Prometheus ({expr})"
+            );
+        }
+    }
+    for panel in [
+        "Throughput / {{op}}",
+        "Throughput / target",
+        "Response time (from the buckets of every loader) / p99",
+        "Loaders / measuring",
+        "Server GC and CPU (nodes caplab runs) / server cores",
+        "annotation Measuring",
+    ] {
+        assert!(filled.contains(panel), "{panel} has no points: {filled:?}");
+    }
 }
 
 /// Flushes: those system.log says completed inside the window, with the flush writers' CPU per

@@ -157,9 +157,10 @@ impl Feed {
 
 /// Label names as Prometheus allows them ([a-zA-Z_][a-zA-Z0-9_]*): other characters become
 /// `_`; a user's label that would clash with caplab's own, or start with `__`, is prefixed
-/// `label_`.
+/// `label_`, except `run`, which names the run instead of the results directory (loaders of
+/// one run write to directories of their own: --label run=$RUN names them all).
 fn labels(who: &Identity) -> Vec<(String, String)> {
-    const OWN: [&str; 7] = ["loader", "workload", "run", "op", "outcome", "phase", "le"];
+    const OWN: [&str; 6] = ["loader", "workload", "op", "outcome", "phase", "le"];
     let mut out = vec![
         ("loader".to_string(), who.loader.to_string()),
         ("workload".to_string(), who.workload.to_string()),
@@ -185,11 +186,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn user_labels_become_valid_names_that_never_replace_caplabs_own() {
+    fn user_labels_become_valid_names_and_only_run_replaces_caplabs_own() {
         let user = vec![
             ("build.kind".to_string(), "nightly".to_string()),
             ("run".to_string(), "mine".to_string()),
             ("1st".to_string(), "x".to_string()),
+            ("workload".to_string(), "not caplab's".to_string()),
         ];
         let who = Identity {
             loader: 2,
@@ -201,9 +203,13 @@ mod tests {
         let names: Vec<&str> = l.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             names,
-            ["build_kind", "label_1st", "label_run", "loader", "run", "workload"]
+            ["build_kind", "label_1st", "label_workload", "loader", "run", "workload"]
         );
-        assert!(l.contains(&("run".into(), "20261126-e1".into())));
+        assert!(
+            l.contains(&("run".into(), "mine".into())),
+            "the user's run names the run"
+        );
+        assert!(l.contains(&("workload".into(), "e1".into())));
         assert!(l.contains(&("loader".into(), "2".into())));
     }
 

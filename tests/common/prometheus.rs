@@ -58,18 +58,39 @@ impl Prometheus {
         http_get(&self.addr, path)
     }
 
+    /// The JSON answer of an API call that must succeed (`promql` for the message).
+    fn api(&self, path: &str, promql: &str) -> serde_json::Value {
+        let (code, body) = self.get(path).expect("Prometheus answers");
+        assert_eq!(code, 200, "{promql}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
     /// The result of an instant PromQL query: its vector's samples as (labels, value).
     pub fn query(&self, promql: &str) -> Vec<(serde_json::Value, f64)> {
-        let (code, body) = self
-            .get(&format!("/api/v1/query?query={}", encode(promql)))
-            .expect("Prometheus answers");
-        assert_eq!(code, 200, "{promql}: {body}");
-        let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
-        doc["data"]["result"]
+        self.api(&format!("/api/v1/query?query={}", encode(promql)), promql)["data"]["result"]
             .as_array()
             .unwrap()
             .iter()
             .map(|r| (r["metric"].clone(), r["value"][1].as_str().unwrap().parse().unwrap()))
+            .collect()
+    }
+
+    /// The series of a range query over the last `minutes`, one point a second: (labels, points).
+    pub fn range(&self, promql: &str, minutes: u64) -> Vec<(serde_json::Value, usize)> {
+        let end = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let path = format!(
+            "/api/v1/query_range?query={}&start={}&end={end}&step=1",
+            encode(promql),
+            end - 60 * minutes
+        );
+        self.api(&path, promql)["data"]["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["metric"].clone(), r["values"].as_array().map_or(0, Vec::len)))
             .collect()
     }
 
