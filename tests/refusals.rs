@@ -84,6 +84,15 @@ fn bad_run_flags_are_refused() {
     // A maximum only bounds an automatic warm-up.
     let max = fails(lab.caplab(&["run", "--hosts", "x", "--warmup", "30s", "--warmup-max", "2m"]));
     assert!(max.contains("give --warmup auto, or drop --warmup-max"), "{max}");
+    // Live metrics: a malformed address or URL, https, and a port in use, before any node starts.
+    assert!(bad(&["run", "--metrics-listen", "9500"]).contains("e.g. --metrics-listen 0.0.0.0:9500"));
+    assert!(bad(&["run", "--metrics-push", "prometheus:9090"]).contains("e.g. --metrics-push http://"));
+    assert!(bad(&["run", "--metrics-push", "https://p:9090/api/v1/write"]).contains("scrape --metrics-listen"));
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().to_string();
+    let err = fails(lab.caplab(&["run", "--metrics-listen", &port]));
+    assert!(err.contains("give --metrics-listen a free port"), "{err}");
+    assert!(!lab.home.join("nodes").exists(), "no node was started");
 }
 
 // (server_profile)

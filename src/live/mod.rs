@@ -45,6 +45,16 @@ pub struct MetricsOptions {
     pub metrics_linger: Duration,
 }
 
+impl MetricsOptions {
+    /// Refuses an address that cannot be listened on (a port in use) before anything starts.
+    pub fn check(&self) -> Result<()> {
+        if let Some(addr) = self.metrics_listen {
+            serve::bind(addr)?;
+        }
+        Ok(())
+    }
+}
+
 fn parse_listen(text: &str) -> std::result::Result<SocketAddr, String> {
     let fix = format!("'{text}' is not ADDR:PORT, e.g. --metrics-listen 0.0.0.0:9500");
     text.to_socket_addrs().map_err(|_| fix.clone())?.next().ok_or(fix)
@@ -112,6 +122,7 @@ impl Live {
             p.finish();
         }
         if let Some(s) = &self.server
+            && !self.linger.is_zero()
             && s.scrapes.load(std::sync::atomic::Ordering::Relaxed) > 0
         {
             let linger = humantime::format_duration(self.linger);

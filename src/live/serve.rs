@@ -26,9 +26,7 @@ pub struct Server {
 impl Server {
     /// Binds at once (so a port in use is an error before anything runs) and serves.
     pub fn start(addr: SocketAddr, state: Arc<Mutex<State>>) -> Result<Server> {
-        let listener = std::net::TcpListener::bind(addr).with_context(|| {
-            format!("cannot serve live metrics on {addr}: give --metrics-listen a free port (or 0.0.0.0:0 for any)")
-        })?;
+        let listener = bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
@@ -68,6 +66,13 @@ impl Server {
             thread: Some(thread),
         })
     }
+}
+
+/// Listens on `addr`, or says how to choose another.
+pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener> {
+    std::net::TcpListener::bind(addr).with_context(|| {
+        format!("cannot serve live metrics on {addr}: give --metrics-listen a free port (or 0.0.0.0:0 for any)")
+    })
 }
 
 impl Server {

@@ -31,6 +31,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     common.conn.options(Vec::new(), common.load.threads)?; // checks --consistency before anything starts
     let choice = Choice::of(&common.workload)?;
     refuse_validation(common, &choice)?;
+    common.metrics.check()?;
     let warmup = resolve_warmup(args.warmup, args.warmup_max)?;
     let duration = match (args.duration, args.ops) {
         (None, None) => Some(DEFAULT_DURATION),
@@ -105,6 +106,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
     common.conn.options(Vec::new(), common.load.threads)?;
     let choice = Choice::of(&common.workload)?;
     refuse_validation(common, &choice)?;
+    common.metrics.check()?;
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
     let faults = fault_schedule(home, common, &local_nodes, Some(args.measure), "--measure")?;
     let local_nodes = common.telemetry.watched(local_nodes);
