@@ -2,7 +2,9 @@
 //! the live metrics as one sample per series, snappy-compressed protobuf (remote write 1.0),
 //! posted every `--metrics-push-interval` from a thread of its own and once more when the
 //! command ends, so that the last seconds are not lost. A push that fails is reported and the
-//! run goes on; the next push carries the cumulative figures again.
+//! run goes on; the next push carries the cumulative figures again. With
+//! `--metrics-native-histograms` the response and service times go as native histograms too
+//! (native.rs).
 
 use anyhow::{Context, Result, bail};
 use http_body_util::{BodyExt, Full};
@@ -15,37 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::state::State;
-
-/// remote write 1.0's messages (prometheus/prompb types.proto), as much of them as is sent.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct WriteRequest {
-    #[prost(message, repeated, tag = "1")]
-    pub timeseries: Vec<TimeSeries>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct TimeSeries {
-    #[prost(message, repeated, tag = "1")]
-    pub labels: Vec<Label>,
-    #[prost(message, repeated, tag = "2")]
-    pub samples: Vec<Sample>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Label {
-    #[prost(string, tag = "1")]
-    pub name: String,
-    #[prost(string, tag = "2")]
-    pub value: String,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Sample {
-    #[prost(double, tag = "1")]
-    pub value: f64,
-    #[prost(int64, tag = "2")]
-    pub timestamp: i64,
-}
+use super::wire::{Label, Sample, TimeSeries, WriteRequest};
 
 /// The families as remote-write series at `ts_ms`: a histogram becomes its `_bucket` (one per
 /// `le`, +Inf last), `_sum` and `_count` series, as a scrape of the same exposition would.
@@ -74,6 +46,7 @@ pub fn series(families: &[MetricFamily], ts_ms: i64) -> Vec<TimeSeries> {
                 value,
                 timestamp: ts_ms,
             }],
+            histograms: Vec::new(),
         });
     };
     for f in families {
@@ -124,7 +97,8 @@ pub struct Pusher {
 }
 
 impl Pusher {
-    pub fn start(url: String, every: Duration, state: Arc<Mutex<State>>) -> Pusher {
+    /// Pushes to `url` every `every`, native histograms too with `native`.
+    pub fn start(url: String, every: Duration, native: bool, state: Arc<Mutex<State>>) -> Pusher {
         let (done, rx) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("caplab-push".into())
@@ -136,7 +110,7 @@ impl Pusher {
                 let (mut failed, mut last_error, mut pushes) = (0u64, String::new(), 0u64);
                 loop {
                     let last = !matches!(rx.recv_timeout(every), Err(mpsc::RecvTimeoutError::Timeout));
-                    let body = encode(&state);
+                    let body = encode(&state, native);
                     pushes += 1;
                     if let Err(e) = rt.block_on(post(&url, body)) {
                         failed += 1;
@@ -177,15 +151,54 @@ impl Drop for Pusher {
     }
 }
 
-fn encode(state: &Mutex<State>) -> Vec<u8> {
-    let families = state.lock().expect("live metrics lock").families();
+/// The response and service times as native histograms, named as the classic ones without
+/// their suffixes (`caplab_response_time_seconds{op, outcome}`, `caplab_service_time_seconds{op}`);
+/// an error histogram once there are errors, as in the exposition.
+pub fn native_series(state: &State, ts_ms: i64) -> Vec<TimeSeries> {
+    let mut out = Vec::new();
+    for s in &state.ops {
+        let op = s.name.as_str();
+        let kinds = [
+            ("caplab_response_time_seconds", Some("ok")),
+            ("caplab_response_time_seconds", Some("error")),
+            ("caplab_service_time_seconds", None),
+        ];
+        for ((name, outcome), native) in kinds.into_iter().zip(&s.native) {
+            if outcome == Some("error") && native.count == 0 {
+                continue;
+            }
+            let mut extra = vec![("__name__", name), ("op", op)];
+            extra.extend(outcome.map(|o| ("outcome", o)));
+            let labels = state
+                .labels_with(&extra)
+                .into_iter()
+                .map(|(k, v)| Label {
+                    name: k.to_string(),
+                    value: v.to_string(),
+                })
+                .collect();
+            out.push(TimeSeries {
+                labels,
+                samples: Vec::new(),
+                histograms: vec![native.to_proto(ts_ms)],
+            });
+        }
+    }
+    out
+}
+
+fn encode(state: &Mutex<State>, native: bool) -> Vec<u8> {
     let ts = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default()
         .as_millis() as i64;
-    let request = WriteRequest {
-        timeseries: series(&families, ts),
+    let (mut timeseries, native) = {
+        let s = state.lock().unwrap_or_else(|p| p.into_inner());
+        let natives = if native { native_series(&s, ts) } else { Vec::new() };
+        (series(&s.families(), ts), natives)
     };
+    timeseries.extend(native);
+    let request = WriteRequest { timeseries };
     snap::raw::Encoder::new()
         .compress_vec(&prost::Message::encode_to_vec(&request))
         .expect("snappy compresses any input")

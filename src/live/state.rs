@@ -14,6 +14,7 @@ use hdrhistogram::Histogram;
 use prometheus::proto::{Bucket, Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType};
 use std::time::Duration;
 
+use super::native::Native;
 use crate::metrics::{ErrorKind, Interval, OpStats};
 
 /// Buckets' upper bounds, seconds (+Inf is implicit).
@@ -97,6 +98,8 @@ pub struct OpSeries {
     pub response_ok: Buckets,
     pub response_error: Buckets,
     pub service: Buckets,
+    /// The same three as native histograms, for remote write.
+    pub native: [Native; 3],
 }
 
 impl OpSeries {
@@ -109,6 +112,7 @@ impl OpSeries {
             response_ok: Buckets::default(),
             response_error: Buckets::default(),
             service: Buckets::default(),
+            native: Default::default(),
         }
     }
 
@@ -122,6 +126,9 @@ impl OpSeries {
         self.response_ok.add(&o.response_ok);
         self.response_error.add(&o.error_response);
         self.service.add(&o.service);
+        self.native[0].add(&o.response_ok);
+        self.native[1].add(&o.error_response);
+        self.native[2].add(&o.service);
     }
 }
 
@@ -211,13 +218,18 @@ impl State {
         (self.phase, self.in_flight, self.fault_active) = ("idle", 0, false);
     }
 
+    /// The run's labels and `extra`, sorted by name.
+    pub fn labels_with<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut all: Vec<(&str, &str)> = self.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        all.extend_from_slice(extra);
+        all.sort();
+        all
+    }
+
     /// The metric families, as Prometheus names them.
     pub fn families(&self) -> Vec<MetricFamily> {
         let with = |extra: &[(&str, &str)]| -> Vec<LabelPair> {
-            let mut all: Vec<(&str, &str)> = self.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            all.extend_from_slice(extra);
-            all.sort();
-            all.into_iter().map(|(k, v)| pair(k, v)).collect()
+            self.labels_with(extra).into_iter().map(|(k, v)| pair(k, v)).collect()
         };
         let mut ops = Vec::new();
         let (mut late, mut warmup, mut response, mut service) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -1,6 +1,6 @@
 //! A real Prometheus (Debian's `prometheus` package, which scripts/setup.sh --test installs)
 //! started by a test on a loopback address of its lab: it scrapes the targets it is given every
-//! second and accepts remote write, and the test asks it PromQL over its HTTP API. Stopped when
+//! second and accepts remote write (native histograms too), and the test asks it PromQL over its HTTP API. Stopped when
 //! dropped.
 
 use std::io::{Read, Write};
@@ -42,6 +42,7 @@ impl Prometheus {
             .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
             .arg(format!("--web.listen-address={addr}"))
             .arg("--web.enable-remote-write-receiver")
+            .arg("--enable-feature=native-histograms")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
