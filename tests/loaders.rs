@@ -2,13 +2,15 @@
 //! `--start-at` begin in the same second, and `caplab merge` adds their results exactly (every
 //! operation in the merged log, as Java's HistogramLogProcessor reads it; the merged p99 is the
 //! p99 of the union of the loaders' latencies, computed here a second way); a loader that
-//! stopped early shows as flagged seconds; loaders that do not belong together are refused.
+//! stopped early shows as flagged seconds; loaders that do not belong together are refused; what
+//! a real Prometheus scraped of the three loaders' live metrics adds up to the merge.
 //! And a loader survives its orchestrator: `timeout`'s SIGTERM pair (to caplab, then to its
 //! process group) ends every time in an `interrupted` result and a printed summary, and a
 //! SIGKILL right after SIGTERM leaves result.json valid with the intervals written so far.
 
 mod common;
 
+use common::prometheus::Prometheus;
 use common::{Lab, Scenarios, fails, jvm_lock, ok, result_json, signal, stdout, wait_until};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
@@ -54,6 +56,10 @@ fn merged_loaders(lab: &Lab) {
     // A start far enough ahead for three loaders launched 2 s apart (each connects first).
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
     let start = (now + 12).to_string();
+    // A real Prometheus scrapes the three loaders' live metrics, as a PodMonitor would.
+    let endpoints: Vec<String> = (1..=3).map(|i| format!("{}:950{i}", lab.address)).collect();
+    let targets: Vec<&str> = endpoints.iter().map(String::as_str).collect();
+    let prom = Prometheus::start(&dir("prometheus"), &lab.address, &targets);
     let mut children = Vec::new();
     for (i, secs) in [(1, "20s"), (2, "20s"), (3, "15s")] {
         let out = dir(&format!("loader{i}"));
@@ -61,6 +67,7 @@ fn merged_loaders(lab: &Lab) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_caplab"));
         cmd.args(["run", "--hosts", &hosts, "-q", "--rate", "1000", "--warmup", "3s"])
             .args(["--duration", secs, "--start-at", &start, "--out", out.to_str().unwrap()])
+            .args(["--metrics-listen", &endpoints[i - 1], "--label", "run=three"])
             .env("CAPLAB_HOME", &lab.home);
         // The third reads its slice as an Indexed Job's pod would.
         if i == 3 {
@@ -150,35 +157,15 @@ fn merged_loaders(lab: &Lab) {
         "Java {java_p99} ms, caplab {p99} ms"
     );
 
-    // The merged p99 is the union's, computed a second way: rank through every recorded value
-    // of the three loaders' histograms together.
-    let mut values: Vec<(u64, u64)> = loaders
-        .iter()
-        .flat_map(|l| {
-            let h = histogram(l["histograms"]["insert.response"].as_str().unwrap());
-            h.iter_recorded()
-                .map(|v| (v.value_iterated_to(), v.count_at_value()))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    values.sort_unstable();
-    let rank = (0.99 * sum as f64).ceil() as u64;
-    let mut seen = 0;
-    let union_p99 = values
-        .iter()
-        .find(|(_, n)| {
-            seen += n;
-            seen >= rank
-        })
-        .unwrap()
-        .0 as f64
-        / 1e6;
+    // The merged p99 is the union's, computed a second way.
+    let union_p99 = union_p99(&loaders, sum);
     assert!(
         (union_p99 - p99).abs() <= 0.001 * union_p99 + 0.001,
         "union {union_p99} ms, merged {p99} ms"
     );
     assert!(merged.join("report.html").exists());
     ok(lab.caplab(&["report", merged.to_str().unwrap()]));
+    loaders_add_up_in_prometheus(&prom, sum, p99);
 
     // Loaders that are not one run are refused, naming why.
     let refused = |args: &[&str]| {
@@ -219,6 +206,48 @@ fn merged_loaders(lab: &Lab) {
 
 /// (total count, total p99 in ms) of an interval log, as Java's HistogramLogProcessor reads it
 /// (the HdrHistogram jar ships with Cassandra, in caplab's cache).
+/// What Prometheus scraped of the three loaders (one run, `--label run=three`) adds up to the
+/// merge: the operations exactly (each loader served until one scrape after its end), and the
+/// p99 from the buckets summed across loaders within one bucket (21 %) of the merged p99.
+fn loaders_add_up_in_prometheus(prom: &Prometheus, ops: u64, p99_ms: f64) {
+    let loaders = prom.query(r#"count by (loader) (max_over_time(caplab_phase{run="three"}[10m]))"#);
+    assert_eq!(loaders.len(), 3, "{loaders:?}");
+    let total = prom.value(r#"sum(max_over_time(caplab_operations_total{run="three",outcome="ok"}[10m]))"#);
+    assert_eq!(total as u64, ops, "every loader's operations, summed in Prometheus");
+    let q = r#"histogram_quantile(0.99, sum by (le) (max_over_time(caplab_response_time_seconds_bucket{run="three"}[10m])))"#;
+    let p99 = prom.value(q) * 1e3;
+    assert!(
+        p99 / p99_ms < 1.22 && p99_ms / p99 < 1.22,
+        "p99 {p99:.3} ms from the loaders' summed buckets, {p99_ms:.3} ms merged"
+    );
+}
+
+/// The p99 of the union of the loaders' response times: rank through every recorded value of
+/// their histograms together.
+fn union_p99(loaders: &[Value], sum: u64) -> f64 {
+    let mut values: Vec<(u64, u64)> = loaders
+        .iter()
+        .flat_map(|l| {
+            let h = histogram(l["histograms"]["insert.response"].as_str().unwrap());
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    values.sort_unstable();
+    let rank = (0.99 * sum as f64).ceil() as u64;
+    let mut seen = 0;
+    values
+        .iter()
+        .find(|(_, n)| {
+            seen += n;
+            seen >= rank
+        })
+        .unwrap()
+        .0 as f64
+        / 1e6
+}
+
 fn java_totals(log: &Path) -> (u64, f64) {
     let cache = std::env::var_os("CAPLAB_CACHE")
         .map(PathBuf::from)
