@@ -30,7 +30,8 @@ pub struct MetricsOptions {
     /// (e.g. 0.0.0.0:9500): operations by type and outcome, response and service time
     /// histograms (buckets that add up across loaders), in flight, late and never sent, the
     /// target rate, the phase, faults, and the GC pauses and CPU of nodes caplab runs. Every
-    /// series carries loader, workload, run and the --label labels.
+    /// series carries loader (from 0), workload, run (the results directory's name, or
+    /// --label run=…) and the other --label labels.
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen)]
     pub metrics_listen: Option<SocketAddr>,
     /// Push the same metrics by Prometheus remote write to URL (e.g.
