@@ -119,11 +119,6 @@ impl Live {
         }))
     }
 
-    /// Where the endpoint listens.
-    pub fn addr(&self) -> Option<SocketAddr> {
-        self.server.as_ref().map(|s| s.addr)
-    }
-
     /// What a step feeds.
     pub fn feed(&self) -> Feed {
         Feed(self.state.clone())

@@ -124,7 +124,7 @@ async fn answer(
         return reply(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", text);
     }
     // The lock is held to copy the figures out, not to encode them.
-    let families = state.lock().expect("live metrics lock").families();
+    let families = state.lock().unwrap_or_else(|p| p.into_inner()).families();
     let encoder = prometheus::TextEncoder::new();
     let mut body = Vec::new();
     match encoder.encode(&families, &mut body) {

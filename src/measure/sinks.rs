@@ -1,10 +1,11 @@
 //! Where each interval goes as it closes, in this order: the server's telemetry is sampled for
-//! the same second; the live metrics (`--metrics-listen`, `--metrics-push`) add it; during an automatic warm-up, the settle rule judges it (and the engine asks
-//! whether warm-up may end); the interval is appended to the interval log and the CSV (with
-//! that second's GC pause and server CPU); a progress line is printed; the service-level judge
-//! takes it, printing each window's verdict as it closes; and its throughput and latency are
-//! kept for the window's steady-state verdict. A file that cannot be written (a full disk) is
-//! closed where it was, whole, and noted as incomplete; measuring goes on.
+//! the same second; the live metrics (`--metrics-listen`, `--metrics-push`) add it; during an
+//! automatic warm-up, the settle rule judges it (and the engine asks whether warm-up may end);
+//! the interval is appended to the interval log and the CSV (with that second's GC pause and
+//! server CPU); a progress line is printed; the service-level judge takes it, printing each
+//! window's verdict as it closes; and its throughput and latency are kept for the window's
+//! steady-state verdict. A file that cannot be written (a full disk) is closed where it was,
+//! whole, and noted as incomplete; measuring goes on.
 
 use anyhow::Result;
 use hdrhistogram::Histogram;

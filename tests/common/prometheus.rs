@@ -16,7 +16,8 @@ pub struct Prometheus {
 }
 
 impl Prometheus {
-    /// Starts one listening on `host`:9090 that scrapes `targets` (job `caplab`), with its
+    /// Starts one listening on `host`:19090 (not Prometheus's usual 9090, which a Prometheus the
+    /// package's service started may hold on every address) that scrapes `targets` (job `caplab`), with its
     /// data and log under `dir`; waits until it is ready.
     pub fn start(dir: &Path, host: &str, targets: &[&str]) -> Prometheus {
         let binary = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
@@ -35,7 +36,7 @@ impl Prometheus {
             ),
         )
         .unwrap();
-        let addr = format!("{host}:9090");
+        let addr = format!("{host}:19090");
         let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
         let child = Command::new(binary)
             .arg(format!("--config.file={}", config.display()))
