@@ -217,23 +217,24 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
     vector_search_and_its_recall(lab, hosts);
 }
 
+/// The text keys a `SELECT key FROM … LIMIT n` returns.
+async fn keys(s: &scylla::client::session::Session, cql: &str) -> Vec<String> {
+    let r = s.query_unpaged(cql, ()).await.unwrap();
+    r.into_rows_result()
+        .unwrap()
+        .rows::<(String,)>()
+        .unwrap()
+        .map(|r| r.unwrap().0)
+        .collect()
+}
+
 /// The positive control: two claimed accounts deleted by another client are found missing by
 /// `caplab validate`, and it exits 1 (exactly two when the run had no error: then every claim
 /// that won was acknowledged, so every account is judged).
 fn claims_deleted_behind_caplabs_back_are_found(lab: &Lab, hosts: &str, exact: bool) {
     runtime().block_on(async {
         let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
-        let r = s
-            .query_unpaged("SELECT id FROM caplab_profiles.accounts LIMIT 2", ())
-            .await
-            .unwrap();
-        let ids: Vec<String> = r
-            .into_rows_result()
-            .unwrap()
-            .rows::<(String,)>()
-            .unwrap()
-            .map(|r| r.unwrap().0)
-            .collect();
+        let ids = keys(&s, "SELECT id FROM caplab_profiles.accounts LIMIT 2").await;
         for id in &ids {
             s.query_unpaged("DELETE FROM caplab_profiles.accounts WHERE id = ?", (id,))
                 .await
@@ -259,17 +260,7 @@ fn counters_changed_behind_caplabs_back_are_found(lab: &Lab, hosts: &str) {
     let out = lab.home.join("c5-counter");
     runtime().block_on(async {
         let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
-        let r = s
-            .query_unpaged("SELECT page FROM caplab_profiles.page_views LIMIT 4", ())
-            .await
-            .unwrap();
-        let pages: Vec<String> = r
-            .into_rows_result()
-            .unwrap()
-            .rows::<(String,)>()
-            .unwrap()
-            .map(|r| r.unwrap().0)
-            .collect();
+        let pages = keys(&s, "SELECT page FROM caplab_profiles.page_views LIMIT 4").await;
         assert_eq!(pages.len(), 4);
         for (page, change) in pages.iter().zip(["- 1", "- 1", "- 2", "+ 3"]) {
             let cql = format!("UPDATE caplab_profiles.page_views SET views = views {change} WHERE page = ?");
