@@ -6,6 +6,7 @@
 //! sends operations: the interval thread takes the lock once a second, a scrape or a push only
 //! long enough to copy the figures out.
 
+pub mod buckets;
 pub mod native;
 pub mod push;
 pub mod serve;

@@ -7,6 +7,7 @@
 
 use hdrhistogram::Histogram;
 
+use super::buckets::Buckets;
 use super::wire::{BucketSpan, NativeHistogram};
 
 pub const SCHEMA: i32 = 3;
@@ -14,41 +15,25 @@ pub const SCHEMA: i32 = 3;
 const LOWEST: i32 = -240;
 const BUCKETS: usize = 336;
 
-/// Cumulative counts per bucket, in seconds.
+/// Cumulative counts per bucket (bucket `LOWEST` first), and their count and sum in seconds.
 #[derive(Debug, Clone)]
-pub struct Native {
-    counts: Vec<u64>,
-    pub count: u64,
-    pub sum_s: f64,
-}
+pub struct Native(pub Buckets);
 
 impl Default for Native {
     fn default() -> Native {
-        Native {
-            counts: vec![0; BUCKETS],
-            count: 0,
-            sum_s: 0.0,
-        }
+        Native(Buckets::with(BUCKETS))
     }
 }
 
-/// The bucket index of `seconds` (> 0) at schema 3.
+/// The bucket index of `seconds` at schema 3 (0 and below land in the lowest).
 pub fn index(seconds: f64) -> i32 {
-    ((seconds.log2() * f64::from(1 << SCHEMA)).ceil() as i32).clamp(LOWEST, LOWEST + BUCKETS as i32 - 1)
+    ((seconds.max(1e-12).log2() * f64::from(1 << SCHEMA)).ceil() as i32).clamp(LOWEST, LOWEST + BUCKETS as i32 - 1)
 }
 
 impl Native {
     /// Adds an interval's HdrHistogram (nanoseconds), each value at the highest it stands for.
     pub fn add(&mut self, h: &Histogram<u64>) {
-        if h.is_empty() {
-            return;
-        }
-        for v in h.iter_recorded() {
-            let s = v.value_iterated_to().max(1) as f64 / 1e9;
-            self.counts[(index(s) - LOWEST) as usize] += v.count_at_value();
-        }
-        self.count += h.len();
-        self.sum_s += h.mean() * h.len() as f64 / 1e9;
+        self.0.add_by(h, |s| (index(s) - LOWEST) as usize);
     }
 
     /// As remote write carries it: spans of consecutive buckets that hold something, and each
@@ -57,7 +42,7 @@ impl Native {
         let mut spans: Vec<BucketSpan> = Vec::new();
         let mut deltas = Vec::new();
         let (mut previous_count, mut next_index) = (0i64, None::<i32>);
-        for (k, c) in self.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
+        for (k, c) in self.0.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
             let i = k as i32 + LOWEST;
             match (next_index, spans.last_mut()) {
                 (Some(n), Some(span)) if n == i => span.length += 1,
@@ -72,8 +57,8 @@ impl Native {
             next_index = Some(i + 1);
         }
         NativeHistogram {
-            count_int: self.count,
-            sum: self.sum_s,
+            count_int: self.0.count,
+            sum: self.0.sum_s,
             schema: SCHEMA,
             zero_threshold: 0.0,
             zero_count_int: 0,

@@ -164,7 +164,7 @@ pub fn native_series(state: &State, ts_ms: i64) -> Vec<TimeSeries> {
             ("caplab_service_time_seconds", None),
         ];
         for ((name, outcome), native) in kinds.into_iter().zip(&s.native) {
-            if outcome == Some("error") && native.count == 0 {
+            if outcome == Some("error") && native.0.count == 0 {
                 continue;
             }
             let mut extra = vec![("__name__", name), ("op", op)];
@@ -273,7 +273,7 @@ mod tests {
             .iter()
             .filter(|t| t.labels.iter().any(|l| l.value == "caplab_service_time_seconds_bucket"))
             .collect();
-        assert_eq!(buckets.len(), super::super::state::bounds().len() + 1);
+        assert_eq!(buckets.len(), super::super::buckets::bounds().len() + 1);
         let last = buckets.last().unwrap();
         let names: Vec<&str> = last.labels.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["__name__", "le", "loader", "op", "run"]);

@@ -1,91 +1,18 @@
 //! What the live metrics hold: every closed interval added to cumulative counters and
 //! histograms, per operation type, and the run's gauges (in flight, target rate, phase, fault,
 //! the server's GC and CPU); and those figures as Prometheus metric families, which the
-//! endpoint encodes as text and the pusher as remote-write series.
-//!
-//! Histograms have fixed buckets, the same on every loader, so that their counts add up across
-//! loaders (quantiles from several loaders cannot be averaged; bucket counts can be summed):
-//! upper bounds 100 µs × 10^(k/12), k = 0..=69 (100 µs to 56 s, twelve a decade, each 21 %
-//! above the one before, so a `histogram_quantile` lies within 21 % of the exact percentile, and
-//! every power of ten, 1 ms, 10 ms, 100 ms, 1 s, is a bound a service level can be read at),
-//! and +Inf.
+//! endpoint encodes as text and the pusher as remote-write series. The histograms' buckets are
+//! buckets.rs's.
 
-use hdrhistogram::Histogram;
 use prometheus::proto::{Bucket, Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType};
 use std::time::Duration;
 
+use super::buckets::{Buckets, bounds};
 use super::native::Native;
 use crate::metrics::{ErrorKind, Interval, OpStats};
 
-/// Buckets' upper bounds, seconds (+Inf is implicit).
-pub fn bounds() -> &'static [f64] {
-    static BOUNDS: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
-    // Four significant digits, so that the `le` labels read as written here.
-    let round = |x: f64| format!("{x:.3e}").parse::<f64>().expect("a number");
-    BOUNDS.get_or_init(|| (0..=69).map(|k| round(1e-4 * 10f64.powf(k as f64 / 12.0))).collect())
-}
-
 /// The phases a run goes through, as `caplab_phase{phase}` shows them (1 for the current one).
 pub const PHASES: [&str; 3] = ["warmup", "measuring", "idle"];
-
-/// A histogram in Prometheus's terms: counts per bucket (not cumulative; the last is +Inf),
-/// their sum in seconds, and their count.
-#[derive(Debug, Clone)]
-pub struct Buckets {
-    pub counts: Vec<u64>,
-    pub sum_s: f64,
-    pub count: u64,
-}
-
-impl Default for Buckets {
-    fn default() -> Buckets {
-        Buckets {
-            counts: vec![0; bounds().len() + 1],
-            sum_s: 0.0,
-            count: 0,
-        }
-    }
-}
-
-impl Buckets {
-    /// Adds an interval's HdrHistogram (nanoseconds): each distinct recorded value, at the
-    /// highest value it stands for, goes to the first bucket whose bound holds it.
-    pub fn add(&mut self, h: &Histogram<u64>) {
-        if h.is_empty() {
-            return;
-        }
-        let bounds = bounds();
-        for v in h.iter_recorded() {
-            let s = v.value_iterated_to() as f64 / 1e9;
-            let i = bounds.partition_point(|b| *b < s);
-            self.counts[i] += v.count_at_value();
-        }
-        self.count += h.len();
-        self.sum_s += h.mean() * h.len() as f64 / 1e9;
-    }
-
-    fn family_metric(&self, labels: Vec<LabelPair>) -> Metric {
-        let mut cumulative = 0;
-        let buckets = bounds()
-            .iter()
-            .zip(&self.counts)
-            .map(|(b, c)| {
-                cumulative += c;
-                let mut bucket = Bucket::default();
-                bucket.set_upper_bound(*b);
-                bucket.set_cumulative_count(cumulative);
-                bucket
-            })
-            .collect();
-        let mut h = prometheus::proto::Histogram::default();
-        h.set_bucket(buckets);
-        h.set_sample_count(self.count);
-        h.set_sample_sum(self.sum_s);
-        let mut m = Metric::from_label(labels);
-        m.set_histogram(h);
-        m
-    }
-}
 
 /// One operation type's cumulative figures.
 #[derive(Debug, Clone)]
@@ -244,14 +171,12 @@ impl State {
             }
             late.push(counter(with(&[("op", op)]), s.late as f64));
             warmup.push(counter(with(&[("op", op)]), s.warmup as f64));
-            response.push(s.response_ok.family_metric(with(&[("op", op), ("outcome", "ok")])));
+            response.push(histogram_metric(&s.response_ok, with(&[("op", op), ("outcome", "ok")])));
             if s.response_error.count > 0 {
-                response.push(
-                    s.response_error
-                        .family_metric(with(&[("op", op), ("outcome", "error")])),
-                );
+                let labels = with(&[("op", op), ("outcome", "error")]);
+                response.push(histogram_metric(&s.response_error, labels));
             }
-            service.push(s.service.family_metric(with(&[("op", op)])));
+            service.push(histogram_metric(&s.service, with(&[("op", op)])));
         }
         let mut out = vec![
             family("caplab_operations_total", HELP_OPS, MetricType::COUNTER, ops),
@@ -332,6 +257,29 @@ const HELP_RESPONSE: &str = "Response time of measured operations: from the inte
                              schedule) to the answer; outcome ok or error (errors include never-sent operations).";
 const HELP_SERVICE: &str = "Service time of measured operations that were sent: from sending to the answer.";
 
+/// A classic histogram as the exposition's metric, with its labels.
+fn histogram_metric(b: &Buckets, labels: Vec<LabelPair>) -> Metric {
+    let mut cumulative = 0;
+    let buckets = bounds()
+        .iter()
+        .zip(&b.counts)
+        .map(|(bound, c)| {
+            cumulative += c;
+            let mut bucket = Bucket::default();
+            bucket.set_upper_bound(*bound);
+            bucket.set_cumulative_count(cumulative);
+            bucket
+        })
+        .collect();
+    let mut h = prometheus::proto::Histogram::default();
+    h.set_bucket(buckets);
+    h.set_sample_count(b.count);
+    h.set_sample_sum(b.sum_s);
+    let mut m = Metric::from_label(labels);
+    m.set_histogram(h);
+    m
+}
+
 fn pair(k: &str, v: &str) -> LabelPair {
     let mut p = LabelPair::default();
     p.set_name(k.to_string());
@@ -367,7 +315,6 @@ fn family(name: &str, help: &str, kind: MetricType, metrics: Vec<Metric>) -> Met
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::recorder::new_histogram;
 
     fn interval(ok_ms: &[u64], warmup: bool) -> Interval {
         let mut o = OpStats::default();
@@ -384,34 +331,6 @@ mod tests {
             ops: vec![o],
             sent: 0,
         }
-    }
-
-    #[test]
-    fn bounds_rise_twelve_a_decade_from_100_us_to_56_s() {
-        let b = bounds();
-        assert_eq!(b.len(), 70);
-        assert_eq!((b[0], b[12], b[24], b[36], b[48]), (1e-4, 1e-3, 1e-2, 0.1, 1.0));
-        assert_eq!(b[1].to_string(), "0.0001212");
-        assert_eq!(b[69], 56.23);
-        assert!(b.windows(2).all(|w| w[1] / w[0] < 1.22));
-    }
-
-    #[test]
-    fn each_value_lands_in_the_first_bucket_that_holds_it() {
-        let mut h = new_histogram();
-        h.record(1_000_000).unwrap(); // 1 ms
-        h.record(1_000_000).unwrap();
-        h.record(90_000).unwrap(); // below the first bound
-        h.record(3_600_000_000_000).unwrap(); // an hour: +Inf
-        let mut b = Buckets::default();
-        b.add(&h);
-        assert_eq!(b.count, 4);
-        assert_eq!(b.counts[0], 1);
-        let one_ms = bounds().partition_point(|x| *x < 1.0005e-3);
-        assert!(bounds()[one_ms] >= 1.0005e-3 && bounds()[one_ms - 1] < 1.0005e-3);
-        assert_eq!(b.counts[one_ms], 2);
-        assert_eq!(*b.counts.last().unwrap(), 1);
-        assert!((b.sum_s - (3600.0 + 0.002 + 0.00009)).abs() < 4.0, "{}", b.sum_s);
     }
 
     #[test]
