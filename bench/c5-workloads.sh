@@ -12,13 +12,10 @@ cd "$(dirname "$0")/.."
 RATE=${1:-500}
 OUT=${OUT:-/tmp/c5-workloads}
 export CAPLAB_HOME=${CAPLAB_HOME:-$OUT/home}
-caplab=./target/release/caplab
-cargo build --release -q
 mkdir -p "$OUT"
-$caplab node stop >/dev/null 2>&1 || true
-$caplab node wipe --force >/dev/null 2>&1 || true
-$caplab node start --heap 4G >/dev/null
-trap '$caplab node stop --no-drain >/dev/null 2>&1 || true' EXIT
+. bench/fresh-node.sh
+fresh_node --heap 4G
+caplab=$CAPLAB
 
 for w in lwt counter sai vector; do
   extra=()

@@ -15,14 +15,8 @@ seg=${3:-30}
 export CAPLAB_HOME=${LIVE_HOME:-/tmp/caplab-live-cost}
 addr=127.0.53.9
 work=$(mktemp -d /tmp/caplab-live.XXXX)
-if [ -z "${CAPLAB:-}" ]; then
-  cargo build --release -q
-  CAPLAB=$PWD/target/release/caplab
-fi
-"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true
-"$CAPLAB" node wipe >/dev/null 2>&1 || true
-"$CAPLAB" node start --address "$addr" --jmx-port 7791 --heap 2G >/dev/null
-trap '"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true' EXIT
+. bench/fresh-node.sh
+fresh_node --address "$addr" --jmx-port 7791 --heap 2G
 # A warm node first (JIT), so the segments compare the client, not the server's warm-up.
 "$CAPLAB" run --hosts "$addr" --warmup 0s --rate "$rate" --duration 60s -q --out "$work/warm-up" >/dev/null
 
