@@ -11,8 +11,8 @@
 //! with `stats`; `history` keeps every result's key figures in a database, by series, for
 //! finding regressions over time; `report` turns any of those results on disk into an HTML page. The command
 //! line (`cli`) only parses options into settings, calls, and prints. `console` (printing and
-//! number formats), `files` (writing a file whole) and `procfs` (/proc) are small helpers any
-//! folder may use.
+//! number formats), `cpus` (CPU placement), `files` (writing a file whole) and `procfs` (/proc) are
+//! small helpers any folder may use.
 //!
 //! Layers, highest first: a folder imports only folders on lower lines, never one on its own
 //! line or above (`scripts/check-layout.py` checks it in CI, and names the two files of any
@@ -28,13 +28,14 @@
 //! workload telemetry sla faults live
 //! client engine cluster
 //! metrics stats steady
-//! console files procfs
+//! console cpus files procfs
 //! ```
 
 pub mod cli;
 pub mod client;
 pub mod cluster;
 pub mod console;
+pub mod cpus;
 pub mod engine;
 pub mod experiment;
 pub mod faults;

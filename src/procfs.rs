@@ -118,6 +118,24 @@ pub fn kernel() -> String {
         .unwrap_or_default()
 }
 
+/// The CPU's model name, as /proc/cpuinfo gives it (empty when it does not).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            let line = t.lines().find(|l| l.starts_with("model name"))?;
+            Some(line.split_once(':')?.1.trim().to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// This boot's identifier: a new one at every boot of the machine (or of its virtual machine).
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// The threads of one process whose names start with given prefixes (Linux truncates thread
 /// names to 15 characters), and the CPU they use.
 ///

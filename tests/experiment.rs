@@ -1,7 +1,9 @@
 //! `caplab experiment` against real nodes: identical variants come out not significant, a
 //! certain difference comes out significant with the right ratio, a smaller heap shows more GC
-//! pauses, an interrupted experiment resumes without redoing its finished steps, Cassandra
-//! 6.0-alpha2 runs on JDK 21, and the experiment's page draws in a real browser.
+//! pauses, an interrupted experiment resumes without redoing its finished steps, a second
+//! sitting is pooled with the first, a calibration splits the variance into its levels and
+//! plans from it, Cassandra 6.0-alpha2 runs on JDK 21, and the experiment's page draws in a
+//! real browser.
 
 mod common;
 
@@ -30,41 +32,74 @@ fn cell<'a>(doc: &'a serde_json::Value, metric: &str, variant: &str) -> &'a serd
 }
 
 #[test]
-fn identical_variants_do_not_differ() {
+fn identical_variants_do_not_differ_and_calibrate_the_machine() {
     let _jvm = jvm_lock();
     let lab = Lab::new("experiment-aa");
     std::fs::create_dir_all(&lab.home).unwrap();
     let file = lab.home.join("aa.yaml");
-    // The same node for both (fresh: false): an A/A test of the method, 3 repeats each, on
-    // Cassandra 6.0-alpha2 and JDK 21 (which CI installs), so 6.0 on 21 is shown to take writes.
+    // A calibration is an A/A: the file's baseline twice in random blocks, two windows a node,
+    // here 3 rounds on one node kept between steps (fresh: false), on Cassandra 6.0-alpha2 and
+    // JDK 21 (which CI installs), so 6.0 on 21 is shown to take writes.
     std::fs::write(
         &file,
         format!(
-            "name: aa\nrepeats: 3\nfresh: false\n\
+            "name: aa\nfresh: false\n\
              node: {{version: 6.0-alpha2, java: 21, heap: 1G, address: {}, jmx_port: {}}}\n\
              run: {{rate: 1000, warmup: 5s, duration: 5s}}\n\
-             variants:\n  - {{name: a}}\n  - {{name: a-again}}\nmeasure:\n  - {{name: insert, workload: insert}}\n",
+             variants:\n  - {{name: a}}\nmeasure:\n  - {{name: insert, workload: insert}}\n",
             lab.address, lab.jmx_port
         ),
     )
     .unwrap();
     let out = lab.home.join("aa-out");
-    let o = ok(lab.caplab(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]));
+    let o = ok(lab.caplab(&[
+        "experiment",
+        "--calibrate",
+        file.to_str().unwrap(),
+        "--calibrate-rounds",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
     let text = stdout(&o);
     assert!(
-        text.contains("insert: baseline a, runs compared: a 3, a-again 3 (repeats, steady runs only)"),
+        text.contains("insert: baseline a, runs compared: a 3, a-again 3 (repeats paired by round, steady or not)"),
         "{text}"
     );
     let doc = experiment_json(&out);
-    assert_eq!(doc["status"], "completed");
-    // Rotated: each variant goes first in turn.
-    let firsts: Vec<&str> = doc["steps"]
-        .as_array()
-        .unwrap()
-        .chunks(2)
-        .map(|c| c[0]["variant_name"].as_str().unwrap())
+    assert_eq!(doc["sittings"][0]["status"], "completed");
+    assert!(
+        doc["sittings"][0]["host"]["cores"].as_u64().unwrap() >= 1,
+        "{}",
+        doc["sittings"][0]
+    );
+    // Randomized blocks: every round runs each variant once, in the order of the sitting's seed.
+    let seed = doc["sittings"][0]["seed"].as_u64().unwrap();
+    let steps = doc["steps"].as_array().unwrap();
+    for (r, round) in steps.chunks(2).enumerate() {
+        let mut names: Vec<&str> = round.iter().map(|s| s["variant_name"].as_str().unwrap()).collect();
+        assert!(round.iter().all(|s| s["repeat"] == r as u64 + 1), "{round:?}");
+        names.sort();
+        assert_eq!(names, ["a", "a-again"], "round {}", r + 1);
+    }
+    let drawn: Vec<usize> = (1..=3)
+        .flat_map(|r| caplab::experiment::plan::round_order(2, 1, r, caplab::experiment::spec::Order::Random, seed))
+        .map(|at| at.variant)
         .collect();
-    assert_eq!(firsts, ["a", "a-again", "a"]);
+    let ran: Vec<usize> = steps.iter().map(|s| s["variant"].as_u64().unwrap() as usize).collect();
+    assert_eq!(ran, drawn, "the order the seed gives");
+    // Every step's values are in the record, and each answer says what it covers.
+    assert!(
+        steps.iter().all(|s| s["values"]["throughput"].as_f64().is_some()),
+        "{steps:?}"
+    );
+    let answer = &doc["comparison"][0]["answers"][0];
+    assert_eq!(answer["covers"], "this sitting only", "{answer}");
+    assert_eq!(
+        answer["pairs"].as_array().unwrap().len(),
+        3,
+        "each round's pair: {answer}"
+    );
     for row in doc["comparison"][0]["rows"].as_array().unwrap() {
         let c = row["cells"]
             .as_array()
@@ -86,7 +121,14 @@ fn identical_variants_do_not_differ() {
             row["metric"]
         );
     }
-    let step = common::result_json(&out.join(doc["steps"][0]["dir"].as_str().unwrap()));
+    // Two windows a node, each with its values; the step's values are their node mean.
+    assert!(
+        steps
+            .iter()
+            .all(|s| s["windows"] == 2 && s["window_values"].as_array().unwrap().len() == 2),
+        "{steps:?}"
+    );
+    let step = common::result_json(&out.join(doc["steps"][0]["dir"].as_str().unwrap()).join("w1"));
     let node = &step["environment"]["local_nodes"][0]["spec"];
     assert_eq!(
         (node["version"].as_str(), node["jdk"]["major"].as_u64()),
@@ -98,15 +140,54 @@ fn identical_variants_do_not_differ() {
             step["labels"]["experiment"].as_str(),
             step["labels"]["variant"].as_str()
         ),
-        (Some("aa"), Some("a"))
+        (Some("aa-calibration"), doc["steps"][0]["variant_name"].as_str())
     );
 
-    // Every step recorded itself in the history as it finished, labelled with its experiment
-    // and variant: one series (the variants are identical), six records.
+    // Every window recorded itself in the history as it finished, labelled with its experiment
+    // and variant: one series (the variants are identical), twelve records.
     let history: serde_json::Value = serde_json::from_str(&stdout(&ok(lab.caplab(&["history", "--json"])))).unwrap();
     assert_eq!(history.as_array().unwrap().len(), 1, "{history:#}");
-    assert_eq!(history[0]["records"], 6, "{history:#}");
-    assert_eq!(history[0]["last"]["labels"]["experiment"], "aa");
+    assert_eq!(history[0]["records"], 12, "{history:#}");
+    assert_eq!(history[0]["last"]["labels"]["experiment"], "aa-calibration");
+
+    // The calibration: each primary metric's variance at each level, on 3 rounds' pairs and
+    // 6 nodes' second windows.
+    let cal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("calibration.json")).unwrap()).unwrap();
+    let c = cal["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "p99")
+        .unwrap_or_else(|| panic!("no p99: {cal}"));
+    assert_eq!(
+        (c["pair_df"].as_f64(), c["window_df"].as_f64()),
+        (Some(3.0), Some(6.0)),
+        "{c}"
+    );
+    assert!(
+        c["window"].as_f64().unwrap() >= 0.0 && c["pair"].as_f64().unwrap() > 0.0,
+        "{c}"
+    );
+    assert!(
+        text.contains("Calibration of") && text.contains("Borrow it: add `calibration:"),
+        "{text}"
+    );
+    // --check plans from it: windows per node and rounds for each question, and the time.
+    let o = ok(lab.caplab(&[
+        "experiment",
+        file.to_str().unwrap(),
+        "--check",
+        "--calibration",
+        out.to_str().unwrap(),
+    ]));
+    let plan = stdout(&o);
+    assert!(
+        plan.contains("insert p99 ±10 %:")
+            && plan.contains("window(s) per node")
+            && plan.contains("one window per node"),
+        "{plan}"
+    );
 
     // Its page: bars per metric, one small chart per step, no script error, nothing fetched.
     assert!(
@@ -198,7 +279,7 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
     assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--resume"));
     let doc = experiment_json(&out);
-    assert_eq!(doc["status"], "interrupted");
+    assert_eq!(doc["sittings"][0]["status"], "interrupted");
     assert_eq!(doc["steps"][0]["status"], "completed");
     let first = out.join(doc["steps"][0]["dir"].as_str().unwrap()).join("result.json");
     let first_written = std::fs::metadata(&first).unwrap().modified().unwrap();
@@ -226,7 +307,7 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
         (Some("r1000"), Some("better")),
         "{a}"
     );
-    assert_eq!(doc["stopped"], "3 repeats, as the file asks");
+    assert_eq!(doc["sittings"][0]["stopped"], "3 repeats, as the file asks");
     // --check from this run: how many repeats the question needs at the spreads it measured.
     let o = ok(lab.caplab(&[
         "experiment",
@@ -255,4 +336,37 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
         .collect();
     let o = ok(lab.caplab(&["compare", &dirs[0], &dirs[1]]));
     assert!(stdout(&o).contains("weaker evidence"), "{}", stdout(&o));
+
+    // The same file run again into the same directory: a second sitting, its own rounds, and
+    // answers pooled across both (the rates differ exactly, so every sitting says ×2).
+    let o = ok(lab.caplab(&[
+        "experiment",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--sitting",
+        "second",
+    ]));
+    assert!(stdout(&o).contains("sitting second of 2"), "{}", stdout(&o));
+    let doc = experiment_json(&out);
+    assert_eq!(doc["sittings"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["steps"].as_array().unwrap().len(), 12);
+    let a = doc["comparison"][0]["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["metric"] == "throughput")
+        .unwrap();
+    assert_eq!(a["covers"], "across 2 sittings", "{a}");
+    assert_eq!(a["sittings"].as_array().unwrap().len(), 2, "{a}");
+    assert!((a["ratio"].as_f64().unwrap() - 2.0).abs() < 0.01, "{a}");
+    // Each sitting keeps its own answers.
+    assert_eq!(
+        doc["sittings"][1]["comparison"][0]["answers"][0]["covers"],
+        "this sitting only"
+    );
+    // The two sittings, given as directories of the same experiment, pool the same way.
+    let o = ok(lab.caplab(&["compare", out.to_str().unwrap(), "--json"]));
+    let again: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(again[0]["answers"], doc["comparison"][0]["answers"]);
 }

@@ -57,7 +57,7 @@ pub fn run(args: SteadyArgs) -> Result<u8> {
                     ..*s
                 })
                 .collect();
-            let v = steady::judge(&rebased);
+            let v = steady::judge(&rebased, steady::Load::of(result.config.engine.rate));
             Judged {
                 from_s: from,
                 to_s: from + w.len() as f64,

@@ -234,20 +234,39 @@ fn launch(
     };
     let log_offset = std::fs::metadata(&state.system_log).map(|m| m.len()).unwrap_or(0);
     say(&format!(
-        "Starting {name} on {address}: Cassandra {} on JDK {} ({}), {} GC, heap {}",
+        "Starting {name} on {address}: Cassandra {} on JDK {} ({}), {} GC, heap {}{}",
         spec.version,
         spec.jdk.version,
         spec.jdk.java.display(),
         spec.gc,
-        jvm::heap_flag_value(spec.heap)
+        jvm::heap_flag_value(spec.heap),
+        if spec.cpus.is_empty() {
+            String::new()
+        } else {
+            format!(", on cores {}", crate::cpus::describe(&spec.cpus))
+        }
     ));
-    let mut child = Command::new(&spec.jdk.java)
-        .args(&command)
+    let mut cmd = Command::new(&spec.jdk.java);
+    cmd.args(&command)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(console.try_clone()?)
         .stderr(console)
-        .process_group(0)
+        .process_group(0);
+    if !spec.cpus.is_empty() {
+        let set = crate::cpus::mask(&spec.cpus);
+        // SAFETY: between fork and exec only sched_setaffinity runs, an async-signal-safe
+        // system call reading a mask made before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot run {}", spec.jdk.java.display()))?;
     state.pid = Some(child.id());

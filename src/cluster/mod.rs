@@ -37,6 +37,9 @@ pub struct ClusterSpec {
     /// JMX port of node1; node i uses this port plus i-1 (JMX binds to 127.0.0.1 only).
     pub jmx_port: u16,
     pub cluster_name: String,
+    /// The cores the nodes run on (empty: any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<usize>,
 }
 
 pub const NATIVE_PORT: u16 = 9042;
@@ -90,6 +93,11 @@ impl ClusterSpec {
         cmp("address", self.address.to_string(), other.address.to_string());
         cmp("jmx port", self.jmx_port.to_string(), other.jmx_port.to_string());
         cmp("cluster name", self.cluster_name.clone(), other.cluster_name.clone());
+        cmp(
+            "cpus",
+            crate::cpus::describe(&self.cpus),
+            crate::cpus::describe(&other.cpus),
+        );
         d
     }
 }

@@ -53,6 +53,10 @@ pub struct NodeOptions {
     /// Seconds one node may take to accept CQL.
     #[arg(long, default_value_t = 240)]
     pub timeout: u64,
+    /// Run the nodes on these cores only (e.g. 1, or 1-3), so caplab's client can have others
+    /// (`caplab run --client-cpus 0`; an experiment's `pin: true` splits them so). Default: any.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
 }
 
 impl NodeOptions {
@@ -129,6 +133,12 @@ impl NodeOptions {
             address: self.address,
             jmx_port: self.jmx_port,
             cluster_name: self.cluster_name.clone(),
+            cpus: self
+                .cpus
+                .as_deref()
+                .map(crate::cpus::parse)
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 }

@@ -1,11 +1,12 @@
 //! `caplab experiment --check FILE`: an experiment read and checked (as `spec` does, plus this
-//! machine's JDKs), and its steps printed without running them: every step in the order it will
-//! run, what each measures, and how long the whole is likely to take.
+//! machine's JDKs), and its plan printed without running it: every step of the first rounds in
+//! the order it will run, what each measures, and how long the whole is likely to take; with a
+//! calibration, the windows per node and rounds that answer each question at the least wall time.
 
 use std::time::Duration;
 
-use super::order;
-use super::spec::{Experiment, What};
+use super::plan;
+use super::spec::{Experiment, Order, What};
 use crate::engine::Warmup;
 use crate::measure::commands::DEFAULT_DURATION;
 
@@ -16,20 +17,29 @@ const AUTO_LEAST: Duration = Duration::from_secs(crate::steady::settle::WINDOW a
 
 /// The steps of `exp` for people: a header, one line per step, and the estimate.
 pub fn steps_text(exp: &Experiment) -> String {
-    let steps = order::steps(
-        exp.cells.len(),
-        exp.file.measure.len(),
-        exp.file.repeats.min(),
-        exp.file.order,
-    );
+    let seed = exp.file.seed.unwrap_or(0);
+    let steps = plan::order_of(exp, seed, exp.file.repeats.min());
     let mut out = format!(
-        "{}: valid. {}, {}:\n",
+        "{}: valid. {}, {}{}{}:\n",
         exp.origin,
         exp.shape(),
         if exp.file.fresh {
             "each on freshly started nodes"
         } else {
             "on nodes kept between steps"
+        },
+        if exp.file.windows > 1 {
+            format!(", {} measured windows per node", exp.file.windows)
+        } else {
+            String::new()
+        },
+        match (exp.file.order, exp.file.seed) {
+            (Order::Random, Some(s)) => format!("; every round in a random order (seed {s})"),
+            (Order::Random, None) => {
+                "; every round in a random order (an example below: each sitting draws its own seed)".into()
+            }
+            (Order::Rotate, _) => "; each round starting one variant later".into(),
+            (Order::AsWritten, _) => "; every round as written".into(),
         }
     );
     let (mut least, mut most, mut searches) = (Duration::ZERO, Duration::ZERO, 0);
@@ -134,7 +144,7 @@ pub fn estimate_from(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<
             exp.origin
         );
     }
-    let comparisons = super::comparisons(exp, &record, dir);
+    let comparisons = super::analyse::comparisons(exp, &record, dir, &super::analyse::priors(exp).unwrap_or_default());
     let mut lines = vec![format!(
         "From {} ({} rounds run there):",
         dir.display(),
@@ -174,6 +184,52 @@ pub fn estimate_from(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<
             per_round
         )
     });
+    Ok(lines.join("\n"))
+}
+
+/// The windows per node and rounds each primary question needs at the least wall time, from a
+/// calibration of this machine (`--calibrate`'s directory `dir`), against one window per node.
+pub fn allocation(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<String> {
+    let cal = super::calibrate::Calibration::load(dir)?;
+    let design = super::analyse::design(exp);
+    let alpha = design.alpha / design.comparisons as f64;
+    let took = |s: f64| humantime::format_duration(Duration::from_secs(s as u64 / 60 * 60)).to_string();
+    let mut lines = vec![
+        cal.render(),
+        format!(
+            "Plan from it, for a fixed-sample answer at α {alpha:.4} (5 % over {} question(s)) with 80 % power, {} variants:",
+            design.comparisons,
+            exp.cells.len()
+        ),
+    ];
+    for (m, measurement) in exp.file.measure.iter().enumerate() {
+        for metric in exp.primary(m) {
+            let Some(c) = cal
+                .components
+                .iter()
+                .find(|c| c.measurement == measurement.name && c.metric == metric)
+            else {
+                lines.push(format!("  {} {metric}: not in the calibration", measurement.name));
+                continue;
+            };
+            let a = cal.allocate(c, exp.effect(&metric), alpha, exp.cells.len());
+            lines.push(format!(
+                "  {} {metric} ±{:.0} %: {} window(s) per node, {} rounds, about {} (one window per node: {} rounds, {})",
+                measurement.name,
+                exp.effect(&metric) * 100.0,
+                a.windows,
+                a.rounds,
+                took(a.seconds),
+                a.one_window_rounds,
+                took(a.one_window_seconds)
+            ));
+        }
+    }
+    lines.push(format!(
+        "This sitting only: another day adds the spread between sittings (pool sittings for an answer that holds on \
+         another day). The file asks {} window(s) per node.",
+        exp.file.windows
+    ));
     Ok(lines.join("\n"))
 }
 
@@ -251,7 +307,7 @@ mod tests {
 
     #[test]
     fn the_plan_lists_every_step_in_order_and_bounds_its_time() {
-        let text = "name: p\nrepeats: 2\nnode: {version: 5.0.9, java: 17}\n\
+        let text = "name: p\nrepeats: 2\norder: rotate\nnode: {version: 5.0.9, java: 17}\n\
                     run: {warmup_max: 2m, duration: 30s}\n\
                     variants: [{name: a}, {name: b}]\nmeasure: [{name: insert, workload: insert}]\n";
         let exp = Experiment::parse(text, "p.yaml").unwrap();

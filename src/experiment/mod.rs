@@ -1,24 +1,36 @@
-//! Experiments: configurations compared side by side, on fresh nodes, with honest statistics.
-//! An experiment file (`spec`) names variants and measurements and asks a question
-//! (`question`: primary metrics, effects, repeats, budget); rounds of steps run in an order
-//! that favours no variant (`rounds`, `order`), each on the variant's own freshly started nodes
-//! and with the same code as `caplab run` / `capacity` (`step`), until the question is answered;
-//! experiment.json (`record`) is rewritten after every step so an interrupted experiment keeps
-//! what it did and resumes where it stopped; each measurement's variants are compared metric by
-//! metric (`compare`), and their server profiles frame by frame (`profile_diff`). `check` prints
-//! the steps of a file without running them.
+//! Experiments: configurations compared side by side, on fresh nodes, with honest statistics,
+//! in three stages that go one way.
+//!
+//! - **Plan** (`plan`, printed by `check`): rounds that are randomized complete blocks (every
+//!   variant and measurement once per round, in an order drawn from the sitting's seed), the
+//!   windows each node serves, replacements for a window still warming, and the budget. The file
+//!   is read and checked first (`spec`; its question, `question`).
+//! - **Run** (`runner`, one step at a time by `step`): a sitting executes its plan on freshly
+//!   started nodes of each variant with the same code as `caplab run` / `capacity`, and records
+//!   every step's values in experiment.json (`record`), rewritten after every step so an
+//!   interrupted sitting resumes where it stopped. Running the file again into the same
+//!   directory adds a sitting (another day or machine).
+//! - **Analyse** (`analyse`, with `compare`): from the record alone, each measurement's variants
+//!   compared metric by metric, paired by round; the primary questions answered for the sitting
+//!   running after every round, or pooled across sittings; server profiles frame by frame
+//!   (`profile_diff`).
+//!
+//! `calibrate` runs the file's baseline as an A/A and splits each metric's variance into
+//! its levels, for planning and for decisions that borrow it.
 
+pub mod analyse;
+pub mod calibrate;
 pub mod check;
 pub mod compare;
-pub mod order;
+pub mod plan;
 pub mod profile_diff;
 pub mod question;
 pub mod record;
-pub mod rounds;
+pub mod runner;
 pub mod spec;
 pub mod step;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,50 +40,59 @@ use crate::console::say;
 use crate::engine::Stop;
 use crate::measure::RunStatus;
 use crate::stats::sequential::Design;
-use compare::{Answer, Ask, Comparison, Excluded, Observation, Question, compare};
+use analyse::ALPHA;
+use compare::{Ask, Comparison, Question, Unit, compare};
 use record::ExperimentRecord;
+use runner::Opening;
 use spec::{Experiment, What};
 
-/// The chance of any wrong decision over every primary question and look of an experiment.
-pub const ALPHA: f64 = 0.05;
-
-/// Runs (or, given the record of an interrupted run, resumes) `exp` into `out`. Nodes live
-/// under `out/home` (jars come from `cache`), apart from any the user runs.
+/// Runs a sitting of `exp` into `out` (a new experiment, a resumed sitting or a new sitting,
+/// as `opening` says). Nodes live under `out/home` (jars come from `cache`), apart from any the
+/// user runs.
 pub fn run(
     exp: &Experiment,
     out: &Path,
     cache: &Path,
-    resume: Option<ExperimentRecord>,
+    opening: Opening,
     history: Option<&crate::history::Location>,
     stop: &Arc<Stop>,
 ) -> Result<ExperimentRecord> {
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
+    let priors = analyse::priors(exp)?;
     let home = Home {
         data: out.join("home"),
         cache: cache.to_path_buf(),
     };
     let began = Instant::now();
-    let mut record = rounds::open_record(exp, out, resume)?;
-    let prior_elapsed = record.elapsed_s;
+    let mut record = runner::open_record(exp, out, opening)?;
+    let prior_elapsed = record.current().elapsed_s;
     let fresh = exp.file.fresh;
-    rounds::run_rounds(
+    runner::run_rounds(
         exp,
         &mut record,
         out,
         stop,
-        &mut |cell, dir| {
-            let outcome = step::run_step(&home, fresh, cell, dir, stop)?;
-            crate::history::record_finished(history, dir, &Default::default());
+        &mut |cell, dir, how| {
+            let outcome = step::run_step(&home, fresh, cell, dir, how, stop)?;
+            for w in 1..=how.windows.max(1) {
+                let wdir = step::window_dir(dir, how.windows, w);
+                crate::history::record_finished(history, &wdir, &Default::default());
+            }
             Ok(outcome)
         },
-        &mut |record| comparisons(exp, record, out),
+        &mut |record| analyse::sitting_comparisons(exp, record, out, &priors),
     )?;
     step::stop_nodes(&home);
-    record.status = rounds::final_status(&record, stop);
-    if record.status == RunStatus::Interrupted {
-        record.interrupted_by = stop.cause().map(str::to_string);
+    let status = runner::final_status(&record, stop);
+    let s = record.current_mut();
+    s.status = status;
+    if status == RunStatus::Interrupted {
+        s.interrupted_by = stop.cause().map(str::to_string);
     }
-    record.comparison = comparisons(exp, &record, out);
+    s.elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();
+    let own = analyse::sitting_comparisons(exp, &record, out, &priors);
+    record.current_mut().comparison = own;
+    record.comparison = analyse::comparisons(exp, &record, out, &priors);
     let profiled = exp
         .cells
         .iter()
@@ -83,102 +104,37 @@ pub fn run(
             .ok();
         record.profile_diffs = profile_diff::diffs(exp, &record, out, tools.as_ref());
     }
-    record.elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();
     record.save(out)?;
     Ok(record)
 }
 
-/// The design every primary question of `exp` shares: the error split over them, looked at
-/// from the least to the most rounds.
+/// The design every primary question of `exp` shares.
 pub fn design(exp: &Experiment) -> Design {
-    let others = exp.cells.len().saturating_sub(1);
-    let questions: usize = (0..exp.file.measure.len()).map(|m| exp.primary(m).len() * others).sum();
-    let r = exp.file.repeats;
-    Design::new(ALPHA, questions, r.min() as usize, r.max() as usize)
+    analyse::design(exp)
 }
 
-/// Each measurement's comparison, from the completed steps' results on disk, with the answers
-/// to its primary questions at the record's round (those decided earlier carried over).
-pub fn comparisons(exp: &Experiment, record: &ExperimentRecord, out: &Path) -> Vec<Comparison> {
-    let design = design(exp);
-    (0..exp.file.measure.len())
-        .map(|m| {
-            // A completed step whose files cannot be read is left out and named, not dropped.
-            let mut unreadable = Vec::new();
-            let variants: Vec<(String, Vec<Observation>)> = exp
-                .file
-                .variants
-                .iter()
-                .enumerate()
-                .map(|(v, variant)| {
-                    let mut obs = Vec::new();
-                    let done = record
-                        .steps
-                        .iter()
-                        .filter(|s| s.at.variant == v && s.at.measurement == m)
-                        .filter(|s| s.status == Some(RunStatus::Completed));
-                    for s in done {
-                        match Observation::load(&out.join(&s.dir)) {
-                            Ok(o) => obs.push(o),
-                            Err(e) => unreadable.push(Excluded {
-                                variant: variant.name.clone(),
-                                dir: s.dir.clone(),
-                                why: format!("{e:#}"),
-                                unreadable: true,
-                            }),
-                        }
-                    }
-                    (variant.name.clone(), obs)
-                })
-                .collect();
-            let name = &exp.file.measure[m].name;
-            let primary: Vec<(String, f64)> = exp
-                .primary(m)
-                .into_iter()
-                .map(|k| {
-                    let e = exp.effect(&k);
-                    (k, e)
-                })
-                .collect();
-            let earlier: Vec<Answer> = record
-                .comparison
-                .iter()
-                .find(|c| &c.measurement == name)
-                .map(|c| c.answers.clone())
-                .unwrap_or_default();
-            let ask = Ask {
-                baseline: exp.baseline,
-                floor: exp.file.floor,
-                tested: exp.file.metrics.as_deref(),
-                steady_only: !exp.file.include_unsteady,
-                question: Some(Question {
-                    primary: &primary,
-                    design,
-                    round: record.rounds() as usize,
-                    complete: record.round_complete(),
-                }),
-                earlier: &earlier,
-            };
-            let mut cmp = compare(name, &variants, ask);
-            cmp.excluded.extend(unreadable);
-            cmp
-        })
-        .collect()
-}
-
-/// `caplab compare`: one experiment directory (its comparison, from its steps on disk), or
-/// variants given as results directories, repeats of one variant joined by commas
-/// (`a1,a2,a3 b1,b2,b3`); the first is the baseline. Runs that were not steady are left out
-/// unless `include_unsteady` (or the experiment file says so).
-pub fn compare_dirs(args: &[String], floor: f64, include_unsteady: bool) -> Result<Vec<Comparison>> {
-    if let [one] = args
-        && Path::new(one).join(record::EXPERIMENT_FILE).exists()
-    {
-        let dir = Path::new(one);
-        let record = ExperimentRecord::load(dir)?;
-        let mut exp = Experiment::parse(&record.text, &record.origin)?;
-        exp.file.include_unsteady |= include_unsteady;
-        return Ok(comparisons(&exp, &record, dir));
+/// `caplab compare`: experiment directories (one: its comparison across its sittings; several
+/// of the same experiment, run on other days or machines: their sittings pooled), or variants
+/// given as results directories, repeats of one variant joined by commas (`a1,a2,a3
+/// b1,b2,b3`); the first is the baseline.
+pub fn compare_dirs(args: &[String], floor: f64, steady_only: bool) -> Result<Vec<Comparison>> {
+    let experiments: Vec<&String> = args
+        .iter()
+        .filter(|a| Path::new(a).join(record::EXPERIMENT_FILE).exists())
+        .collect();
+    if !experiments.is_empty() {
+        if experiments.len() != args.len() {
+            bail!("give either experiment directories or results directories to compare, not both");
+        }
+        let (exp, record, out) = pooled_records(args)?;
+        let mut exp = exp;
+        exp.file.steady_only |= steady_only;
+        return Ok(analyse::comparisons(
+            &exp,
+            &record,
+            &out,
+            &analyse::priors(&exp).unwrap_or_default(),
+        ));
     }
     if args.len() < 2 {
         bail!(
@@ -189,73 +145,163 @@ pub fn compare_dirs(args: &[String], floor: f64, include_unsteady: bool) -> Resu
     let mut variants = Vec::new();
     for arg in args {
         let dirs: Vec<PathBuf> = arg.split(',').filter(|s| !s.is_empty()).map(PathBuf::from).collect();
-        let obs = dirs.iter().map(|d| Observation::load(d)).collect::<Result<Vec<_>>>()?;
+        let units = dirs
+            .iter()
+            .map(|d| compare::Observation::load(d).map(|o| Unit::from_observation(&o, 0, None)))
+            .collect::<Result<Vec<_>>>()?;
         let name = dirs
             .first()
             .and_then(|d| d.file_name())
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| arg.clone());
-        variants.push((name, obs));
+        variants.push((name, units));
     }
-    // Directories given by hand: one look, at the repeats there are, at the run defaults.
+    // Directories given by hand: not in blocks, one look, at the repeats there are.
     let n = variants
         .iter()
-        .map(|(_, o)| o.len())
+        .map(|(_, u)| u.len())
         .min()
         .unwrap_or(0)
         .max(question::AUTO_MIN as usize);
-    let primary: Vec<(String, f64)> = variants
+    let primary: Vec<(String, f64)> = if variants
         .iter()
-        .flat_map(|(_, o)| o.first())
-        .next()
-        .map(|o| match o {
-            Observation::Capacity(_) => question::PRIMARY_CAPACITY.to_vec(),
-            Observation::Run { .. } => question::PRIMARY_RUN.to_vec(),
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .map(|k| (k.to_string(), question::default_effect(k)))
-        .collect();
+        .flat_map(|(_, u)| u)
+        .any(|u| u.value("capacity").is_some())
+    {
+        question::PRIMARY_CAPACITY.to_vec()
+    } else {
+        question::PRIMARY_RUN.to_vec()
+    }
+    .into_iter()
+    .map(|k| (k.to_string(), question::default_effect(k)))
+    .collect();
     let ask = Ask {
         baseline: 0,
         floor,
         tested: None,
-        steady_only: !include_unsteady,
+        steady_only,
         question: Some(Question {
             primary: &primary,
             design: Design::new(ALPHA, primary.len() * variants.len().saturating_sub(1), n, n),
             round: n,
             complete: true,
+            priors: &[],
         }),
         earlier: &[],
+        sittings: &[],
+        own: &[],
     };
     Ok(vec![compare("compare", &variants, ask)])
+}
+
+/// One record holding every sitting of the experiment directories `dirs` (the first's
+/// experiment; the others must have run the same one), its steps' directories made absolute.
+pub fn pooled_records(dirs: &[String]) -> Result<(Experiment, ExperimentRecord, PathBuf)> {
+    let first = Path::new(&dirs[0]);
+    let mut record = ExperimentRecord::load(first)?;
+    let exp = Experiment::parse(&record.text, &record.origin)?;
+    if dirs.len() == 1 {
+        return Ok((exp, record, first.to_path_buf()));
+    }
+    for s in &mut record.steps {
+        s.dir = first.join(&s.dir).display().to_string();
+    }
+    for dir in &dirs[1..] {
+        let other = ExperimentRecord::load(Path::new(dir))?;
+        runner::same_experiment(&exp, &Experiment::parse(&other.text, &other.origin)?, Path::new(dir))?;
+        let offset = record.steps.iter().map(|s| s.index).max().unwrap_or(0);
+        for mut sitting in other.sittings {
+            let old = sitting.name.clone();
+            if record.sitting_index(&sitting.name).is_some() {
+                sitting.name = format!("{}@{dir}", sitting.name);
+            }
+            for s in other.steps.iter().filter(|s| s.sitting == old) {
+                let mut s = s.clone();
+                s.sitting = sitting.name.clone();
+                s.index += offset;
+                s.dir = Path::new(dir).join(&s.dir).display().to_string();
+                record.steps.push(s);
+            }
+            record.sittings.push(sitting);
+        }
+    }
+    // Steps' directories are absolute now: joined to nothing.
+    Ok((exp, record, PathBuf::new()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::RunStatus;
+    use step::StepOutcome;
+
+    /// A sitting of `exp` into `dir` whose steps measure b at `ratio` times a's throughput.
+    fn sitting(exp: &Experiment, dir: &Path, name: &str, ratio: f64) {
+        let opening = match ExperimentRecord::load(dir) {
+            Ok(r) => Opening::Sitting(r, Some(name.into())),
+            Err(_) => Opening::New(Some(name.into())),
+        };
+        let mut record = runner::open_record(exp, dir, opening).unwrap();
+        let stop = Stop::new();
+        let mut n = 0;
+        runner::run_rounds(
+            exp,
+            &mut record,
+            dir,
+            &stop,
+            &mut |cell, _, _| {
+                n += 1;
+                let is_b = cell.what.clone().common_mut().labels.iter().any(|(_, v)| v == "b");
+                let v = 1000.0 * (1.0 + 0.01 * (n % 3) as f64) * if is_b { ratio } else { 1.0 };
+                Ok(StepOutcome {
+                    status: RunStatus::Completed,
+                    line: String::new(),
+                    steady: None,
+                    settled: Some(true),
+                    values: [("throughput".to_string(), v)].into(),
+                    window_values: Vec::new(),
+                })
+            },
+            &mut |r| analyse::sitting_comparisons(exp, r, dir, &[]),
+        )
+        .unwrap();
+        record.current_mut().status = RunStatus::Completed;
+        record.current_mut().comparison = analyse::sitting_comparisons(exp, &record, dir, &[]);
+        record.comparison = analyse::comparisons(exp, &record, dir, &[]);
+        record.save(dir).unwrap();
+    }
 
     #[test]
-    fn a_completed_step_whose_results_cannot_be_read_is_named_not_dropped() {
-        let text = "name: t\nrepeats: 2\nnode: {version: 5.0.9, java: 17}\nrun: {duration: 5s}\n\
-                    variants: [{name: a}, {name: b}]\nmeasure: [{name: insert, workload: insert}]\n";
+    fn experiment_directories_of_one_experiment_pool_as_sittings() {
+        let text = "name: t\nrepeats: 3\nprimary: [throughput]\nnode: {version: 5.0.9, java: 17}\n\
+                    run: {duration: 5s}\nvariants: [{name: a}, {name: b}]\nmeasure: [{name: insert, workload: insert}]\n";
         let exp = Experiment::parse(text, "t.yaml").unwrap();
-        // Steps recorded as completed whose directories hold nothing: no result.json.
-        let out = tempfile::tempdir().unwrap();
-        let mut record = rounds::open_record(&exp, out.path(), None).unwrap();
-        for s in &mut record.steps {
-            s.status = Some(RunStatus::Completed);
-        }
-        let cmp = &comparisons(&exp, &record, out.path())[0];
-        assert_eq!(cmp.excluded.len(), 4, "{cmp:?}");
+        let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        sitting(&exp, one.path(), "monday", 1.10);
+        sitting(&exp, two.path(), "tuesday", 1.30);
+        let dirs = [one.path().display().to_string(), two.path().display().to_string()];
+        let cmp = compare_dirs(&dirs, 0.02, false).unwrap();
+        let a = &cmp[0].answers[0];
+        assert_eq!(a.covers, "across 2 sittings", "{a:?}");
+        let names: Vec<&str> = a.sittings.iter().map(|p| p.sitting.as_str()).collect();
+        assert_eq!(names, ["monday", "tuesday"]);
         assert!(
-            cmp.excluded
-                .iter()
-                .all(|e| e.unreadable && e.why.contains("result.json"))
+            (a.sittings[0].ratio - 1.10).abs() < 0.03 && (a.sittings[1].ratio - 1.30).abs() < 0.03,
+            "{a:?}"
         );
-        let text = cmp.render();
-        assert!(text.contains("Left out, unreadable (4 run(s)):"), "{text}");
-        assert!(text.contains("steps/001-a-r1-insert: cannot read"), "{text}");
+        // Two sittings this far apart: the pooled interval (t on 1 df) spans both, and more.
+        let (lo, hi) = a.ci.unwrap();
+        assert!(lo < 1.10 && hi > 1.30 && a.tau.unwrap() > 0.05, "{a:?}");
+        assert_eq!(a.decision, crate::stats::sequential::Decision::Open, "{a:?}");
+        // Each sitting alone is decided: better, for this sitting only.
+        let alone = compare_dirs(&dirs[..1], 0.02, false).unwrap();
+        assert_eq!(alone[0].answers[0].covers, "this sitting only");
+        assert_eq!(alone[0].answers[0].decision, crate::stats::sequential::Decision::Better);
+        // A directory of another experiment is refused, naming what differs.
+        let other = Experiment::parse(&text.replace("{name: b}", "{name: c}"), "u.yaml").unwrap();
+        let three = tempfile::tempdir().unwrap();
+        sitting(&other, three.path(), "wednesday", 1.0);
+        let err = compare_dirs(&[dirs[0].clone(), three.path().display().to_string()], 0.02, false).unwrap_err();
+        assert!(format!("{err:#}").contains("variants differ"), "{err:#}");
     }
 }

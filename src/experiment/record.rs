@@ -1,23 +1,41 @@
 //! experiment.json: the experiment as run (its file's text, so `--resume` runs what was
-//! started), every step with its results directory and status, and the comparison. Rewritten
-//! after every step.
+//! started), its sittings (each a day or machine it ran on, with that host's facts, the seed of
+//! its order and its own answers), every step with its results directory, status and the value
+//! of every metric it measured (so the analysis reads the record alone), and the comparison
+//! across every sitting. Rewritten after every step.
+//!
+//! Format 2 added sittings and each step's values; a format-1 record (one sitting, values in the
+//! steps' files) is read as one sitting named `1`, its steps' values read from their files.
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::compare::Comparison;
-use super::order::StepAt;
 use crate::files::write_json;
 use crate::measure::RunStatus;
 use crate::server_profile::{FrameChange, Kind};
 
 pub const EXPERIMENT_FILE: &str = "experiment.json";
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
+
+/// Where a step stands in its sitting's plan: a measurement of a variant, in one round
+/// (`repeat`, from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepAt {
+    pub repeat: u32,
+    pub variant: usize,
+    pub measurement: usize,
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExperimentStep {
+    /// Unique in the record, whatever the sitting; it numbers the step's directory.
     pub index: usize,
+    /// The sitting it ran in.
+    #[serde(default)]
+    pub sitting: String,
     #[serde(flatten)]
     pub at: StepAt,
     pub variant_name: String,
@@ -36,9 +54,98 @@ pub struct ExperimentStep {
     pub steady_class: Option<crate::steady::Class>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<bool>,
-    /// Run again because the cell's step of this round was not steady.
+    /// Whether its automatic warm-up settled (None: a fixed warm-up, or a capacity search).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<bool>,
+    /// Run again because the step before it in this cell and round was still warming (its
+    /// automatic warm-up reached its maximum without settling), with a longer warm-up.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replacement: bool,
+    /// Measured windows on its node (1 unless the plan allocates more).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub windows: u32,
+    /// Every metric's value (its windows' node mean), once completed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub values: BTreeMap<String, f64>,
+    /// Each window's values, when the node served several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub window_values: Vec<BTreeMap<String, f64>>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// The machine a sitting ran on, as far as it tells.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub memory_bytes: u64,
+    pub kernel: String,
+    /// A new one at every boot: two sittings with the same one ran on one boot of one machine.
+    pub boot_id: String,
+    pub caplab_version: String,
+}
+
+impl Host {
+    pub fn here() -> Host {
+        Host {
+            hostname: crate::procfs::hostname(),
+            cpu_model: crate::procfs::cpu_model(),
+            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            memory_bytes: crate::procfs::total_ram(),
+            kernel: crate::procfs::kernel(),
+            boot_id: crate::procfs::boot_id(),
+            caplab_version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+
+    /// `extra-shock (Intel Xeon …, 2 cores, 24 GiB, kernel 6.1)`.
+    pub fn describe(&self) -> String {
+        if self.hostname.is_empty() {
+            return "host not recorded".into();
+        }
+        format!(
+            "{} ({}{} cores, {:.0} GiB, kernel {})",
+            self.hostname,
+            if self.cpu_model.is_empty() {
+                String::new()
+            } else {
+                format!("{}, ", self.cpu_model)
+            },
+            self.cores,
+            self.memory_bytes as f64 / f64::from(1u32 << 30),
+            self.kernel
+        )
+    }
+}
+
+/// One sitting: the experiment run once on one machine on one day.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sitting {
+    pub name: String,
+    pub host: Host,
+    pub started_at: String,
+    pub command: Vec<String>,
+    /// The seed each round's random order is drawn from.
+    pub seed: u64,
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
+    pub elapsed_s: f64,
+    /// Why no further round ran (every question decided, the most repeats, the budget, a step
+    /// every step would repeat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// This sitting's own comparison, its answers looked at after each of its rounds.
+    #[serde(default)]
+    pub comparison: Vec<Comparison>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -49,43 +156,76 @@ pub struct ExperimentRecord {
     /// Where the file was read from, and its text.
     pub origin: String,
     pub text: String,
-    pub status: RunStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interrupted_by: Option<String>,
-    pub command: Vec<String>,
-    pub started_at: String,
-    pub elapsed_s: f64,
+    pub sittings: Vec<Sitting>,
     pub steps: Vec<ExperimentStep>,
+    /// The comparison across every sitting (the last sitting's own when there is one).
     pub comparison: Vec<Comparison>,
     /// Server profiles of each variant against the baseline's (`server-profile:` runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profile_diffs: Vec<ProfileDiff>,
-    /// Why no further round ran (every question decided, the most repeats, the budget, a step
-    /// every step would repeat).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
+}
+
+/// The fields of a format-1 record that format 2 moved into its sitting.
+#[derive(Deserialize)]
+struct FormatOne {
+    status: RunStatus,
+    #[serde(default)]
+    interrupted_by: Option<String>,
+    command: Vec<String>,
+    started_at: String,
+    elapsed_s: f64,
+    #[serde(default)]
+    stopped: Option<String>,
 }
 
 impl ExperimentRecord {
-    /// Rounds begun (the highest round of any step).
-    pub fn rounds(&self) -> u32 {
-        self.steps.iter().map(|s| s.at.repeat).max().unwrap_or(0)
+    /// The sitting running or run last.
+    pub fn current(&self) -> &Sitting {
+        self.sittings.last().expect("a record has a sitting")
     }
 
-    /// Whether every step planned so far has run (completed or failed): none is still to run
-    /// or was interrupted.
+    pub fn current_mut(&mut self) -> &mut Sitting {
+        self.sittings.last_mut().expect("a record has a sitting")
+    }
+
+    /// The index of the sitting named `name`.
+    pub fn sitting_index(&self, name: &str) -> Option<usize> {
+        self.sittings.iter().position(|s| s.name == name)
+    }
+
+    /// Whether step `s` belongs to the current sitting.
+    pub fn in_current(&self, s: &ExperimentStep) -> bool {
+        s.sitting == self.current().name
+    }
+
+    /// The current sitting's steps.
+    pub fn current_steps(&self) -> impl Iterator<Item = &ExperimentStep> {
+        let name = self.current().name.clone();
+        self.steps.iter().filter(move |s| s.sitting == name)
+    }
+
+    /// Rounds begun in the current sitting (the highest round of any of its steps).
+    pub fn rounds(&self) -> u32 {
+        self.current_steps().map(|s| s.at.repeat).max().unwrap_or(0)
+    }
+
+    /// Whether every step the current sitting planned so far has run (completed or failed):
+    /// none is still to run or was interrupted.
     pub fn round_complete(&self) -> bool {
-        self.steps
-            .iter()
+        self.current_steps()
             .all(|s| matches!(s.status, Some(RunStatus::Completed | RunStatus::Failed)))
     }
 
-    /// Replacement steps of `at`'s (variant, measurement) so far.
+    /// Replacement steps of `at`'s (variant, measurement) so far in the current sitting.
     pub fn replacements_of(&self, at: StepAt) -> usize {
-        self.steps
-            .iter()
+        self.current_steps()
             .filter(|s| s.replacement && s.at.variant == at.variant && s.at.measurement == at.measurement)
             .count()
+    }
+
+    /// The time every sitting took.
+    pub fn elapsed_s(&self) -> f64 {
+        self.sittings.iter().map(|s| s.elapsed_s).sum()
     }
 
     pub fn save(&self, dir: &Path) -> Result<()> {
@@ -100,19 +240,57 @@ impl ExperimentRecord {
                 file.display()
             )
         })?;
-        let r: ExperimentRecord = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not an experiment caplab can read", file.display()))?;
-        if r.format > FORMAT {
+        let bad = || format!("{} is not an experiment caplab can read", file.display());
+        let mut doc: serde_json::Value = serde_json::from_str(&text).with_context(bad)?;
+        let format = doc["format"].as_u64().unwrap_or(1) as u32;
+        if format > FORMAT {
             bail!("{} was written by a newer caplab: use that caplab", file.display());
         }
+        if format < 2 {
+            let one: FormatOne = serde_json::from_value(doc.clone()).with_context(bad)?;
+            let sitting = Sitting {
+                name: "1".into(),
+                host: Host::default(),
+                started_at: one.started_at,
+                command: one.command,
+                seed: 0,
+                status: one.status,
+                interrupted_by: one.interrupted_by,
+                elapsed_s: one.elapsed_s,
+                stopped: one.stopped,
+                comparison: serde_json::from_value(doc["comparison"].clone()).unwrap_or_default(),
+            };
+            doc["sittings"] = serde_json::to_value([sitting])?;
+            for s in doc["steps"].as_array_mut().into_iter().flatten() {
+                s["sitting"] = "1".into();
+            }
+        }
+        let mut r: ExperimentRecord = serde_json::from_value(doc).with_context(bad)?;
+        if r.sittings.is_empty() {
+            bail!("{}: a record without a sitting", bad());
+        }
+        r.fill_values(dir);
         Ok(r)
     }
 
-    /// 0 every step completed, 130 (143, 129) interrupted, 1 otherwise.
+    /// Steps completed without values in the record (format 1) get them from their files.
+    fn fill_values(&mut self, dir: &Path) {
+        for s in &mut self.steps {
+            if s.status == Some(RunStatus::Completed)
+                && s.values.is_empty()
+                && let Ok(o) = super::compare::Observation::load(&dir.join(&s.dir))
+            {
+                s.values = super::compare::units::values_of(&o);
+            }
+        }
+    }
+
+    /// 0 every step of the current sitting completed, 130 (143, 129) interrupted, 1 otherwise.
     pub fn exit_code(&self) -> u8 {
-        match self.status {
-            RunStatus::Completed if self.steps.iter().all(|s| s.status == Some(RunStatus::Completed)) => 0,
-            RunStatus::Interrupted => crate::measure::signal::exit_code(self.interrupted_by.as_deref()),
+        let now = self.current();
+        match now.status {
+            RunStatus::Completed if self.current_steps().all(|s| s.status == Some(RunStatus::Completed)) => 0,
+            RunStatus::Interrupted => crate::measure::signal::exit_code(now.interrupted_by.as_deref()),
             _ => 1,
         }
     }

@@ -20,14 +20,16 @@ use crate::workload::profile::from_yaml;
 /// for a flag given several times.
 pub type Options = BTreeMap<String, Value>;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Order {
-    /// Every repeat runs all variants, starting one later each repeat, so a drift of the
-    /// machine over time favours no variant.
+    /// Every round runs every variant and measurement once, in an order drawn from the
+    /// sitting's seed (randomized complete blocks).
     #[default]
+    Random,
+    /// Every round runs all variants, starting one later each round.
     Rotate,
-    /// Every repeat runs the variants as written.
+    /// Every round runs the variants as written.
     AsWritten,
 }
 
@@ -51,6 +53,10 @@ pub struct Measurement {
     /// A capacity search (options of `caplab capacity`) instead of one run.
     #[serde(default)]
     pub capacity: bool,
+    /// This measurement's question, over the file's `primary` (e.g. server CPU per operation
+    /// for a measurement at a fixed rate beside a flat-out one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<Vec<String>>,
     /// The run's (or search's) options, over the file's `run`.
     #[serde(flatten)]
     pub options: Options,
@@ -80,6 +86,23 @@ pub struct ExperimentFile {
     pub effect: BTreeMap<String, f64>,
     #[serde(default)]
     pub order: Order,
+    /// The seed of `order: random` (default: a new one each sitting, kept in the record).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Measured windows each node serves (default 1): a step starts its variant's nodes once,
+    /// warms them up, then measures this many windows one after another, and the comparison
+    /// takes their node mean. `--check --calibration DIR` says which number is cheapest.
+    #[serde(default = "one_window")]
+    pub windows: u32,
+    /// An A/A calibration of this machine (`caplab experiment --calibrate`'s directory) whose
+    /// variance each primary question borrows, so its first look is not decided on two
+    /// degrees of freedom.
+    #[serde(default)]
+    pub calibration: Option<String>,
+    /// CPU placement: caplab's client on the first core, the nodes on the others (`caplab run
+    /// --client-cpus`, `caplab node start --cpus`), unless a variant sets `cpus` itself.
+    #[serde(default)]
+    pub pin: bool,
     /// Wipe and start the variant's nodes before every step.
     #[serde(default = "yes")]
     pub fresh: bool,
@@ -95,8 +118,12 @@ pub struct ExperimentFile {
     /// question is not diluted by fifteen others. Default: every metric.
     #[serde(default)]
     pub metrics: Option<Vec<String>>,
-    /// Compare every completed step, steady or not (default: steps whose measured window was
-    /// not steady are left out, and named).
+    /// Leave windows whose steady-state class was not flat out of the primary analysis, as
+    /// caplab once did (default: after a warm-up that settled, every window is data; the
+    /// steady-only analysis is shown beside as a check of sensitivity).
+    #[serde(default)]
+    pub steady_only: bool,
+    /// Kept so older files still read: every window is compared by default now.
     #[serde(default)]
     pub include_unsteady: bool,
     /// `caplab node start` options every variant starts from.
@@ -112,6 +139,9 @@ pub struct ExperimentFile {
 
 fn yes() -> bool {
     true
+}
+fn one_window() -> u32 {
+    1
 }
 fn two_percent() -> f64 {
     0.02
@@ -178,6 +208,15 @@ impl Experiment {
             bail!("{origin}: measure is empty: name at least one, e.g. measure: [{{name: insert, duration: 30s}}]");
         }
         file.repeats.check().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        if !(1..=20).contains(&file.windows) {
+            bail!(
+                "{origin}: windows: {} must be between 1 and 20 (measured windows per node)",
+                file.windows
+            );
+        }
+        if file.steady_only && file.include_unsteady {
+            bail!("{origin}: steady_only and include_unsteady contradict each other: keep one");
+        }
         let mut names = std::collections::BTreeSet::new();
         for v in &file.variants {
             check_name(&v.name).map_err(|e| anyhow::anyhow!("{origin}: variant '{}': {e}", v.name))?;
@@ -196,6 +235,13 @@ impl Experiment {
         let asked = [
             ("metrics", file.metrics.clone().unwrap_or_default()),
             ("primary", file.primary.clone().unwrap_or_default()),
+            (
+                "primary (of a measurement)",
+                file.measure
+                    .iter()
+                    .flat_map(|m| m.primary.clone().unwrap_or_default())
+                    .collect(),
+            ),
             ("effect", file.effect.keys().cloned().collect()),
         ];
         for (key, names) in asked {
@@ -291,7 +337,7 @@ impl Experiment {
 
     /// The metrics that are measurement `m`'s question.
     pub fn primary(&self, m: usize) -> Vec<String> {
-        match &self.file.primary {
+        match self.file.measure[m].primary.as_ref().or(self.file.primary.as_ref()) {
             Some(p) => p.clone(),
             None if self.file.measure[m].capacity => PRIMARY_CAPACITY.iter().map(|s| s.to_string()).collect(),
             None => PRIMARY_RUN.iter().map(|s| s.to_string()).collect(),
@@ -474,6 +520,7 @@ measure:
         assert_eq!(
             names,
             [
+                "e1-batches",
                 "e1-jdk",
                 "e1-versions",
                 "e2-gc",
@@ -503,7 +550,7 @@ measure:
             panic!()
         };
         assert_eq!(cap.rates.as_deref(), Some("1k,2k"));
-        assert!(matches!(e.file.order, Order::Rotate) && e.file.fresh);
+        assert!(matches!(e.file.order, Order::Random) && e.file.fresh);
         assert_eq!(e.file.floor, 0.02);
     }
 

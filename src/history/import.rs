@@ -99,13 +99,21 @@ fn walk_experiment(
             continue;
         };
         let step_dir = dir.join(sub);
-        if !(step_dir.join(RESULT_FILE).exists() || step_dir.join(CAPACITY_FILE).exists()) {
-            continue;
+        // A step whose node served several windows holds them as w1, w2, …
+        let windows: Vec<PathBuf> = (1..)
+            .map(|w| step_dir.join(format!("w{w}")))
+            .take_while(|w| w.is_dir())
+            .collect();
+        let dirs = if windows.is_empty() { vec![step_dir] } else { windows };
+        for d in dirs {
+            if !(d.join(RESULT_FILE).exists() || d.join(CAPACITY_FILE).exists()) {
+                continue;
+            }
+            let mut l = labels.clone();
+            l.entry("experiment".into()).or_insert_with(|| name.clone());
+            l.entry("variant".into()).or_insert_with(|| variant.to_string());
+            out.push((d, l));
         }
-        let mut l = labels.clone();
-        l.entry("experiment".into()).or_insert_with(|| name.clone());
-        l.entry("variant".into()).or_insert_with(|| variant.to_string());
-        out.push((step_dir, l));
     }
     Ok(())
 }

@@ -37,6 +37,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         (None, None) => Some(DEFAULT_DURATION),
         (d, _) => d,
     };
+    pin_client(common)?;
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
     let window = if args.ops.is_some() { None } else { duration };
     let faults = fault_schedule(home, common, &local_nodes, window, "--duration")?;
@@ -84,6 +85,14 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     Ok((result, out))
 }
 
+/// Pins caplab (this process, and the threads it starts from now on) to `--client-cpus`.
+fn pin_client(common: &crate::measure::options::DriveOptions) -> Result<()> {
+    match &common.client_cpus {
+        Some(list) => crate::cpus::pin_self(&crate::cpus::parse(list)?),
+        None => Ok(()),
+    }
+}
+
 /// Runs a capacity search as `caplab capacity` does; returns its report, its results
 /// directory, and whether a price was asked for with no node count to apply it to.
 pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result<(CapacityReport, PathBuf, bool)> {
@@ -107,6 +116,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
     let choice = Choice::of(&common.workload)?;
     refuse_validation(common, &choice)?;
     common.metrics.check()?;
+    pin_client(common)?;
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
     let faults = fault_schedule(home, common, &local_nodes, Some(args.measure), "--measure")?;
     let local_nodes = common.telemetry.watched(local_nodes);

@@ -27,6 +27,10 @@ pub struct DriveOptions {
     /// No per-second progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run caplab's client on these cores only (e.g. 0), apart from the nodes' (`caplab node
+    /// start --cpus 1`), so the two stop taking turns on every core.
+    #[arg(long, value_name = "LIST")]
+    pub client_cpus: Option<String>,
     #[command(flatten)]
     pub workload: WorkloadOptions,
     #[command(flatten)]

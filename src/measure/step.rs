@@ -204,7 +204,7 @@ impl Step {
             settled: end.settled,
             check: sink.check.take().map(|c| c.text),
         });
-        result.steady_state = steady_state(&end, &mut sink.seconds);
+        result.steady_state = steady_state(&end, &mut sink.seconds, ecfg.rate);
         self.fault_records(&mut result, &sink.tallies, &end, started, verdict.as_ref());
         drop(sink);
         if !self.jmx.is_empty() {
@@ -435,12 +435,12 @@ impl Step {
 
 /// The measured window's steady-state verdict, from its seconds (given from the run's start;
 /// None when nothing was measured). A warm-up that reached its maximum leaves it not steady.
-fn steady_state(end: &RunEnd, seconds: &mut [crate::steady::Second]) -> Option<crate::steady::SteadyState> {
+fn steady_state(end: &RunEnd, seconds: &mut [crate::steady::Second], rate: f64) -> Option<crate::steady::SteadyState> {
     let from = end.measured?.from.as_secs_f64();
     for s in seconds.iter_mut() {
         s.at_s -= from;
     }
-    let mut verdict = crate::steady::judge(seconds);
+    let mut verdict = crate::steady::judge(seconds, crate::steady::Load::of(rate));
     if end.settled == Some(false) {
         verdict.steady = false;
         verdict

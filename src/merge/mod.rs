@@ -62,7 +62,7 @@ pub fn merge(
     let reported: Vec<(String, &BTreeSet<i64>)> = loaders.iter().map(|l| (l.slice.to_string(), &l.seconds)).collect();
     merged.merged.as_mut().expect("set").partial = partial(&reported, base_ms, interval_ms);
     if let Some((from, _)) = span {
-        let mut verdict = crate::steady::judge(&seconds);
+        let mut verdict = crate::steady::judge(&seconds, crate::steady::Load::of(merged.config.engine.rate));
         if merged.warmup.as_ref().is_some_and(|w| w.settled == Some(false)) {
             verdict.steady = false;
             verdict

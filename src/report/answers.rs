@@ -87,17 +87,12 @@ mod tests {
     #[test]
     fn every_look_is_drawn_against_the_band() {
         let mut a = Answer {
-            metric: "throughput".into(),
-            variant: "b".into(),
             decision: Decision::Better,
             ratio: Some(1.4),
             ci: Some((1.2, 1.6)),
-            effect: 0.05,
             repeats: (4, 4),
-            round: 4,
-            more: None,
             history: vec![(3, 1.5, 0.9, 2.4), (4, 1.4, 1.2, 1.6)],
-            note: None,
+            ..Answer::open("throughput", "b", 0.05, 4)
         };
         let svg = narrowing(&a).unwrap();
         assert_eq!(svg.matches("<circle").count(), 2, "{svg}");

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::answers;
 use super::html::{self, esc};
 use super::series::{Curve, RunSeries, curve};
-use crate::experiment::compare::{Comparison, Row};
+use crate::experiment::compare::{Answer, Comparison, Row};
 use crate::experiment::record::ExperimentRecord;
 use crate::experiment::spec::ExperimentFile;
 use crate::measure::RunStatus;
@@ -24,8 +24,33 @@ struct VariantView {
 }
 
 #[derive(Serialize)]
+struct SittingView {
+    name: String,
+    host: String,
+    started_at: String,
+    status: String,
+    elapsed_s: f64,
+    stopped: Option<String>,
+    seed: u64,
+    steps: usize,
+}
+
+/// An answer as the page shows it: its line, its narrowing drawn, each round's ratio, the
+/// steady-only check and, pooled, each sitting's part.
+#[derive(Serialize)]
+struct AnswerView {
+    line: String,
+    svg: Option<String>,
+    variance: String,
+    pairs: String,
+    check: Option<String>,
+    sittings: Vec<String>,
+}
+
+#[derive(Serialize)]
 struct ExperimentStepView {
     index: usize,
+    sitting: String,
     variant: String,
     repeat: u32,
     status: String,
@@ -43,7 +68,7 @@ struct MeasurementView {
     /// One SVG per metric.
     bars: Vec<String>,
     /// Each primary question's answer in words and its narrowing drawn.
-    answers: Vec<(String, Option<String>)>,
+    answers: Vec<AnswerView>,
     has_distribution: bool,
     steps: Vec<ExperimentStepView>,
 }
@@ -54,6 +79,13 @@ struct Page<'a> {
     variants: Vec<VariantView>,
     baseline: String,
     done: usize,
+    steps: usize,
+    /// The current sitting's status, start and time (every sitting's time).
+    status: String,
+    started_at: String,
+    elapsed_s: f64,
+    stopped: Option<String>,
+    sittings: Vec<SittingView>,
     measurements: Vec<MeasurementView>,
 }
 
@@ -193,6 +225,111 @@ fn number(v: f64) -> String {
     }
 }
 
+/// A step as the page shows it: its small chart (its first window's, when its node served
+/// several) and caption; its windows' response histograms are added to its variant's `merged`.
+fn step_view(
+    dir: &Path,
+    s: &crate::experiment::record::ExperimentStep,
+    merged: &mut BTreeMap<usize, hdrhistogram::Histogram<u64>>,
+) -> (ExperimentStepView, StepData) {
+    let sdir = dir.join(&s.dir);
+    let windows: Vec<PathBuf> = (1..=s.windows.max(1))
+        .map(|w| crate::experiment::step::window_dir(&sdir, s.windows, w))
+        .collect();
+    let first = &windows[0];
+    let mut series = None;
+    let mut note = (s.windows > 1).then(|| format!("window 1 of {} on its node", s.windows));
+    let mut unsteady = None;
+    if s.status == Some(RunStatus::Completed) && first.join(crate::measure::result::RESULT_FILE).is_file() {
+        match RunSeries::load(first, &s.variant_name) {
+            Ok((r, rs)) => {
+                unsteady = r.steady_state.as_ref().filter(|v| !v.steady).map(|v| {
+                    v.class
+                        .map_or("warm-up did not settle".to_string(), |c| c.name().to_string())
+                });
+                for w in &windows {
+                    if let Ok(r) = crate::measure::RunResult::load(w) {
+                        merged
+                            .entry(s.at.variant)
+                            .or_insert_with(new_histogram)
+                            .add(r.response_histogram())
+                            .expect("same range");
+                    }
+                }
+                series = Some(StepSeries {
+                    t: rs.t,
+                    p50: rs.p50,
+                    p99: rs.p99,
+                    p999: rs.p999,
+                    gc: rs.gc,
+                });
+            }
+            Err(e) => note = Some(format!("cannot read: {e:#}")),
+        }
+    } else if sdir.join(crate::measure::result::CAPACITY_FILE).is_file() {
+        note = Some("a capacity search: see its page".into());
+    }
+    let link = first.join(super::REPORT_FILE).is_file().then(|| {
+        format!(
+            "{}/{}",
+            first.strip_prefix(dir).unwrap_or(first).display(),
+            super::REPORT_FILE
+        )
+    });
+    let view = ExperimentStepView {
+        index: s.index,
+        sitting: s.sitting.clone(),
+        variant: s.variant_name.clone(),
+        repeat: s.at.repeat,
+        status: s
+            .status
+            .and_then(|st| serde_json::to_value(st).ok()?.as_str().map(String::from))
+            .unwrap_or_else(|| "not run".to_string()),
+        link,
+        series: series.is_some(),
+        note,
+        unsteady,
+    };
+    (view, StepData { index: s.index, series })
+}
+
+fn answer_view(a: &Answer) -> AnswerView {
+    AnswerView {
+        line: a.line(),
+        svg: answers::narrowing(a),
+        variance: a.variance.clone(),
+        pairs: a
+            .pairs
+            .iter()
+            .map(|(r, x)| format!("round {r} ×{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        check: a.steady_check.as_ref().map(|c| {
+            format!(
+                "steady windows only: ×{:.3} [{:.3}–{:.3}] over {} rounds ({} window(s) not steady left out)",
+                c.ratio, c.ci.0, c.ci.1, c.rounds, c.left_out
+            )
+        }),
+        sittings: a
+            .sittings
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}: ×{:.3} [{:.3}–{:.3}] over {} rounds{}",
+                    p.sitting,
+                    p.ratio,
+                    p.ci.0,
+                    p.ci.1,
+                    p.rounds,
+                    p.decision
+                        .map(|d| format!(", its own answer {}", d.name()))
+                        .unwrap_or_default()
+                )
+            })
+            .collect(),
+    }
+}
+
 pub fn page(dir: &Path, record: &ExperimentRecord) -> Result<String> {
     let file: Option<ExperimentFile> = serde_norway::from_str(&record.text).ok();
     let variant_names: Vec<String> = file
@@ -237,62 +374,15 @@ pub fn page(dir: &Path, record: &ExperimentRecord) -> Result<String> {
         let mut steps = Vec::new();
         let mut step_data = Vec::new();
         for s in record.steps.iter().filter(|s| s.at.measurement == mi) {
-            let sdir = dir.join(&s.dir);
-            let mut series = None;
-            let mut note = None;
-            let mut unsteady = None;
-            if s.status == Some(RunStatus::Completed) && sdir.join(crate::measure::result::RESULT_FILE).is_file() {
-                match RunSeries::load(&sdir, &s.variant_name) {
-                    Ok((r, rs)) => {
-                        unsteady = r.steady_state.as_ref().filter(|v| !v.steady).map(|v| {
-                            v.class
-                                .map_or("warm-up did not settle".to_string(), |c| c.name().to_string())
-                        });
-                        merged
-                            .entry(s.at.variant)
-                            .or_insert_with(new_histogram)
-                            .add(r.response_histogram())
-                            .expect("same range");
-                        series = Some(StepSeries {
-                            t: rs.t,
-                            p50: rs.p50,
-                            p99: rs.p99,
-                            p999: rs.p999,
-                            gc: rs.gc,
-                        });
-                    }
-                    Err(e) => note = Some(format!("cannot read: {e:#}")),
-                }
-            } else if sdir.join(crate::measure::result::CAPACITY_FILE).is_file() {
-                note = Some("a capacity search: see its page".into());
-            }
-            steps.push(ExperimentStepView {
-                index: s.index,
-                variant: s.variant_name.clone(),
-                repeat: s.at.repeat,
-                status: s
-                    .status
-                    .and_then(|st| serde_json::to_value(st).ok()?.as_str().map(String::from))
-                    .unwrap_or_else(|| "not run".to_string()),
-                link: sdir
-                    .join(super::REPORT_FILE)
-                    .is_file()
-                    .then(|| format!("{}/{}", s.dir, super::REPORT_FILE)),
-                series: series.is_some(),
-                note,
-                unsteady,
-            });
-            step_data.push(StepData { index: s.index, series });
+            let (view, data) = step_view(dir, s, &mut merged);
+            steps.push(view);
+            step_data.push(data);
         }
         let distribution: Vec<Curve> = merged
             .iter()
             .map(|(v, h)| curve(variant_names.get(*v).map_or("?", |n| n.as_str()), h))
             .collect();
-        let answers = comparison
-            .iter()
-            .flat_map(|c| &c.answers)
-            .map(|a| (a.line(), answers::narrowing(a)))
-            .collect();
+        let answers = comparison.iter().flat_map(|c| &c.answers).map(answer_view).collect();
         views.push(MeasurementView {
             name: name.clone(),
             comparison,
@@ -311,6 +401,31 @@ pub fn page(dir: &Path, record: &ExperimentRecord) -> Result<String> {
         .iter()
         .filter(|s| s.status == Some(RunStatus::Completed))
         .count();
+    let status_name = |s: RunStatus| {
+        serde_json::to_value(s)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
+    };
+    let sittings = record
+        .sittings
+        .iter()
+        .map(|s| SittingView {
+            name: s.name.clone(),
+            host: s.host.describe(),
+            started_at: s.started_at.clone(),
+            status: status_name(s.status),
+            elapsed_s: s.elapsed_s,
+            stopped: s.stopped.clone(),
+            seed: s.seed,
+            steps: record
+                .steps
+                .iter()
+                .filter(|t| t.sitting == s.name && t.status == Some(RunStatus::Completed))
+                .count(),
+        })
+        .collect();
+    let now = record.current();
     let title = format!("caplab experiment: {}", record.name);
     html::render(
         "experiment.html",
@@ -320,6 +435,12 @@ pub fn page(dir: &Path, record: &ExperimentRecord) -> Result<String> {
             variants,
             baseline,
             done,
+            steps: record.steps.len(),
+            status: status_name(now.status),
+            started_at: record.sittings[0].started_at.clone(),
+            elapsed_s: record.elapsed_s(),
+            stopped: now.stopped.clone(),
+            sittings,
             measurements: views,
         },
         &Data {

@@ -7,7 +7,11 @@
 //! questions looked at after every round; `changes` finds change points in a series of runs.
 
 pub mod changes;
+pub mod meta;
+pub mod ratio;
 pub mod sequential;
+#[cfg(test)]
+pub(crate) mod sim;
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 

@@ -156,8 +156,8 @@ pub fn rule() -> String {
          levels within {:.0} % (throughput), {:.0} % or {} ms (p50), {:.0} % or {} ms (p99) of the median are one level. \
          flat: one level \
          or recurring levels; warmup: starts below or ends above all else; slowdown: the reverse; none: a new level \
-         in the last {:.0} % of the window, or series that disagree. Throughput and p50 decide the window's class; p99 \
-         is shown. Windows under {MIN_WINDOW} s are not judged.",
+         in the last {:.0} % of the window, or series that disagree. Throughput decides the window's class flat out, \
+         throughput and p50 at a fixed rate; p99 is shown. Windows under {MIN_WINDOW} s are not judged.",
         THROUGHPUT.tolerance * 100.0,
         P50.tolerance * 100.0,
         P50.floor,
@@ -167,8 +167,28 @@ pub fn rule() -> String {
     )
 }
 
+/// How the load was offered, which says which series carries a window's signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    /// As fast as the server answers: throughput is what moves, and with a fixed number of
+    /// operations in flight p50 mirrors it (Little's law), so throughput alone decides; judged
+    /// on both, a window had two chances to be called unsteady for one change, and 8 % of
+    /// stationary windows were (the simulation below).
+    FlatOut,
+    /// At a fixed rate: throughput is held by the schedule and moves only when the server falls
+    /// behind; p50 is what moves. Both decide.
+    Fixed,
+}
+
+impl Load {
+    /// The load of a run at `rate` operations a second (0: flat out).
+    pub fn of(rate: f64) -> Load {
+        if rate > 0.0 { Load::Fixed } else { Load::FlatOut }
+    }
+}
+
 /// Judges a measured window from its seconds.
-pub fn judge(seconds: &[Second]) -> SteadyState {
+pub fn judge(seconds: &[Second], load: Load) -> SteadyState {
     let window_s = seconds.len() as f64;
     let series: Vec<SeriesVerdict> = [
         (
@@ -200,12 +220,10 @@ pub fn judge(seconds: &[Second]) -> SteadyState {
     // p99 is shown but does not decide: at a fixed rate here its seconds jump from 3 ms to
     // 45 ms and back for 5-10 s around GC pauses and flushes (16 of 30 stationary windows were
     // called unsteady on p99 alone or with it), and leaving such windows out of comparisons
-    // would favour the configurations that pause more. Throughput and p50 decide.
-    let classes: Vec<Class> = series
-        .iter()
-        .filter(|s| s.metric != P99.name)
-        .map(|s| s.class)
-        .collect();
+    // would favour the configurations that pause more. Throughput and p50 decide at a fixed
+    // rate, throughput flat out (`Load`).
+    let decides = |s: &&SeriesVerdict| s.metric != P99.name && (load == Load::Fixed || s.metric != P50.name);
+    let classes: Vec<Class> = series.iter().filter(decides).map(|s| s.class).collect();
     let has = |c| classes.contains(&c);
     let class = if has(Class::None) || (has(Class::Warmup) && has(Class::Slowdown)) {
         Class::None
@@ -222,6 +240,8 @@ pub fn judge(seconds: &[Second]) -> SteadyState {
         .map(|s| {
             if s.metric == P99.name && s.class != Class::Flat && class == Class::Flat {
                 format!("{} (p99 alone does not make a window unsteady)", s.why)
+            } else if s.metric == P50.name && load == Load::FlatOut && s.class != Class::Flat && class == Class::Flat {
+                format!("{} (flat out, throughput decides)", s.why)
             } else {
                 s.why.clone()
             }
@@ -533,17 +553,17 @@ mod tests {
 
     #[test]
     fn noise_without_a_trend_is_flat() {
-        // ±25 % per second, as a GC-bound server on two shared cores gives. The verdict is a
-        // test at a level, not a guarantee: the calibration module holds it to 5 % false
-        // alarms; independent noise must stay inside that too (within 3 standard errors of
-        // 1,000 seeded windows, so this deterministic test states the rate, not luck).
+        // ±25 % per second, as a GC-bound server on two shared cores gives. The verdict is
+        // calibrated to 5 % false alarms on the noise measured here (the calibration module);
+        // on independent noise it is at about its level (4.8 %), so what this asserts is 7 %:
+        // the rate of 1,000 seeded windows plus three Monte Carlo standard errors (2 %).
         let alarms = (1..=1000)
             .filter(|&seed| class_of(&series(60, 0.25, seed, |_| 100_000.0)).class != Class::Flat)
             .count();
-        let bound = 1000.0 * (0.05 + 3.0 * (0.05f64 * 0.95 / 1000.0).sqrt());
+        let rate = alarms as f64 / 1000.0;
         eprintln!("independent noise: {alarms} of 1,000 flat windows called unsteady");
         assert!(
-            (alarms as f64) <= bound,
+            crate::stats::sim::bound(rate, 1000) <= 0.07,
             "{alarms} of 1,000 flat windows called unsteady"
         );
     }
@@ -616,12 +636,15 @@ mod tests {
                 })
                 .collect()
         };
-        let flat = judge(&seconds(&|_| 1000.0, &|_| 1.0));
+        let flat = judge(&seconds(&|_| 1000.0, &|_| 1.0), Load::FlatOut);
         assert_eq!((flat.class, flat.steady), (Some(Class::Flat), true), "{flat:?}");
         assert_eq!(flat.series.len(), 3);
-        let warm = judge(&seconds(&|t| if t < 30.0 { 500.0 } else { 1000.0 }, &|t| {
-            if t < 30.0 { 2.0 } else { 1.0 }
-        }));
+        let warm = judge(
+            &seconds(&|t| if t < 30.0 { 500.0 } else { 1000.0 }, &|t| {
+                if t < 30.0 { 2.0 } else { 1.0 }
+            }),
+            Load::Fixed,
+        );
         assert_eq!((warm.class, warm.steady), (Some(Class::Warmup), false), "{warm:?}");
         assert!(
             warm.render().contains("WARM-UP") && warm.summary.contains("changepoint at 30 s"),
@@ -629,18 +652,32 @@ mod tests {
             warm.summary
         );
         // Throughput warming while latency worsens: no steady state.
-        let mixed = judge(&seconds(&|t| if t < 30.0 { 500.0 } else { 1000.0 }, &|t| {
+        // Throughput warming while latency worsens: no steady state at a fixed rate, where both
+        // decide; flat out, throughput decides (p50 mirrors it, and is named beside).
+        let mixed_seconds = seconds(&|t| if t < 30.0 { 500.0 } else { 1000.0 }, &|t| {
             if t < 30.0 { 1.0 } else { 3.0 }
-        }));
+        });
+        let mixed = judge(&mixed_seconds, Load::Fixed);
         assert_eq!(mixed.class, Some(Class::None), "{mixed:?}");
-        let short = judge(&seconds(&|_| 1000.0, &|_| 1.0)[..6]);
+        assert_eq!(judge(&mixed_seconds, Load::FlatOut).class, Some(Class::Warmup));
+        // A p50 step alone: unsteady at a fixed rate, flat (and said) flat out.
+        let p50_step = seconds(&|_| 1000.0, &|t| if t < 30.0 { 1.0 } else { 2.0 });
+        assert_eq!(judge(&p50_step, Load::Fixed).class, Some(Class::Slowdown));
+        let flat_out = judge(&p50_step, Load::FlatOut);
+        assert_eq!(flat_out.class, Some(Class::Flat), "{flat_out:?}");
+        assert!(
+            flat_out.summary.contains("flat out, throughput decides"),
+            "{}",
+            flat_out.summary
+        );
+        let short = judge(&seconds(&|_| 1000.0, &|_| 1.0)[..6], Load::FlatOut);
         assert_eq!((short.class, short.steady), (None, true));
         assert!(short.summary.contains("not judged"), "{}", short.summary);
         // Seconds without an operation have no latency: left out of those series.
         let mut gaps = seconds(&|_| 1000.0, &|_| 1.0);
         gaps[10].p50_ms = None;
         gaps[10].p99_ms = None;
-        assert_eq!(judge(&gaps).class, Some(Class::Flat));
+        assert_eq!(judge(&gaps, Load::FlatOut).class, Some(Class::Flat));
         let json = serde_json::to_value(&warm).unwrap();
         assert_eq!(json["class"], "warmup");
         assert_eq!(json["series"][0]["changepoints_s"], serde_json::json!([30.0]));
@@ -694,8 +731,8 @@ mod calibration {
             / runs as f64
     }
 
-    /// Stationary windows (2,000 each of 60 and 120 s): at most 5 % not flat, plus three Monte
-    /// Carlo standard errors (1.5 %); measured 3.1 % and 2.6 %. A 20 % change of level for the
+    /// Stationary windows (2,000 each of 60 and 120 s): not flat at most 5 % of the time, the rate
+    /// plus three Monte Carlo standard errors (about 1.1 %) asserted; measured 3.1 % and 2.6 %. A 20 % change of level for the
     /// last third: at this noise (per-second CV 21 %) seen in 64-68 % of 60 s windows and 90-96 %
     /// of 120 s ones, which is what a penalised changepoint can do at 5 % false alarms on 20 s of
     /// such seconds; asserted at least 60 % and 85 % (4 standard errors below). README states
@@ -703,7 +740,6 @@ mod calibration {
     #[test]
     fn false_alarms_and_detections_with_the_noise_measured_here() {
         let runs = 2_000;
-        let bound = 0.05 + 3.0 * (0.05 * 0.95 / runs as f64).sqrt();
         for n in [60, 120] {
             let alarms = not_flat(runs, 1, n, 0.0);
             let fall = not_flat(runs, 2, n, -0.20);
@@ -721,9 +757,64 @@ mod calibration {
                     not_flat(1_000, 4, n, -size) * 100.0
                 );
             }
-            assert!(alarms <= bound, "{n} s: {alarms}");
+            assert!(crate::stats::sim::bound(alarms, runs) <= 0.05, "{n} s: {alarms}");
             let least = if n >= 120 { 0.85 } else { 0.60 };
             assert!(fall >= least && rise >= least, "{n} s: {fall} {rise}");
         }
+    }
+
+    /// A window's seconds as a settled node gives them flat out: `flat_out`'s throughput, and a
+    /// p50 that follows it (a closed loop: a slow second's operations wait longer, p50 ∝
+    /// 1 / throughput^0.8) with its own noise (CV 8 %). At a fixed rate (`fixed`): throughput
+    /// held within 0.5 %, p50 with the same noise (a pause of 100 ms moves a second's p50
+    /// little; it moves p99, which does not decide).
+    fn seconds(rng: &mut Pcg64Mcg, n: usize, fixed: bool) -> Vec<Second> {
+        flat_out(rng, n, 0.0)
+            .into_iter()
+            .enumerate()
+            .map(|(t, ops)| {
+                let (ops, p50) = if fixed {
+                    (3000.0 * (1.0 + 0.005 * normal(rng)), 0.9 * (0.08 * normal(rng)).exp())
+                } else {
+                    (ops, 3.5 * (68_000.0 / ops).powf(0.8) * (0.08 * normal(rng)).exp())
+                };
+                Second {
+                    at_s: t as f64,
+                    ops_per_s: ops,
+                    p50_ms: Some(p50),
+                    p99_ms: Some(p50 * 4.0),
+                }
+            })
+            .collect()
+    }
+
+    /// The false-alarm rate of a window's whole class as `judge` decides it, on 2,000
+    /// stationary windows each of 60 and 120 s, flat out (throughput decides; seed 61) and at a
+    /// fixed rate (throughput and p50 decide; seed 62): the rate plus three Monte Carlo standard
+    /// errors at most 5 %. Judged on throughput and p50 together flat out, as caplab did, the
+    /// same windows were called unsteady 8.1 % and 7.4 % of the time (the check fails that).
+    #[test]
+    fn the_whole_class_false_alarm_rate_holds_flat_out_and_at_a_fixed_rate() {
+        let runs = 2_000;
+        for (load, seed) in [(Load::FlatOut, 61), (Load::Fixed, 62)] {
+            let mut rng = Pcg64Mcg::seed_from_u64(seed);
+            for n in [60, 120] {
+                let fixed = load == Load::Fixed;
+                let alarms = (0..runs)
+                    .filter(|_| judge(&seconds(&mut rng, n, fixed), load).class != Some(Class::Flat))
+                    .count();
+                let rate = alarms as f64 / runs as f64;
+                eprintln!("{load:?}, {n} s windows: {:.1} % not flat", rate * 100.0);
+                assert!(crate::stats::sim::bound(rate, runs) <= 0.05, "{load:?} {n} s: {rate}");
+            }
+        }
+        // Both deciding flat out: the union of two views of one signal.
+        let mut rng = Pcg64Mcg::seed_from_u64(61);
+        let both = (0..runs)
+            .filter(|_| judge(&seconds(&mut rng, 60, false), Load::Fixed).class != Some(Class::Flat))
+            .count() as f64
+            / runs as f64;
+        eprintln!("flat out judged on both: {:.1} % not flat", both * 100.0);
+        assert!(crate::stats::sim::bound(both, runs) > 0.05, "{both}");
     }
 }

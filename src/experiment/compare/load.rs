@@ -46,7 +46,7 @@ impl Observation {
             .with_context(|| format!("cannot read the per-second series of {}", dir.display()))?;
         if result.steady_state.is_none() {
             // Written before verdicts existed: judged now, from its seconds, never assumed steady.
-            let mut verdict = crate::steady::judge(&seconds);
+            let mut verdict = crate::steady::judge(&seconds, crate::steady::Load::of(result.config.engine.rate));
             verdict.summary = format!("{} (judged when compared: the result had no verdict)", verdict.summary);
             result.steady_state = Some(verdict);
         }

@@ -8,6 +8,7 @@ use crate::metrics::summary::OpSummary;
 use crate::telemetry::ServerReport;
 
 /// One metric of the table.
+#[derive(Clone, Copy)]
 pub struct Metric {
     pub key: &'static str,
     pub label: &'static str,

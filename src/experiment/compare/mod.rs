@@ -1,32 +1,35 @@
 //! Comparing variants, metric by metric, with statistics that say how sure the difference is.
 //!
-//! The repeat (a fresh JVM on fresh nodes) is the unit of replication: each metric is taken
-//! once per repeat (a percentile is each repeat's own, never an average of percentiles across
-//! runs; the pooled percentile of the merged histograms is shown beside it), and variants are
-//! compared on those values: the mean with its 95 % t interval, the ratio to the baseline with a
-//! bootstrap 95 % interval, Welch's t-test, and Benjamini–Hochberg's correction over every metric
-//! and variant of the measurement (the false discovery rate: Holm's family-wise control leaves
-//! almost no power at three repeats and ~15 metrics). A difference is *negligible* when it is below the floor (default 2 %)
-//! however small its p-value. With one repeat per variant, the per-second values of the measured
-//! window stand in, with an effective sample size by batch means (they are not independent):
-//! weaker evidence, and said so; metrics without a per-second series cannot be tested then.
+//! The node (a fresh JVM on fresh nodes; the mean of its windows when it served several) is
+//! the unit of replication: each metric is taken once per node (a percentile is each node's
+//! own, never an average of percentiles across runs; the pooled percentile of the merged
+//! histograms is shown beside it). An experiment runs in blocks, every round every variant
+//! once, so variants are compared round by round: the ratio to the baseline is the mean of the
+//! rounds' log-ratios with Student's t (paired), or, for results directories given by hand,
+//! Welch's t on the logs; across several sittings the sittings' estimates are pooled with a
+//! random-effects model. p-values are corrected with Benjamini–Hochberg over every metric and
+//! variant of the measurement (Holm's family-wise control leaves almost no power at three
+//! repeats and ~15 metrics). A difference is *negligible* when it is below the floor (default
+//! 2 %) however small its p-value. With one repeat per variant, the per-second values of the
+//! measured window stand in, with an effective sample size by batch means: weaker evidence,
+//! and said so.
 //!
-//! Only steady runs are compared unless asked otherwise: a run whose measured window was not
-//! steady (its verdict warm-up, slowdown or none, or an automatic warm-up that never settled)
-//! is left out, named in the comparison, and a variant left with fewer than two steady repeats
-//! is reported as such rather than tested. Windows too short to judge are kept. Capacity
-//! searches are compared whole (their steps' verdicts are in capacity.json).
-
+//! Every window after a settled warm-up is data, whatever its steady-state class: on shared
+//! cores flat-out throughput shifts level within a minute on a settled node, and leaving those
+//! windows out biases the comparison. The steady-only analysis is kept beside each answer as a
+//! check of sensitivity; `steady_only` makes it the primary one (windows left out are named).
 //!
-//! The files: `load` reads what a step left on disk (`Observation`), `metrics` is the table of
-//! what is compared, `statistics` makes the figures and verdicts, `answer` decides the primary
-//! questions, `render` prints them.
+//! The files: `load` reads what a step left on disk (`Observation`), `units` turns records
+//! into what is compared and pairs them by round, `metrics` is the table of what is compared,
+//! `statistics` makes the figures and verdicts, `answer` decides the primary questions,
+//! `render` prints them.
 
 pub mod answer;
 pub mod load;
 pub mod metrics;
 pub mod render;
 pub mod statistics;
+pub mod units;
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +37,7 @@ pub use answer::{Answer, Question};
 pub use load::{Observation, Series};
 pub use metrics::metric_keys;
 pub use statistics::{Ask, compare};
+pub use units::Unit;
 
 /// A run left out of a comparison because its window was not steady.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,7 +100,7 @@ pub struct Row {
 }
 
 /// One measurement's comparison of its variants (experiment.json keeps it).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Comparison {
     pub measurement: String,
     pub baseline: String,
@@ -104,9 +108,9 @@ pub struct Comparison {
     /// `repeats`, `per-second series (one repeat: weaker evidence)`, or that a variant has too
     /// few steady repeats to be tested.
     pub evidence: String,
-    /// Repeats compared per variant (steady ones, unless unsteady ones were included).
+    /// Repeats compared per variant (nodes, every sitting's).
     pub repeats: Vec<usize>,
-    /// Whether runs whose window was not steady were left out (the default).
+    /// Whether runs whose window was not steady were left out (`steady_only`).
     #[serde(default)]
     pub steady_only: bool,
     /// The runs left out, and why.
@@ -116,4 +120,7 @@ pub struct Comparison {
     /// The primary questions' answers (better, worse, equivalent, open).
     #[serde(default)]
     pub answers: Vec<Answer>,
+    /// The sittings compared (one: this sitting only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sittings: Vec<String>,
 }

@@ -1,14 +1,16 @@
-//! The figures and verdicts of a comparison: which runs are compared (steady ones, by default),
-//! each metric's estimate per variant (over repeats, or a single run's per-second series), the
-//! ratio to the baseline with its interval, Welch's test, Benjamini–Hochberg's correction over
-//! the measurement, and the verdict in words.
+//! The figures and verdicts of a comparison: which units are compared (all, or steady ones
+//! when asked), each metric's estimate per variant (over its units, or a single run's
+//! per-second series), the ratio to the baseline with its interval and test (paired over rounds
+//! when the variants ran in blocks, Welch's on the logs otherwise, pooled across sittings with a
+//! random-effects model when there are several), Benjamini–Hochberg's correction over the
+//! measurement, and the verdict in words.
 
-use super::answer::{Answer, Question, answers};
-use super::load::Observation;
+use super::answer::{Answer, Question, pooled_answers, sitting_answers};
 use super::metrics::{Metric, metrics};
+use super::units::{Unit, blocked, pairs};
 use super::{Comparison, Excluded, Figure, Row};
 use crate::metrics::recorder::new_histogram;
-use crate::stats::{self, Estimate};
+use crate::stats::{self, Estimate, meta, ratio};
 
 const LEVEL: f64 = 0.95;
 const ALPHA: f64 = 0.05;
@@ -23,24 +25,29 @@ pub struct Ask<'a> {
     /// Only these metrics get a test (and share the correction); the others keep their means
     /// and intervals, marked untested. None: every metric.
     pub tested: Option<&'a [String]>,
-    /// Leave out runs whose window was not steady.
+    /// Leave out units whose window was not steady (by default every window is data).
     pub steady_only: bool,
     /// The question, when the comparison should answer it (primary metrics, effects, design).
     pub question: Option<Question<'a>>,
-    /// Answers decided at earlier rounds, carried over as they were.
+    /// Answers decided at earlier rounds of this sitting, carried over as they were.
     pub earlier: &'a [Answer],
+    /// The sittings the units come from: one, a sitting's own comparison; several, a
+    /// comparison across them (answers pooled).
+    pub sittings: &'a [String],
+    /// Each sitting's own answers, shown beside pooled ones.
+    pub own: &'a [Vec<Answer>],
 }
 
-/// The variants' observations that are compared, the runs left out, and per variant why it
-/// cannot be tested (too few steady repeats), if so.
+/// The variants' units that are compared, the units left out, and per variant why it cannot be
+/// tested (too few steady repeats), if so.
 struct Kept {
-    variants: Vec<(String, Vec<Observation>)>,
+    variants: Vec<(String, Vec<Unit>)>,
     excluded: Vec<Excluded>,
     short: Vec<Option<String>>,
 }
 
 /// Compares the variants of one measurement, metric by metric.
-pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], ask: Ask) -> Comparison {
+pub fn compare(measurement: &str, variants: &[(String, Vec<Unit>)], ask: Ask) -> Comparison {
     let Kept {
         variants,
         excluded,
@@ -48,6 +55,7 @@ pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], ask: 
     } = keep(variants, ask.steady_only);
     let repeats: Vec<usize> = variants.iter().map(|(_, o)| o.len()).collect();
     let by_repeats = repeats.iter().all(|&n| n >= 2);
+    let sittings = ask.sittings.len().max(1);
     let mut rows: Vec<Row> = metrics()
         .iter()
         .filter_map(|metric| row(metric, &variants, &short, by_repeats, ask))
@@ -60,10 +68,11 @@ pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], ask: 
             cell.verdict = verdict(cell, base_mean, ask.floor, better_up);
         }
     }
-    let answers = ask
-        .question
-        .map(|q| answers(&variants, ask.baseline, &q, ask.earlier))
-        .unwrap_or_default();
+    let answers = match ask.question {
+        Some(q) if sittings > 1 => pooled_answers(&variants, ask.baseline, &q, ask.sittings, ask.own),
+        Some(q) => sitting_answers(&variants, ask.baseline, &q, ask.earlier),
+        None => Vec::new(),
+    };
     for a in &answers {
         let cells = rows
             .iter_mut()
@@ -73,97 +82,131 @@ pub fn compare(measurement: &str, variants: &[(String, Vec<Observation>)], ask: 
             cell.answer = Some(a.decision);
         }
     }
+    let paired = variants.iter().all(|(_, u)| blocked(u));
     Comparison {
         measurement: measurement.to_string(),
         baseline: variants[ask.baseline].0.clone(),
         floor: ask.floor,
         evidence: if short.iter().any(Option::is_some) {
             "too few steady repeats to test every variant".into()
-        } else if by_repeats {
-            "repeats".into()
-        } else {
+        } else if !by_repeats {
             "per-second series of single runs (weaker evidence: one JVM each)".into()
+        } else if sittings > 1 {
+            format!("repeats paired by round, pooled across {sittings} sittings")
+        } else if paired {
+            "repeats paired by round".into()
+        } else {
+            "repeats".into()
         },
         repeats,
         steady_only: ask.steady_only,
         excluded,
         rows,
         answers,
+        sittings: ask.sittings.to_vec(),
     }
 }
 
-/// The runs compared: with `steady_only`, those whose window was not steady are left out and
+/// The units compared: with `steady_only`, those whose window was not steady are left out and
 /// named, and a variant left with fewer than two is marked too short to test.
-fn keep(variants: &[(String, Vec<Observation>)], steady_only: bool) -> Kept {
+fn keep(variants: &[(String, Vec<Unit>)], steady_only: bool) -> Kept {
     let mut kept = Kept {
         variants: Vec::new(),
         excluded: Vec::new(),
         short: Vec::new(),
     };
-    for (name, obs) in variants {
-        let (keep, out): (Vec<Observation>, Vec<Observation>) =
-            obs.iter().cloned().partition(|o| !steady_only || !o.unsteady());
-        for o in &out {
-            if let Observation::Run { dir, result, .. } = o {
-                kept.excluded.push(Excluded {
-                    variant: name.clone(),
-                    dir: dir.clone(),
-                    why: result
-                        .steady_state
-                        .as_ref()
-                        .map_or_else(String::new, |s| s.summary.clone()),
-                    unreadable: false,
-                });
-            }
+    for (name, units) in variants {
+        let (keep, out): (Vec<Unit>, Vec<Unit>) = units.iter().cloned().partition(|u| !steady_only || !u.unsteady());
+        for u in &out {
+            kept.excluded.push(Excluded {
+                variant: name.clone(),
+                dir: u.dir.clone(),
+                why: u.why.clone(),
+                unreadable: false,
+            });
         }
         kept.short.push(
             (!out.is_empty() && keep.len() < 2)
-                .then(|| format!("too few steady repeats ({} of {} steady)", keep.len(), obs.len())),
+                .then(|| format!("too few steady repeats ({} of {} steady)", keep.len(), units.len())),
         );
         kept.variants.push((name.clone(), keep));
     }
     kept
 }
 
-/// Each variant's estimate of `metric`: over its repeats, or, when some variant has a single
-/// repeat, over that run's per-second series with an effective sample size.
+/// Each variant's estimate of `metric`: over its units, or, when some variant has a single
+/// unit, over that run's per-second series with an effective sample size.
 fn estimates(
     metric: &Metric,
-    variants: &[(String, Vec<Observation>)],
+    variants: &[(String, Vec<Unit>)],
     values: &[Vec<f64>],
     by_repeats: bool,
 ) -> Vec<Option<Estimate>> {
     variants
         .iter()
         .zip(values)
-        .map(|((_, obs), v)| match (by_repeats, metric.series, obs.as_slice()) {
-            (false, Some(series), [Observation::Run { series: s, .. }]) if series(s).len() >= 4 => {
-                let x = series(s);
-                Some(Estimate::from_moments(
-                    stats::mean(x),
-                    stats::variance(x),
-                    stats::effective_n(x),
+        .map(|((_, units), v)| {
+            let series = match (by_repeats, metric.series, units.as_slice()) {
+                (false, Some(series), [u]) => u.detail.as_ref().map(|d| series(&d.series).clone()),
+                _ => None,
+            };
+            match series {
+                Some(x) if x.len() >= 4 => Some(Estimate::from_moments(
+                    stats::mean(&x),
+                    stats::variance(&x),
+                    stats::effective_n(&x),
                     LEVEL,
-                ))
+                )),
+                _ if v.is_empty() => None,
+                _ => Some(Estimate::of(v, LEVEL)),
             }
-            _ if v.is_empty() => None,
-            _ => Some(Estimate::of(v, LEVEL)),
         })
         .collect()
+}
+
+/// The ratio of `other` to `base` on `key` with its 95 % interval and p-value, on the log
+/// scale: per sitting paired over its rounds (Welch's on the logs when not in blocks), pooled
+/// across sittings with a random-effects model when there are several. None when a value is
+/// not positive.
+fn log_ratio(base: &[Unit], other: &[Unit], key: &str, sittings: usize) -> Option<(f64, (f64, f64), f64)> {
+    let per: Vec<ratio::LogRatio> = (0..sittings)
+        .filter_map(|s| {
+            let b: Vec<Unit> = base.iter().filter(|u| u.sitting == s).cloned().collect();
+            let o: Vec<Unit> = other.iter().filter(|u| u.sitting == s).cloned().collect();
+            if blocked(&b) && blocked(&o) {
+                let p = pairs(&b, &o, key).concat();
+                if p.len() >= 2 {
+                    return ratio::paired(&p, None);
+                }
+            }
+            let values = |u: &[Unit]| u.iter().filter_map(|u| u.value(key)).collect::<Vec<f64>>();
+            ratio::unpaired(&values(&b), &values(&o), false)
+        })
+        .collect();
+    match per.as_slice() {
+        [] => None,
+        [one] => Some((one.ratio(), one.interval(LEVEL), one.p())),
+        many => {
+            let y: Vec<f64> = many.iter().map(|e| e.d).collect();
+            let v: Vec<f64> = many.iter().map(|e| e.se * e.se).collect();
+            let p = meta::random_effects(&y, &v)?;
+            Some((p.ratio(), p.interval(LEVEL), p.p()))
+        }
+    }
 }
 
 /// One metric's row: a cell per variant with its estimate, and against the baseline its ratio,
 /// interval and test (verdicts come after the correction). None when no variant measured it.
 fn row(
     metric: &Metric,
-    variants: &[(String, Vec<Observation>)],
+    variants: &[(String, Vec<Unit>)],
     short: &[Option<String>],
     by_repeats: bool,
     ask: Ask,
 ) -> Option<Row> {
     let values: Vec<Vec<f64>> = variants
         .iter()
-        .map(|(_, obs)| obs.iter().filter_map(|o| (metric.of)(o)).collect())
+        .map(|(_, units)| units.iter().filter_map(|u| u.value(metric.key)).collect())
         .collect();
     if values.iter().all(|v| v.is_empty()) {
         return None;
@@ -172,7 +215,7 @@ fn row(
     let baseline = ask.baseline;
     let base = &estimates[baseline];
     let mut cells = Vec::new();
-    for (i, ((name, obs), est)) in variants.iter().zip(&estimates).enumerate() {
+    for (i, ((name, units), est)) in variants.iter().zip(&estimates).enumerate() {
         let mut cell = Figure {
             variant: name.clone(),
             n: est.map_or(0.0, |e| e.n),
@@ -180,7 +223,10 @@ fn row(
             ci: est
                 .filter(|e| e.half_width.is_finite())
                 .map(|e| positive_interval(e.mean, e.half_width)),
-            pooled: metric.quantile.and_then(|q| pooled(q, obs)).filter(|_| obs.len() > 1),
+            pooled: metric
+                .quantile
+                .and_then(|q| pooled(q, units))
+                .filter(|_| units.len() > 1),
             ratio: None,
             ratio_ci: None,
             p: None,
@@ -214,12 +260,21 @@ fn row(
             } else if ask.tested.is_some_and(|t| !t.iter().any(|k| k == metric.key)) {
                 cell.verdict = "not tested (not in the experiment's metrics)".into();
             } else if testable {
-                cell.p = Some(stats::welch_moments((b.mean, b.variance, b.n), (e.mean, e.variance, e.n)).p);
-                cell.ratio_ci = if by_repeats {
-                    stats::bootstrap_ratio(&values[baseline], &values[i], LEVEL, 10_000, 0x5eed ^ i as u64)
-                } else {
-                    stats::delta_ratio(b, e, LEVEL)
-                };
+                let logs = by_repeats
+                    .then(|| log_ratio(&variants[baseline].1, units, metric.key, ask.sittings.len().max(1)))
+                    .flatten();
+                match logs {
+                    Some((r, ci, p)) => {
+                        cell.ratio = Some(r);
+                        cell.ratio_ci = Some(ci);
+                        cell.p = Some(p);
+                    }
+                    None => {
+                        // Values of 0 (no GC pause in a repeat), or a single run's seconds.
+                        cell.p = Some(stats::welch_moments((b.mean, b.variance, b.n), (e.mean, e.variance, e.n)).p);
+                        cell.ratio_ci = stats::delta_ratio(b, e, LEVEL);
+                    }
+                }
             }
         }
         cells.push(cell);
@@ -265,13 +320,12 @@ fn positive_interval(mean: f64, half: f64) -> (f64, f64) {
     }
 }
 
-/// The quantile `q` of every repeat's response histograms merged.
-fn pooled(q: f64, obs: &[Observation]) -> Option<f64> {
+/// The quantile `q` of every unit's response histograms merged (None unless every unit's
+/// files were read).
+fn pooled(q: f64, units: &[Unit]) -> Option<f64> {
     let mut all = new_histogram();
-    for o in obs {
-        if let Observation::Run { response, .. } = o {
-            all.add(&**response).ok()?;
-        }
+    for u in units {
+        all.add(&u.detail.as_ref()?.response).ok()?;
     }
     (!all.is_empty()).then(|| all.value_at_quantile(q) as f64 / 1e6)
 }
@@ -311,11 +365,13 @@ fn verdict(cell: &Figure, base_mean: Option<f64>, floor: f64, higher_is_better: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::compare::{Question, Series};
+    use crate::experiment::compare::{Observation, Question, Series};
     use crate::measure::capacity_report::CapacityReport;
     use crate::metrics::recorder::new_histogram;
 
-    fn capacity(cap: f64) -> Observation {
+    const ONE: [String; 0] = [];
+
+    fn capacity(cap: f64) -> Unit {
         let json = serde_json::json!({
             "caplab_version": "x", "command": [], "status": "completed", "workload": "w",
             "sla": {"objectives": [], "min_rate_share": 0.97, "error_budget": 0.001},
@@ -324,7 +380,8 @@ mod tests {
             "highest_achieved_rate": cap * 1.1, "bracket": null, "stopped_early": null, "cost": null,
             "started_at": "", "elapsed_s": 0.0
         });
-        Observation::Capacity(Box::new(serde_json::from_value::<CapacityReport>(json).unwrap()))
+        let o = Observation::Capacity(Box::new(serde_json::from_value::<CapacityReport>(json).unwrap()));
+        Unit::from_observation(&o, 0, None)
     }
 
     #[test]
@@ -342,6 +399,8 @@ mod tests {
                 steady_only: true,
                 question: None,
                 earlier: &[],
+                sittings: &ONE,
+                own: &[],
             },
         );
         let cell = &cmp.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[0];
@@ -369,6 +428,8 @@ mod tests {
                 steady_only: true,
                 question: None,
                 earlier: &[],
+                sittings: &ONE,
+                own: &[],
             },
         );
         let row = cmp.rows.iter().find(|r| r.metric == "capacity").unwrap();
@@ -393,6 +454,8 @@ mod tests {
                 steady_only: true,
                 question: None,
                 earlier: &[],
+                sittings: &ONE,
+                own: &[],
             },
         );
         assert!(aa.rows.iter().all(|r| !r.cells[1].verdict.starts_with("significant")));
@@ -409,6 +472,8 @@ mod tests {
                 steady_only: true,
                 question: None,
                 earlier: &[],
+                sittings: &ONE,
+                own: &[],
             },
         );
         let cell = &only.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
@@ -421,7 +486,7 @@ mod tests {
 
     /// A run's observation with throughput `rate` and a window classed `class` (None: a result
     /// from before verdicts).
-    fn run(dir: &str, rate: f64, class: Option<&str>) -> Observation {
+    fn run(dir: &str, rate: f64, class: Option<&str>) -> Unit {
         let stat = serde_json::json!({"count": 1, "mean_ms": 1.0, "median_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0,
             "p999_ms": 1.0, "max_ms": 1.0});
         let mut json = serde_json::json!({
@@ -449,22 +514,23 @@ mod tests {
             json["steady_state"] = serde_json::json!({"class": c, "steady": c == "flat", "window_s": 30.0,
                 "series": [], "summary": format!("{c} over 30 s"), "rule": ""});
         }
-        Observation::Run {
+        let o = Observation::Run {
             dir: dir.into(),
             result: Box::new(serde_json::from_value(json).unwrap()),
             series: Series::default(),
             response: Box::new(new_histogram()),
-        }
+        };
+        Unit::from_observation(&o, 0, None)
     }
 
     #[test]
     fn the_primary_questions_are_answered_and_earlier_decisions_kept() {
         use crate::stats::sequential::{Decision, Design};
-        let a: Vec<Observation> = [1000.0, 1012.0, 990.0, 1005.0]
+        let a: Vec<Unit> = [1000.0, 1012.0, 990.0, 1005.0]
             .iter()
             .map(|r| run("a", *r, None))
             .collect();
-        let b: Vec<Observation> = [1500.0, 1490.0, 1520.0, 1507.0]
+        let b: Vec<Unit> = [1500.0, 1490.0, 1520.0, 1507.0]
             .iter()
             .map(|r| run("b", *r, None))
             .collect();
@@ -480,8 +546,11 @@ mod tests {
                 design,
                 round,
                 complete,
+                priors: &[],
             }),
             earlier,
+            sittings: &ONE,
+            own: &[],
         };
         let ask = |round, earlier| ask_at(round, true, earlier);
         let variants = [("a".to_string(), a), ("b".to_string(), b)];
@@ -564,6 +633,8 @@ mod tests {
                 steady_only: true,
                 question: None,
                 earlier: &[],
+                sittings: &ONE,
+                own: &[],
             },
         );
         assert_eq!(
@@ -593,6 +664,8 @@ mod tests {
                 steady_only: false,
                 question: None,
                 earlier: &[],
+                sittings: &ONE,
+                own: &[],
             },
         );
         assert_eq!((all.repeats.clone(), all.excluded.len()), (vec![3, 3], 0));
@@ -614,6 +687,8 @@ mod tests {
                 steady_only: true,
                 question: None,
                 earlier: &[],
+                sittings: &ONE,
+                own: &[],
             },
         );
         let t = &cmp.rows.iter().find(|r| r.metric == "throughput").unwrap().cells[1];
@@ -646,6 +721,8 @@ mod tests {
                 steady_only: true,
                 question: None,
                 earlier: &[],
+                sittings: &ONE,
+                own: &[],
             },
         );
         let c = &cmp.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
@@ -667,6 +744,8 @@ mod tests {
                 steady_only: true,
                 question: None,
                 earlier: &[],
+                sittings: &ONE,
+                own: &[],
             },
         );
         let row = &cmp.rows[0];
