@@ -261,6 +261,13 @@ impl ExperimentRecord {
                 comparison: serde_json::from_value(doc["comparison"].clone()).unwrap_or_default(),
             };
             doc["sittings"] = serde_json::to_value([sitting])?;
+            // Format 1's default order was rotate (random is now): a record resumed must draw
+            // the order it ran in.
+            if let Some(text) = doc["text"].as_str()
+                && !text.lines().any(|l| l.starts_with("order:"))
+            {
+                doc["text"] = format!("order: rotate\n{text}").into();
+            }
             for s in doc["steps"].as_array_mut().into_iter().flatten() {
                 s["sitting"] = "1".into();
             }
@@ -285,11 +292,16 @@ impl ExperimentRecord {
         }
     }
 
-    /// 0 every step of the current sitting completed, 130 (143, 129) interrupted, 1 otherwise.
+    /// 0 every step the current sitting ran completed, 130 (143, 129) interrupted, 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         let now = self.current();
         match now.status {
-            RunStatus::Completed if self.current_steps().all(|s| s.status == Some(RunStatus::Completed)) => 0,
+            // Steps a decision or the budget left unrun (no status) are not failures.
+            RunStatus::Completed
+                if self.current_steps().all(|s| s.status.is_none_or(|s| s == RunStatus::Completed)) =>
+            {
+                0
+            }
             RunStatus::Interrupted => crate::measure::signal::exit_code(now.interrupted_by.as_deref()),
             _ => 1,
         }
@@ -315,4 +327,51 @@ pub struct ProfileDiff {
     /// The differential flame graph (the variant's stacks, coloured by the change from the
     /// baseline), when the converter could make it.
     pub flame_graph: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record caplab wrote before sittings (format 1): one sitting named `1`, its steps in
+    /// it, and its file read with the rotated order it ran in.
+    #[test]
+    fn a_format_one_record_reads_as_one_sitting_in_its_rotated_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "name: t\nrepeats: 2\nnode: {version: 5.0.9, java: 17}\nrun: {duration: 5s}\n\
+                    variants: [{name: a}, {name: b}]\nmeasure: [{name: insert, workload: insert}]\n";
+        let step = |index: usize, repeat: u32, variant: usize, status: &str| {
+            let name = ["a", "b"][variant];
+            serde_json::json!({"index": index, "repeat": repeat, "variant": variant, "measurement": 0,
+                "variant_name": name, "measurement_name": "insert",
+                "dir": format!("steps/{index:03}"), "status": status, "elapsed_s": 1.0})
+        };
+        let doc = serde_json::json!({
+            "format": 1, "caplab_version": "0.1.0", "name": "t", "origin": "t.yaml", "text": text,
+            "status": "interrupted", "interrupted_by": "SIGINT", "command": ["caplab"],
+            "started_at": "2026-11-25T10:00:00Z", "elapsed_s": 42.0,
+            "steps": [step(1, 1, 0, "completed"), step(2, 1, 1, "interrupted"),
+                      serde_json::json!({"index": 3, "repeat": 2, "variant": 1, "measurement": 0,
+                          "variant_name": "b", "measurement_name": "insert", "dir": "steps/003",
+                          "status": null, "elapsed_s": null}),
+                      serde_json::json!({"index": 4, "repeat": 2, "variant": 0, "measurement": 0,
+                          "variant_name": "a", "measurement_name": "insert", "dir": "steps/004",
+                          "status": null, "elapsed_s": null})],
+            "comparison": []
+        });
+        std::fs::write(dir.path().join(EXPERIMENT_FILE), doc.to_string()).unwrap();
+        let r = ExperimentRecord::load(dir.path()).unwrap();
+        assert_eq!(r.sittings.len(), 1);
+        let s = r.current();
+        assert_eq!(
+            (s.name.as_str(), s.status, s.elapsed_s, s.interrupted_by.as_deref()),
+            ("1", RunStatus::Interrupted, 42.0, Some("SIGINT"))
+        );
+        assert!(r.steps.iter().all(|s| s.sitting == "1"));
+        assert!(r.text.starts_with("order: rotate\n"), "{}", r.text);
+        // It resumes: its planned steps are the rotated order's.
+        let exp = super::super::spec::Experiment::parse(&r.text, &r.origin).unwrap();
+        let opened = super::super::runner::open_record(&exp, dir.path(), super::super::runner::Opening::Resume(r));
+        assert!(opened.is_ok(), "{:?}", opened.err());
+    }
 }
