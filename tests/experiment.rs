@@ -37,7 +37,7 @@ fn identical_variants_do_not_differ_and_calibrate_the_machine() {
     let lab = Lab::new("experiment-aa");
     std::fs::create_dir_all(&lab.home).unwrap();
     let file = lab.home.join("aa.yaml");
-    // A calibration is an A/A: the file's baseline twice in random blocks, two windows a node,
+    // A calibration is an A/A: the file's baseline twice in random blocks, three windows a node,
     // here 3 rounds on one node kept between steps (fresh: false), on Cassandra 6.0-alpha2 and
     // JDK 21 (which CI installs), so 6.0 on 21 is shown to take writes.
     std::fs::write(
@@ -121,11 +121,11 @@ fn identical_variants_do_not_differ_and_calibrate_the_machine() {
             row["metric"]
         );
     }
-    // Two windows a node, each with its values; the step's values are their node mean.
+    // Three windows a node, each with its values; the step's values are their node mean.
     assert!(
         steps
             .iter()
-            .all(|s| s["windows"] == 2 && s["window_values"].as_array().unwrap().len() == 2),
+            .all(|s| s["windows"] == 3 && s["window_values"].as_array().unwrap().len() == 3),
         "{steps:?}"
     );
     let step = common::result_json(&out.join(doc["steps"][0]["dir"].as_str().unwrap()).join("w1"));
@@ -144,14 +144,14 @@ fn identical_variants_do_not_differ_and_calibrate_the_machine() {
     );
 
     // Every window recorded itself in the history as it finished, labelled with its experiment
-    // and variant: one series (the variants are identical), twelve records.
+    // and variant: one series (the variants are identical), eighteen records.
     let history: serde_json::Value = serde_json::from_str(&stdout(&ok(lab.caplab(&["history", "--json"])))).unwrap();
     assert_eq!(history.as_array().unwrap().len(), 1, "{history:#}");
-    assert_eq!(history[0]["records"], 12, "{history:#}");
+    assert_eq!(history[0]["records"], 18, "{history:#}");
     assert_eq!(history[0]["last"]["labels"]["experiment"], "aa-calibration");
 
     // The calibration: each primary metric's variance at each level, on 3 rounds' pairs and
-    // 6 nodes' second windows.
+    // 6 nodes' windows beyond their first.
     let cal: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("calibration.json")).unwrap()).unwrap();
     let c = cal["components"]
@@ -162,7 +162,7 @@ fn identical_variants_do_not_differ_and_calibrate_the_machine() {
         .unwrap_or_else(|| panic!("no p99: {cal}"));
     assert_eq!(
         (c["pair_df"].as_f64(), c["window_df"].as_f64()),
-        (Some(3.0), Some(6.0)),
+        (Some(3.0), Some(12.0)),
         "{c}"
     );
     assert!(

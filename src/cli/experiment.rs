@@ -123,7 +123,11 @@ fn opening(args: &ExperimentArgs) -> Result<Option<(Experiment, PathBuf, Opening
         return Ok(None);
     }
     if args.calibrate {
-        exp = experiment::calibrate::aa_experiment(&exp, args.calibrate_rounds, exp.file.windows)?;
+        exp = experiment::calibrate::aa_experiment(
+            &exp,
+            args.calibrate_rounds,
+            exp.file.windows.max(experiment::calibrate::WINDOWS),
+        )?;
         experiment::step::pin(&mut exp)?;
     }
     let Some(dir) = &args.out else {

@@ -74,7 +74,8 @@ pub struct Calibration {
 }
 
 /// The A/A experiment that calibrates `exp`: its baseline variant twice (`a`, `a-again`), every
-/// measurement, `rounds` fixed rounds in random blocks, `windows` windows per node (at least 2).
+/// measurement, `rounds` fixed rounds in random blocks, `windows` windows per node (at least 2;
+/// the command asks `WINDOWS`, or the file's own if more).
 pub fn aa_experiment(exp: &Experiment, rounds: u32, windows: u32) -> Result<Experiment> {
     let mut file: ExperimentFile = exp.file.clone();
     let base = file.variants[exp.baseline].clone();

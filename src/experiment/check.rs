@@ -194,12 +194,19 @@ pub fn allocation(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<Str
     let design = super::analyse::design(exp);
     let alpha = design.alpha / design.comparisons as f64;
     let took = |s: f64| humantime::format_duration(Duration::from_secs(s as u64 / 60 * 60)).to_string();
+    // A file of one variant (a calibration's own) is planned as the A/A of two.
+    let variants = exp.cells.len().max(2);
     let mut lines = vec![
         cal.render(),
         format!(
-            "Plan from it, for a fixed-sample answer at α {alpha:.4} (5 % over {} question(s)) with 80 % power, {} variants:",
+            "Plan from it, for a fixed-sample answer at α {alpha:.4} (5 % over {} question(s)) with 80 % power, \
+             {variants} variants a round{}:",
             design.comparisons,
-            exp.cells.len()
+            if exp.cells.len() < 2 {
+                " (the file has one: planned as an A/A)"
+            } else {
+                ""
+            }
         ),
     ];
     for (m, measurement) in exp.file.measure.iter().enumerate() {
@@ -212,7 +219,7 @@ pub fn allocation(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<Str
                 lines.push(format!("  {} {metric}: not in the calibration", measurement.name));
                 continue;
             };
-            let a = cal.allocate(c, exp.effect(&metric), alpha, exp.cells.len());
+            let a = cal.allocate(c, exp.effect(&metric), alpha, variants);
             lines.push(format!(
                 "  {} {metric} ±{:.0} %: {} window(s) per node, {} rounds, about {} (one window per node: {} rounds, {})",
                 measurement.name,
