@@ -43,7 +43,10 @@ for name in ["old", "new", "pin"]:
         rows.append((f"{name} (1 window, unpaired)", compare(a, b)))
     for label, cmp in rows:
         base, other = throughput(cmp)
-        lo, hi = other["ratio_ci"] or (float("nan"), float("nan"))
+        if other["ratio"] is None or not other["ratio_ci"]:
+            print(f"{label:<28} {rounds:>6} {minutes:>5.0f} m   (fewer than two rounds of both: no interval)")
+            continue
+        lo, hi = other["ratio_ci"]
         print(
             f"{label:<28} {rounds:>6} {minutes:>5.0f} m {other['ratio']:>7.3f} {f'[{lo:.3f}-{hi:.3f}]':>17} "
             f"{(hi / lo - 1) * 100:>6.1f}% {base['mean']:>9,.0f}"

@@ -42,7 +42,8 @@ aa() { # NAME ORDER WINDOWS PIN
       -e 's/^  - {name: "5.0.9"}/  - {name: a}\n  - {name: a-again}/' bench/aa-batch.yaml > "$f"
   if [ ! -f "$out/aa-$1/experiment.json" ] || ! grep -q '"stopped"' "$out/aa-$1/experiment.json"; then
     say "A/A $1: order $2, $3 window(s) a node, pin $4, budget $budget"
-    "$CAPLAB" experiment "$f" --out "$out/aa-$1" --force --no-history | tail -n 4
+    # A sitting the budget ends without an answer is what an A/A of this length is for.
+    "$CAPLAB" experiment "$f" --out "$out/aa-$1" --force --no-history | tail -n 4 || true
   fi
 }
 aa old rotate 1 false

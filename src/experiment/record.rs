@@ -298,7 +298,9 @@ impl ExperimentRecord {
         match now.status {
             // Steps a decision or the budget left unrun (no status) are not failures.
             RunStatus::Completed
-                if self.current_steps().all(|s| s.status.is_none_or(|s| s == RunStatus::Completed)) =>
+                if self
+                    .current_steps()
+                    .all(|s| s.status.is_none_or(|s| s == RunStatus::Completed)) =>
             {
                 0
             }
