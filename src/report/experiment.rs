@@ -117,13 +117,22 @@ struct Data {
     measurements: Vec<MeasurementData>,
 }
 
-/// The results directories of the experiment's steps that ran.
+/// The results directories of the experiment's steps that ran (each window's, when a node
+/// served several).
 pub fn step_dirs(dir: &Path, record: &ExperimentRecord) -> Vec<PathBuf> {
     record
         .steps
         .iter()
         .filter(|s| s.status.is_some())
-        .map(|s| dir.join(&s.dir))
+        .flat_map(|s| window_dirs(dir, s))
+        .collect()
+}
+
+/// The results directory of each of a step's windows.
+fn window_dirs(dir: &Path, s: &crate::experiment::record::ExperimentStep) -> Vec<PathBuf> {
+    let sdir = dir.join(&s.dir);
+    (1..=s.windows.max(1))
+        .map(|w| crate::experiment::step::window_dir(&sdir, s.windows, w))
         .collect()
 }
 
@@ -232,10 +241,7 @@ fn step_view(
     s: &crate::experiment::record::ExperimentStep,
     merged: &mut BTreeMap<usize, hdrhistogram::Histogram<u64>>,
 ) -> (ExperimentStepView, StepData) {
-    let sdir = dir.join(&s.dir);
-    let windows: Vec<PathBuf> = (1..=s.windows.max(1))
-        .map(|w| crate::experiment::step::window_dir(&sdir, s.windows, w))
-        .collect();
+    let windows = window_dirs(dir, s);
     let first = &windows[0];
     let mut series = None;
     let mut note = (s.windows > 1).then(|| format!("window 1 of {} on its node", s.windows));
@@ -266,7 +272,7 @@ fn step_view(
             }
             Err(e) => note = Some(format!("cannot read: {e:#}")),
         }
-    } else if sdir.join(crate::measure::result::CAPACITY_FILE).is_file() {
+    } else if dir.join(&s.dir).join(crate::measure::result::CAPACITY_FILE).is_file() {
         note = Some("a capacity search: see its page".into());
     }
     let link = first.join(super::REPORT_FILE).is_file().then(|| {
