@@ -62,12 +62,16 @@ pub fn describe(cores: &[usize]) -> String {
     parts.join(",")
 }
 
-/// The cores this machine has online.
+/// The cores this machine has online, whatever this process is pinned to (reading its own
+/// affinity instead made an experiment with `pin: true` refuse its second node: once caplab
+/// was on core 0, the machine looked like one core).
 pub fn count() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .max(1)
+    // SAFETY: sysconf reads a system constant.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if online >= 1 {
+        return online as usize;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get()).max(1)
 }
 
 /// The affinity mask of `cores`.
@@ -81,17 +85,36 @@ pub fn mask(cores: &[usize]) -> libc::cpu_set_t {
     set
 }
 
-/// Pins the calling process (and every thread it starts afterwards) to `cores`.
+/// Pins this process to `cores`: every thread it has (the runtime's workers included), and so
+/// every thread they start afterwards. `sched_setaffinity` on pid 0 would pin the calling thread
+/// only, leaving the runtime's other workers free to run on the nodes' cores.
 pub fn pin_self(cores: &[usize]) -> Result<()> {
     let set = mask(cores);
-    // SAFETY: sched_setaffinity reads `set`, a valid cpu_set_t of the size given.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        bail!(
-            "cannot pin caplab to cores {}: {}",
-            describe(cores),
-            std::io::Error::last_os_error()
-        );
+    let pin = |tid: libc::pid_t| {
+        // SAFETY: sched_setaffinity reads `set`, a valid cpu_set_t of the size given.
+        let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        if rc != 0 {
+            bail!(
+                "cannot pin caplab to cores {}: {}",
+                describe(cores),
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(())
+    };
+    pin(0)?;
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for tid in tasks
+            .flatten()
+            .filter_map(|t| t.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        {
+            // A thread that ended since the listing is not an error.
+            if let Err(e) = pin(tid)
+                && std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+            {
+                return Err(e);
+            }
+        }
     }
     Ok(())
 }
@@ -114,5 +137,65 @@ mod tests {
         assert!(parse("2-1").is_err() && parse("x").is_err() && parse("").is_err());
         let far = format!("{}", count() + 3);
         assert!(format!("{}", parse(&far).unwrap_err()).contains("is not on this machine"));
+    }
+
+    /// A thread pinned to core 0 still sees every core of the machine (an experiment with `pin`
+    /// once refused its second node this way).
+    #[test]
+    fn a_pinned_thread_still_counts_the_machines_cores() {
+        let all = count();
+        let seen = std::thread::spawn(|| {
+            let set = mask(&[0]);
+            // SAFETY: as in pin_self; pid 0 is this (spawned) thread only.
+            let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+            assert_eq!(rc, 0);
+            count()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(seen, all);
+    }
+
+    /// `pin_self` pins every thread of the process, those started before it too. Run in a child
+    /// process of this test binary (the test itself would otherwise pin every other test).
+    #[test]
+    fn pinning_reaches_every_thread_of_the_process() {
+        if std::env::var_os("CAPLAB_PIN_CHILD").is_some() {
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let before = std::thread::spawn(move || rx.recv().ok());
+            pin_self(&[0]).unwrap();
+            for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+                let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+                let allowed = status
+                    .lines()
+                    .find(|l| l.starts_with("Cpus_allowed_list:"))
+                    .unwrap_or("");
+                assert_eq!(
+                    allowed.split_whitespace().nth(1),
+                    Some("0"),
+                    "{:?}: {allowed}",
+                    task.path()
+                );
+            }
+            tx.send(()).unwrap();
+            before.join().unwrap();
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "cpus::tests::pinning_reaches_every_thread_of_the_process",
+                "--test-threads",
+                "1",
+            ])
+            .env("CAPLAB_PIN_CHILD", "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
