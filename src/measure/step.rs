@@ -602,7 +602,9 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_completed_step_leaves_files_that_agree_and_read_back() {
-        let s = step("completed", 500.0, 3, Some("p99<100ms/1s"));
+        // The objective is one a 1 ms operation meets even on two cores shared with a busy
+        // node (100 ms was missed here once, under a flat-out node and a build beside it).
+        let s = step("completed", 500.0, 3, Some("p99<2s/1s"));
         let w = Arc::new(Stalling::steady(Duration::from_millis(1)));
         let r = s.run(&site(), w, about(), Stop::new()).await.unwrap();
         assert_eq!((r.status, r.exit_code()), (RunStatus::Completed, 0));
