@@ -42,9 +42,13 @@ pub struct DetectArgs {
     /// p999_ms, service_p99_ms, server_cpu_us_per_op, gc_pause_ms, capacity).
     #[arg(long = "figure", value_name = "NAME", global = true, value_parser = clap::builder::PossibleValuesParser::new(crate::history::record::FIGURES))]
     pub figures: Vec<String>,
-    /// The largest p-value of a change (Student's t between neighbouring segments).
-    #[arg(long, default_value_t = crate::stats::changes::P_MAX, global = true)]
-    pub p_max: f64,
+    /// The chance of any false change per look, over every series × figure it looks at (a
+    /// check: the series checked × the figures; a series' listing: its figures).
+    #[arg(long, value_parser = crate::sla::parse_share, default_value = "5%", global = true)]
+    pub alpha: f64,
+    /// A weak change's largest p-value for its own figure (reported apart; never fails a check).
+    #[arg(long, default_value_t = crate::stats::changes::WEAK, global = true)]
+    pub weak: f64,
     /// The smallest change, as a share of the level before it.
     #[arg(long, value_parser = crate::sla::parse_share, default_value = "2%", global = true)]
     pub min_change: f64,
@@ -57,9 +61,12 @@ pub struct DetectArgs {
 }
 
 impl DetectArgs {
-    fn settings(&self) -> Settings {
+    /// The thresholds for a look over `series` series (times the figures looked at).
+    fn settings(&self, series: usize) -> Settings {
         Settings {
-            p_max: self.p_max,
+            alpha: self.alpha,
+            family: series.max(1) * self.figures().len(),
+            weak: self.weak,
             min_segment: self.min_segment,
             min_change: self.min_change,
         }
@@ -73,11 +80,12 @@ impl DetectArgs {
         }
     }
 
-    fn changes(&self, recs: &[&Stored]) -> Vec<Found> {
+    /// The changes of one series in a look over `series` series.
+    fn changes(&self, recs: &[&Stored], series: usize) -> Vec<Found> {
         let points = Points {
             include_unsteady: self.include_unsteady,
         };
-        detect::series_changes(recs, &self.figures(), points, &self.settings())
+        detect::series_changes(recs, &self.figures(), points, &self.settings(series))
     }
 }
 
@@ -168,7 +176,13 @@ pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
             let points = Points {
                 include_unsteady: args.detect.include_unsteady,
             };
-            crate::report::history::write(&by_series(&all), &args.detect.settings(), points, &at.describe(), &out)?;
+            crate::report::history::write(
+                &by_series(&all),
+                &args.detect.settings(1).over(CHECKED.len()),
+                points,
+                &at.describe(),
+                &out,
+            )?;
             println!("History page: {}", out.display());
             Ok(0)
         }
@@ -210,28 +224,30 @@ fn check(
     };
     let new: Vec<Found> = series
         .iter()
-        .flat_map(|(_, recs)| d.changes(recs))
+        .flat_map(|(_, recs)| d.changes(recs, series.len()))
         .filter(recent)
         .collect();
+    let settings = d.settings(series.len()).describe();
     let failing: Vec<&Found> = new
         .iter()
+        .filter(|f| !f.weak)
         .filter(|f| match fail_on {
             FailOn::Regression => f.kind == "regression",
-            FailOn::Change => true,
+            FailOn::Change => f.kind != "starved",
             FailOn::Never => false,
         })
         .collect();
     if json {
         let doc = serde_json::json!({
-            "settings": d.settings().describe(),
+            "settings": settings,
             "series_checked": series.len(),
             "changes": new,
             "fail": !failing.is_empty(),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!("Checked {} series ({}).", series.len(), d.settings().describe());
-        for f in &new {
+        println!("Checked {} series ({settings}).", series.len());
+        for f in new.iter().filter(|f| !f.weak) {
             println!(
                 "{}  {}
   {}
@@ -242,8 +258,15 @@ fn check(
                 f.dir
             );
         }
-        if new.is_empty() {
+        if new.iter().all(|f| f.weak) {
             println!("No new change in the latest runs.");
+        }
+        let weak: Vec<&Found> = new.iter().filter(|f| f.weak).collect();
+        if !weak.is_empty() {
+            println!("Weak changes (likely, not yet sure; they never fail the check):");
+            for f in weak {
+                println!("{}  {}\n  {}", &f.series[..8], f.series_name, f.render());
+            }
         }
         if !failing.is_empty() {
             println!(
@@ -290,7 +313,7 @@ fn list(all: &[Stored], d: &DetectArgs, json: bool) -> Result<u8> {
                     "key": last.map(|r| &r.series),
                     "records": recs.len(),
                     "last": last.map(record_json),
-                    "changes": d.changes(recs),
+                    "changes": d.changes(recs, 1),
                 })
             })
             .collect();
@@ -314,11 +337,11 @@ fn list(all: &[Stored], d: &DetectArgs, json: bool) -> Result<u8> {
             r.started_at,
             value,
             r.figures.p99_ms.map_or("-".into(), |v| format!("{v:.2}")),
-            d.changes(recs).len(),
+            d.changes(recs, 1).iter().filter(|f| !f.weak).count(),
             r.series.name()
         );
     }
-    println!("({})", d.settings().describe());
+    println!("(changes per series: {})", d.settings(1).describe());
     Ok(0)
 }
 
@@ -341,8 +364,8 @@ fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> 
             "name": first.series.name(),
             "key": first.series,
             "records": recs.iter().map(|s| record_json(&s.record)).collect::<Vec<_>>(),
-            "changes": d.changes(recs),
-            "settings": d.settings().describe(),
+            "changes": d.changes(recs, 1),
+            "settings": d.settings(1).describe(),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(0);
@@ -376,8 +399,13 @@ fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> 
         );
     }
     println!("(± : half the run's own 95 % interval, sectioning its window into 10 parts)");
-    let changes = d.changes(recs);
-    println!("\n{} change(s) ({})", changes.len(), d.settings().describe());
+    let changes = d.changes(recs, 1);
+    println!(
+        "\n{} change(s), {} of them weak ({})",
+        changes.len(),
+        changes.iter().filter(|f| f.weak).count(),
+        d.settings(1).describe()
+    );
     for f in &changes {
         println!("  {}", f.render());
     }

@@ -1,5 +1,7 @@
 //! Change points in a series' figures over time (`stats::changes`), told as regressions or
-//! improvements at the run where each begins. Only completed runs whose window was not judged
+//! improvements at the run where each begins, and read in context: server CPU per operation
+//! that falls from the run where latency or throughput got worse is a server starved of CPU
+//! (its threads spin less), not an improvement. Only completed runs whose window was not judged
 //! unsteady are points, unless asked otherwise: a window that was still warming up is not the
 //! configuration's level (the same rule comparisons follow).
 
@@ -34,8 +36,11 @@ pub struct Found {
     pub series: String,
     pub series_name: String,
     pub figure: String,
-    /// `regression` or `improvement`.
+    /// `regression`, `improvement`, or `starved` (less server CPU per operation from the run
+    /// where latency or throughput got worse).
     pub kind: &'static str,
+    /// Likely, not yet sure (passes only the per-figure weak threshold): never fails a check.
+    pub weak: bool,
     /// The first run at the new level: its row id, start, labels and directory.
     pub run_id: i64,
     pub started_at: String,
@@ -57,9 +62,16 @@ pub struct Found {
 impl Found {
     pub fn render(&self) -> String {
         let labels: Vec<String> = self.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let kind = match (self.weak, self.kind) {
+            (true, k) => format!("weak {k} (likely, not yet sure)"),
+            (false, "starved") => "STARVED (less CPU per operation while latency or throughput got worse: \
+                                  the server had less CPU, not an improvement)"
+                .to_string(),
+            (false, k) => k.to_uppercase(),
+        };
         format!(
-            "{} {}: {:+.1} % ({} [{}–{}] over {} runs → {} [{}–{}] over {}; p {:.1e}) from the run of {}{}",
-            self.kind.to_uppercase(),
+            "{} {}: {:+.1} % ({} [{}–{}] over {} runs → {} [{}–{}] over {}; p {:.1e} after the search) from the run of {}{}",
+            kind,
             self.figure,
             (self.ratio - 1.0) * 100.0,
             figure_text(self.before),
@@ -108,7 +120,8 @@ impl Points {
     }
 }
 
-/// The changes in one series' `figures` (its records oldest first).
+/// The changes in one series' `figures` (its records oldest first), at the thresholds of `s`
+/// (whose family the caller sets: the series × figures its look covers).
 pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points, s: &Settings) -> Vec<Found> {
     let Some(first) = recs.first() else { return Vec::new() };
     let id = first.record.series.id();
@@ -132,6 +145,7 @@ pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points, s: &Se
                 series_name: name.clone(),
                 figure: figure.to_string(),
                 kind: if better { "improvement" } else { "regression" },
+                weak: c.weak,
                 run_id: run.id,
                 started_at: run.record.started_at.clone(),
                 labels: run.record.labels.clone(),
@@ -148,5 +162,29 @@ pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points, s: &Se
             });
         }
     }
+    in_context(&mut out, recs);
     out
+}
+
+/// Figures whose getting worse starves a server of CPU rather than costing it more.
+const WORSE_WHEN_STARVED: [&str; 5] = ["throughput", "p50_ms", "p99_ms", "p999_ms", "service_p99_ms"];
+
+/// Server CPU per operation that "improves" from the run (or the one beside it) where a sure
+/// latency or throughput regression begins is named `starved`.
+fn in_context(found: &mut [Found], recs: &[&Stored]) {
+    let position = |run: i64| recs.iter().position(|r| r.id == run);
+    let worse: Vec<usize> = found
+        .iter()
+        .filter(|f| !f.weak && f.kind == "regression" && WORSE_WHEN_STARVED.contains(&f.figure.as_str()))
+        .filter_map(|f| position(f.run_id))
+        .collect();
+    for f in found.iter_mut() {
+        if f.figure == "server_cpu_us_per_op"
+            && f.kind == "improvement"
+            && let Some(at) = position(f.run_id)
+            && worse.iter().any(|w| w.abs_diff(at) <= 1)
+        {
+            f.kind = "starved";
+        }
+    }
 }

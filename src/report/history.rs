@@ -169,7 +169,8 @@ fn chart(series: &str, recs: &[&Stored], figure: &str, points: Points, s: &Setti
         return None;
     }
     let values: Vec<f64> = admitted.iter().map(|(_, v)| *v).collect();
-    let found = changes(&values, s);
+    // Sure changes only: weak ones are listed under the series, not drawn as levels.
+    let found: Vec<_> = changes(&values, s).into_iter().filter(|c| !c.weak).collect();
     let mut cuts: Vec<usize> = found.iter().map(|f| f.at).collect();
     cuts.insert(0, 0);
     cuts.push(values.len());

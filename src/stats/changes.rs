@@ -1,21 +1,30 @@
 //! Change points in a series of results over time (one value per run), in the manner of Apache
 //! Otava (Hunter): binary segmentation on the log values, each split where Student's t between
-//! the two sides is largest, kept when its p-value is at most `p_max`, both sides hold at least
-//! `min_segment` points and the levels differ by at least `min_change`; then every change is
-//! tested again against only its neighbouring segments, and those that no longer pass are
-//! dropped (until none is). Logs, because performance changes are ratios and spreads grow with
-//! the level. The thresholds' error rates are simulated in the tests below, with the noise runs
-//! show on this machine (the README's history section and bench/RESULTS.md give them).
+//! the two sides is largest; then every change is tested again against only its neighbouring
+//! segments, and those that no longer pass are dropped (until none is). Logs, because
+//! performance changes are ratios and spreads grow with the level.
+//!
+//! Unlike Otava's, a split's p-value accounts for the search (`maxt`: the largest |t| over every
+//! split, against its own null distribution), a run more than 3 robust SDs from the median of
+//! the five around it is pulled in first (so one wild p99 cannot hide a real shift, and a new
+//! level is left whole), and the threshold is a share of
+//! an error rate per *look*: `alpha` spread over the `family` of series × figures one look
+//! covers (Bonferroni), so a check of 10 series × 8 figures fails falsely in at most 5 % of
+//! checks. Changes that pass a per-figure `weak` threshold but not that one are **weak**: likely,
+//! not yet sure, reported apart. The error rates are simulated in the tests below.
 
-use statrs::distribution::{ContinuousCDF, StudentsT};
-
-use super::{mean, t_quantile, variance};
+use super::maxt::{self, Scratch};
+use super::{t_quantile, variance};
 
 /// The detector's thresholds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {
-    /// The largest p-value (Student's t, two-sided) of a change kept.
-    pub p_max: f64,
+    /// The chance of any false change in one look over the `family` (series × figures).
+    pub alpha: f64,
+    /// How many series × figures one look covers: a change needs p ≤ `alpha / family`.
+    pub family: usize,
+    /// A weak change's largest p-value (for its own figure and series, not corrected).
+    pub weak: f64,
     /// The fewest points each side of a change (a change is found once this many runs follow it).
     pub min_segment: usize,
     /// The smallest change kept, as a share of the level before it.
@@ -25,7 +34,9 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
-            p_max: P_MAX,
+            alpha: ALPHA,
+            family: 1,
+            weak: WEAK,
             min_segment: MIN_SEGMENT,
             min_change: MIN_CHANGE,
         }
@@ -33,24 +44,43 @@ impl Default for Settings {
 }
 
 /// Defaults (the simulations below measure their error rates).
-pub const P_MAX: f64 = 0.001;
+pub const ALPHA: f64 = 0.05;
+pub const WEAK: f64 = 0.01;
 pub const MIN_SEGMENT: usize = 3;
 pub const MIN_CHANGE: f64 = 0.02;
 
 impl Settings {
+    /// The same thresholds for a look over `family` series × figures.
+    pub fn over(self, family: usize) -> Settings {
+        Settings {
+            family: family.max(1),
+            ..self
+        }
+    }
+
+    /// The largest p-value of a (sure) change.
+    pub fn p_max(&self) -> f64 {
+        self.alpha / self.family.max(1) as f64
+    }
+
     /// For outputs: what the detector did.
     pub fn describe(&self) -> String {
         format!(
-            "change points: binary segmentation on log values, Student's t between neighbouring segments, p ≤ {}, \
+            "change points: binary segmentation on log values (a run 3 robust SDs from its neighbours' median pulled in), the largest t \
+             over every split against its own null (p after the search), false changes in at most {:.0} % of looks \
+             over {} series × figure(s) (p ≤ {:.1e} each), weak ones at p ≤ {} reported apart and never failing, \
              at least {} runs each side, changes of at least {:.0} %",
-            self.p_max,
+            self.alpha * 100.0,
+            self.family.max(1),
+            self.p_max(),
+            self.weak,
             self.min_segment,
             self.min_change * 100.0
         )
     }
 }
 
-/// A level: the geometric mean of a segment's values, with its 95 % interval.
+/// A level: the mean of a segment's log values, winsorized, as a value with its 95 % interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Level {
     pub value: f64,
@@ -67,127 +97,98 @@ pub struct Change {
     pub after: Level,
     /// after / before.
     pub ratio: f64,
+    /// After the search (`maxt`), within the neighbouring segments.
     pub p: f64,
+    /// Passes only the per-figure `weak` threshold: likely, not yet sure.
+    pub weak: bool,
 }
 
-/// The change points of `values` (all > 0), in order.
+/// The change points of `values` (all > 0), in order: the sure ones, and weak ones apart from them.
 pub fn changes(values: &[f64], s: &Settings) -> Vec<Change> {
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
     if logs.iter().any(|l| !l.is_finite()) {
         return Vec::new();
     }
+    let mut scratch = Scratch::default();
+    let mut out = segment(&logs, s.p_max(), s, &mut scratch);
+    if s.weak > s.p_max() {
+        let sure: Vec<usize> = out.iter().map(|c| c.at).collect();
+        let weak = segment(&logs, s.weak, s, &mut scratch)
+            .into_iter()
+            .filter(|c| sure.iter().all(|&at| at.abs_diff(c.at) >= s.min_segment.max(1)))
+            .map(|c| Change { weak: true, ..c });
+        out.extend(weak);
+        out.sort_by_key(|c| c.at);
+    }
+    out
+}
+
+/// Binary segmentation of `logs` at `p_max`, each change then tested again within its
+/// neighbouring segments until every one passes.
+fn segment(logs: &[f64], p_max: f64, s: &Settings, scratch: &mut Scratch) -> Vec<Change> {
     let mut cuts = Vec::new();
-    split(&logs, 0, logs.len(), s, &mut cuts);
+    split(logs, 0, logs.len(), p_max, s, &mut cuts, scratch);
     cuts.sort_unstable();
-    // Each change again against its neighbours only; drop the weakest that fails, and repeat.
     loop {
-        let tested: Vec<(usize, Option<Change>)> = cuts
-            .iter()
-            .enumerate()
-            .map(|(i, &at)| {
-                let from = if i == 0 { 0 } else { cuts[i - 1] };
-                let to = cuts.get(i + 1).copied().unwrap_or(logs.len());
-                (i, test(&logs, from, at, to, s).filter(|c| passes(c, s)))
+        let tested: Vec<Option<Change>> = (0..cuts.len())
+            .map(|i| {
+                let (from, to) = neighbours(&cuts, i, logs.len());
+                test(logs, from, cuts[i], to, s, scratch)
             })
             .collect();
-        let failed: Vec<usize> = tested.iter().filter(|(_, c)| c.is_none()).map(|(i, _)| *i).collect();
+        let failed: Vec<usize> = (0..cuts.len())
+            .filter(|&i| !tested[i].is_some_and(|c| passes(&c, p_max, s)))
+            .collect();
         if failed.is_empty() {
-            return tested.into_iter().filter_map(|(_, c)| c).collect();
+            return tested.into_iter().flatten().collect();
         }
         // The failed change whose own test is weakest goes first (re-testing may save others).
+        let p = |i: usize| tested[i].map_or(1.0, |c| c.p);
         let weakest = failed
             .iter()
             .copied()
-            .max_by(|&a, &b| {
-                let p = |i: usize| {
-                    let from = if i == 0 { 0 } else { cuts[i - 1] };
-                    let to = cuts.get(i + 1).copied().unwrap_or(logs.len());
-                    test(&logs, from, cuts[i], to, s).map_or(1.0, |c| c.p)
-                };
-                p(a).total_cmp(&p(b))
-            })
+            .max_by(|&a, &b| p(a).total_cmp(&p(b)))
             .expect("one failed");
         cuts.remove(weakest);
     }
 }
 
-fn passes(c: &Change, s: &Settings) -> bool {
-    c.p <= s.p_max && (c.ratio - 1.0).abs() >= s.min_change
+fn neighbours(cuts: &[usize], i: usize, len: usize) -> (usize, usize) {
+    let from = if i == 0 { 0 } else { cuts[i - 1] };
+    (from, cuts.get(i + 1).copied().unwrap_or(len))
+}
+
+fn passes(c: &Change, p_max: f64, s: &Settings) -> bool {
+    c.p <= p_max && (c.ratio - 1.0).abs() >= s.min_change
 }
 
 /// Finds the best split of `logs[from..to]`, keeps it if it passes, and looks within each side.
-fn split(logs: &[f64], from: usize, to: usize, s: &Settings, cuts: &mut Vec<usize>) {
-    let m = s.min_segment.max(2);
-    if to - from < 2 * m {
+fn split(logs: &[f64], from: usize, to: usize, p_max: f64, s: &Settings, cuts: &mut Vec<usize>, scratch: &mut Scratch) {
+    let Some((k, _)) = maxt::best_split(&logs[from..to], s.min_segment, scratch) else {
         return;
-    }
-    // Sums of values and squares from `from`, so each split's t costs the same whatever its
-    // length.
-    let (mut s1, mut s2) = (vec![0.0], vec![0.0]);
-    for v in &logs[from..to] {
-        s1.push(s1.last().unwrap() + v);
-        s2.push(s2.last().unwrap() + v * v);
-    }
-    let moments = |i: usize, j: usize| {
-        let n = (j - i) as f64;
-        let mean = (s1[j] - s1[i]) / n;
-        let ss = ((s2[j] - s2[i]) - n * mean * mean).max(0.0);
-        (mean, ss, n)
     };
-    let len = to - from;
-    let best = (m..=len - m)
-        .map(|k| {
-            let ((ma, sa, na), (mb, sb, nb)) = (moments(0, k), moments(k, len));
-            let pooled = (sa + sb) / (na + nb - 2.0);
-            let t = (mb - ma).abs() / (pooled * (1.0 / na + 1.0 / nb)).sqrt();
-            (from + k, if t.is_nan() { 0.0 } else { t })
-        })
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    let Some((at, _)) = best else { return };
-    if test(logs, from, at, to, s).is_some_and(|c| passes(&c, s)) {
+    let at = from + k;
+    if test(logs, from, at, to, s, scratch).is_some_and(|c| passes(&c, p_max, s)) {
         cuts.push(at);
-        split(logs, from, at, s, cuts);
-        split(logs, at, to, s, cuts);
+        split(logs, from, at, p_max, s, cuts, scratch);
+        split(logs, at, to, p_max, s, cuts, scratch);
     }
 }
 
-/// The change at `at` between the segments `[from, at)` and `[at, to)`.
-fn test(logs: &[f64], from: usize, at: usize, to: usize, s: &Settings) -> Option<Change> {
-    let (a, b) = (&logs[from..at], &logs[at..to]);
-    if a.len() < s.min_segment.max(2) || b.len() < s.min_segment.max(2) {
-        return None;
-    }
-    let (_, p) = student(a, b)?;
+/// The change at `at` between the segments `[from, at)` and `[at, to)`, its p-value the
+/// search's over `[from, to)`.
+fn test(logs: &[f64], from: usize, at: usize, to: usize, s: &Settings, scratch: &mut Scratch) -> Option<Change> {
+    let m = s.min_segment.max(2);
+    let t = maxt::t_at(&logs[from..to], at - from, m, scratch)?;
+    let (before, after) = (level(&logs[from..at]), level(&logs[at..to]));
     Some(Change {
         at,
-        before: level(a),
-        after: level(b),
-        ratio: (mean(b) - mean(a)).exp(),
-        p,
+        before,
+        after,
+        ratio: after.value / before.value,
+        p: maxt::p_value(to - from, m, t),
+        weak: false,
     })
-}
-
-/// Student's t (pooled variance) of b against a, and its two-sided p-value.
-fn student(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
-    let (na, nb) = (a.len() as f64, b.len() as f64);
-    if na < 2.0 || nb < 2.0 {
-        return None;
-    }
-    let df = na + nb - 2.0;
-    let pooled = ((na - 1.0) * variance(a) + (nb - 1.0) * variance(b)) / df;
-    let d = mean(b) - mean(a);
-    if pooled <= 0.0 {
-        return Some(if d == 0.0 {
-            (0.0, 1.0)
-        } else {
-            (f64::INFINITY.copysign(d), 0.0)
-        });
-    }
-    let t = d / (pooled * (1.0 / na + 1.0 / nb)).sqrt();
-    let p = StudentsT::new(0.0, 1.0, df)
-        .ok()
-        .map(|dist| 2.0 * (1.0 - dist.cdf(t.abs())))?;
-    Some((t, p))
 }
 
 /// The level of a segment of (positive) values, as changes give them.
@@ -195,11 +196,15 @@ pub fn level_of(values: &[f64]) -> Level {
     level(&values.iter().map(|v| v.ln()).collect::<Vec<_>>())
 }
 
+/// The mean of `logs` winsorized against neighbours (one wild run moves it little) and its
+/// 95 % t interval, as values.
 fn level(logs: &[f64]) -> Level {
     let n = logs.len();
-    let m = mean(logs);
+    let (mut w, mut buf) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    maxt::winsorize(logs, &mut w, &mut buf);
+    let m = super::mean(&w);
     let half = if n >= 2 {
-        t_quantile(0.975, n as f64 - 1.0) * (variance(logs) / n as f64).sqrt()
+        t_quantile(0.975, n as f64 - 1.0) * (variance(&w) / n as f64).sqrt()
     } else {
         f64::NAN
     };
@@ -214,112 +219,181 @@ fn level(logs: &[f64]) -> Level {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::sim::{bound, lower, normal};
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;
 
-    fn normal(rng: &mut Pcg64Mcg) -> f64 {
-        let (u, v): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random());
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-
     /// A series of `n` runs with a coefficient of variation `cv` and, in `outliers` of them, a
-    /// run 25 % off (a GC phase or a neighbour met by one run), its level times `ratio` from
-    /// point `at` on.
-    fn series(rng: &mut Pcg64Mcg, n: usize, cv: f64, outliers: f64, at: usize, ratio: f64) -> Vec<f64> {
+    /// run `wild` times the level (a G1 pause in a p99, a neighbour met by one run), its level
+    /// times `ratio` from point `at` on.
+    fn series(rng: &mut Pcg64Mcg, n: usize, cv: f64, outliers: f64, wild: f64, at: usize, ratio: f64) -> Vec<f64> {
         (0..n)
             .map(|i| {
                 let level = if i >= at { 1000.0 * ratio } else { 1000.0 };
-                let mut v = level * (cv * normal(rng)).exp();
-                if rng.random::<f64>() < outliers {
-                    v *= if rng.random::<bool>() { 1.25 } else { 0.75 };
-                }
-                v
+                let v = level * (cv * normal(rng)).exp();
+                if rng.random::<f64>() < outliers { v * wild } else { v }
             })
             .collect()
     }
 
+    /// The look of `history check`: 10 series × 8 figures.
+    const FAMILY: usize = 80;
+
     #[test]
     fn a_clear_change_is_found_where_it_starts_with_its_levels() {
+        let s = Settings::default().over(FAMILY);
         let mut rng = Pcg64Mcg::seed_from_u64(7);
-        let x = series(&mut rng, 40, 0.03, 0.0, 25, 0.8);
-        let c = changes(&x, &Settings::default());
+        let x = series(&mut rng, 40, 0.03, 0.0, 1.0, 25, 0.8);
+        let c = changes(&x, &s);
         assert_eq!(c.len(), 1, "{c:?}");
-        assert_eq!(c[0].at, 25);
+        assert_eq!((c[0].at, c[0].weak), (25, false));
         assert!((c[0].ratio - 0.8).abs() < 0.03, "{c:?}");
         assert!(c[0].before.low < 1000.0 && 1000.0 < c[0].before.high * 1.01, "{c:?}");
         assert!(c[0].after.n == 15 && c[0].before.n == 25);
         // Flat: nothing; too short a tail: not yet.
-        assert!(changes(&series(&mut rng, 40, 0.03, 0.0, 40, 1.0), &Settings::default()).is_empty());
-        let tail = series(&mut rng, 40, 0.03, 0.0, 38, 0.8);
-        assert!(changes(&tail, &Settings::default()).iter().all(|c| c.at != 38));
+        assert!(changes(&series(&mut rng, 40, 0.03, 0.0, 1.0, 40, 1.0), &s).is_empty());
+        let tail = series(&mut rng, 40, 0.03, 0.0, 1.0, 38, 0.8);
+        assert!(changes(&tail, &s).iter().all(|c| c.at != 38));
         // Values that cannot be logged give nothing rather than a wrong answer.
-        assert!(changes(&[1.0, 0.0, 2.0, 3.0, 4.0, 5.0, 6.0], &Settings::default()).is_empty());
+        assert!(changes(&[1.0, 0.0, 2.0, 3.0, 4.0, 5.0, 6.0], &s).is_empty());
     }
 
-    /// Rates over simulated series: (false alarms per 100 points with no change, recall and
-    /// precision of a change of `size` in the middle of 60 points).
-    fn rates(cv: f64, outliers: f64, size: f64, runs: usize, seed: u64) -> (f64, f64, f64) {
-        let s = Settings::default();
+    /// Issue 45's example: a p99 that doubled in every run after a real slowdown, in a series
+    /// where one earlier run was a GC pause 30 times the others. The t-test on plain logs was
+    /// swamped by that run; on winsorized logs the doubling is a sure change, where it began,
+    /// and the wild run moves the level before it by little.
+    #[test]
+    fn one_wild_run_does_not_hide_a_doubling() {
+        let s = Settings::default().over(FAMILY);
+        let mut rng = Pcg64Mcg::seed_from_u64(4502);
+        let mut x = series(&mut rng, 16, 0.10, 0.0, 1.0, 8, 2.0);
+        x[3] *= 30.0;
+        let c = changes(&x, &s);
+        let sure: Vec<&Change> = c.iter().filter(|c| !c.weak).collect();
+        assert_eq!(sure.len(), 1, "{c:?}");
+        assert_eq!(sure[0].at, 8, "{c:?}");
+        assert!((1.6..2.5).contains(&sure[0].ratio), "{c:?}");
+        assert!(sure[0].before.value < 1300.0, "{c:?}");
+    }
+
+    /// Every run a point of a check: does any of `family` series, its `n` first runs, show a
+    /// sure change among its latest runs (whose new level holds under twice `min_segment` runs),
+    /// as `history check` fails on?
+    fn check_fails(runs: &[Vec<f64>], n: usize, s: &Settings) -> bool {
+        runs.iter().any(|r| {
+            changes(&r[..n], s)
+                .iter()
+                .any(|c| !c.weak && n - 1 - c.at < 2 * s.min_segment)
+        })
+    }
+
+    /// The figures of one series as a check sees them: log-normal spreads between runs as
+    /// this machine shows them (throughput 3 %, p50 5 %, p99 15 %, p99.9 25 %, service p99
+    /// 15 %, CPU per operation 4 %, GC pause time 20 %, capacity 5 %), and in the four
+    /// tail figures `wild` of the runs 3 times their level (a G1 pause in one run's window).
+    fn figures(rng: &mut Pcg64Mcg, n: usize, wild: f64) -> Vec<Vec<f64>> {
+        [
+            (0.03, 0.0),
+            (0.05, 0.0),
+            (0.15, wild),
+            (0.25, wild),
+            (0.15, wild),
+            (0.04, 0.0),
+            (0.20, wild),
+            (0.05, 0.0),
+        ]
+        .iter()
+        .map(|&(cv, w)| series(rng, n, cv, w, 3.0, n, 1.0))
+        .collect()
+    }
+
+    /// Checks of 10 series × 8 figures after 25, 50, 75 and 100 runs of `histories` histories
+    /// with nothing changed: (checks, failed at `s`, failed at `wrong` on a quarter of them).
+    fn false_checks(seed: u64, histories: usize, wild: f64, s: &Settings, wrong: &Settings) -> (usize, usize, usize) {
         let mut rng = Pcg64Mcg::seed_from_u64(seed);
-        let (mut false_alarms, mut points) = (0usize, 0usize);
-        let (mut found, mut reported, mut right) = (0usize, 0usize, 0usize);
-        for _ in 0..runs {
-            let flat = series(&mut rng, 100, cv, outliers, 100, 1.0);
-            false_alarms += changes(&flat, &s).len();
-            points += 100;
-            let x = series(&mut rng, 60, cv, outliers, 30, 1.0 - size);
-            let c = changes(&x, &s);
-            reported += c.len();
-            let hits = c.iter().filter(|c| c.at.abs_diff(30) <= 2 && c.ratio < 1.0).count();
-            right += hits;
-            found += usize::from(hits > 0);
+        let (mut checks, mut failed, mut failed_wrong) = (0, 0, 0);
+        for h in 0..histories {
+            let runs: Vec<Vec<f64>> = (0..10).flat_map(|_| figures(&mut rng, 100, wild)).collect();
+            for n in [25usize, 50, 75, 100] {
+                checks += 1;
+                failed += usize::from(check_fails(&runs, n, s));
+                if h % 4 == 0 {
+                    failed_wrong += usize::from(check_fails(&runs, n, wrong));
+                }
+            }
         }
-        (
-            100.0 * false_alarms as f64 / points as f64,
-            found as f64 / runs as f64,
-            if reported == 0 {
-                1.0
-            } else {
-                right as f64 / reported as f64
-            },
-        )
+        (checks, failed, failed_wrong)
+    }
+
+    /// Issue 45's proof: a check of 10 series × 8 figures after 25, 50, 75 and 100 runs, nothing
+    /// changed, each figure with its own spread and the tail figures with an isolated wild run
+    /// in 1 % of runs, fails in at most 5 % of checks (estimate + 3 Monte Carlo SEs; 800 checks
+    /// on new seeds; checks of one history share earlier runs, so the SE is a little
+    /// optimistic). The wrong setting, no correction for the 80 series × figures (family 1),
+    /// must fail it. Printed beside, not asserted: wild runs in 5 % of runs, where three in a
+    /// row sometimes fall among the latest runs and are, by `min_segment`'s definition, a level.
+    #[test]
+    fn a_check_of_ten_series_by_eight_figures_fails_falsely_in_at_most_five_percent() {
+        let s = Settings::default().over(FAMILY);
+        let uncorrected = Settings::default();
+        let (checks, failed, failed_wrong) = false_checks(4503, 200, 0.01, &s, &uncorrected);
+        let rate = failed as f64 / checks as f64;
+        let wrong_checks = checks / 4;
+        let wrong = failed_wrong as f64 / wrong_checks as f64;
+        let (heavy_checks, heavy, _) = false_checks(4506, 100, 0.05, &s, &uncorrected);
+        println!(
+            "checks of 80 series × figures failing with nothing changed: {:.2} % of {checks}; uncorrected: {:.1} % \
+             of {wrong_checks}; wild runs in 5 % of runs: {:.1} % of {heavy_checks}",
+            100.0 * rate,
+            100.0 * wrong,
+            100.0 * heavy as f64 / heavy_checks as f64
+        );
+        assert!(bound(rate, checks) <= 0.05, "{rate}");
+        assert!(lower(wrong, wrong_checks) > 0.05, "the uncorrected check: {wrong}");
+    }
+
+    /// What the gate buys: a 10 % regression of one figure (3 % spread), 20 runs before it, is
+    /// a sure change in a check of 80 series × figures by its 6th run in most series; weak
+    /// changes never count, and a 4 % change in 3 % noise is at most weak at first. Printed for
+    /// README; asserted loosely (measured 0.9+; fails by chance far less than once in 1,000).
+    #[test]
+    fn a_ten_percent_regression_is_found_within_six_runs() {
+        let s = Settings::default().over(FAMILY);
+        let mut rng = Pcg64Mcg::seed_from_u64(4504);
+        let cases = 500;
+        let mut found_by = [0usize; 7];
+        for _ in 0..cases {
+            let x = series(&mut rng, 26, 0.03, 0.0, 1.0, 20, 0.9);
+            for after in 3..=6 {
+                let c = changes(&x[..20 + after], &s);
+                if c.iter().any(|c| !c.weak && c.at.abs_diff(20) <= 1 && c.ratio < 1.0) {
+                    found_by[after] += 1;
+                    break;
+                }
+            }
+        }
+        let cum: Vec<f64> = (3..=6)
+            .map(|a| found_by[3..=a].iter().sum::<usize>() as f64 / cases as f64)
+            .collect();
+        println!("a 10 % regression at 3 % spread found by its 3rd..6th run: {cum:?}");
+        assert!(lower(cum[3], cases) >= 0.8, "{cum:?}");
     }
 
     #[test]
-    fn error_rates_with_this_machines_noise() {
-        // The noise of runs here: throughput's spread between fresh nodes 2.7 % with the
-        // automatic warm-up (bench/RESULTS.md), p99's 19-65 %; outliers: 5 % of runs 25 % off.
-        let runs = 2_000;
-        println!("cv   outliers  size  false alarms/100 points  recall  precision");
-        let mut table = Vec::new();
-        for (cv, outliers) in [(0.03, 0.0), (0.03, 0.05), (0.10, 0.05), (0.20, 0.05)] {
-            for size in [0.02, 0.05, 0.10, 0.20, 0.40] {
-                let (fa, recall, precision) = rates(cv, outliers, size, runs, 11);
-                println!(
-                    "{:>3.0} % {:>5.0} %  {:>3.0} %  {fa:>22.3}  {:>5.1} %  {:>8.1} %",
-                    cv * 100.0,
-                    outliers * 100.0,
-                    size * 100.0,
-                    recall * 100.0,
-                    precision * 100.0
-                );
-                table.push((cv, outliers, size, fa, recall, precision));
-            }
+    fn a_likely_change_is_weak_and_reported_apart() {
+        let s = Settings::default().over(FAMILY);
+        // A 5 % step in 2 % noise, 8 runs each side: likely, not sure over 80 series × figures.
+        let mut rng = Pcg64Mcg::seed_from_u64(4505);
+        let mut weak = 0;
+        for _ in 0..200 {
+            let c = changes(&series(&mut rng, 16, 0.02, 0.0, 1.0, 8, 1.05), &s);
+            weak += usize::from(c.iter().any(|c| c.weak && c.at.abs_diff(8) <= 1));
+            assert!(c.iter().filter(|c| !c.weak).all(|c| c.p <= s.p_max()), "{c:?}");
+            // A weak change's own p may pass the look's threshold against neighbours that only
+            // the weak pass found; it stays weak, so the look's error rate holds.
+            assert!(c.iter().filter(|c| c.weak).all(|c| c.p <= s.weak), "{c:?}");
         }
-        for &(cv, outliers, size, fa, recall, precision) in &table {
-            // The goal: at most one false alarm per 100 points of a series with no change.
-            assert!(
-                fa <= 1.0,
-                "{fa} false alarms per 100 points at cv {cv}, outliers {outliers}"
-            );
-            // What the mechanism gives beyond that: a change at least four spreads large, with
-            // 30 runs each side, is found, at its run (within 2), and few of the changes reported
-            // in such a series are anything else (measured 96-100 % and 94-98 %; Monte Carlo error
-            // at 2,000 series under 0.7 %, so this fails by chance far less than once in 1,000).
-            if size >= 4.0 * cv {
-                assert!(recall >= 0.95, "{size} at cv {cv}: recall {recall}");
-                assert!(precision >= 0.9, "{size} at cv {cv}: precision {precision}");
-            }
-        }
+        assert!(weak >= 20, "weak in {weak} of 200");
+        assert!(s.describe().contains("5 % of looks over 80 series"), "{}", s.describe());
     }
 }

@@ -4,9 +4,11 @@
 //! family-wise control was tried and left out: at three repeats it finds almost nothing), and the
 //! effective sample size of an autocorrelated series by batch means (for a single run's per-second
 //! values, which are not independent: one GC pause spans seconds). `sequential` decides
-//! questions looked at after every round; `changes` finds change points in a series of runs.
+//! questions looked at after every round; `changes` finds change points in a series of runs,
+//! with `maxt`'s search-aware p-values.
 
 pub mod changes;
+pub mod maxt;
 pub mod meta;
 pub mod ratio;
 pub mod sequential;
@@ -17,6 +19,12 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+
+/// A standard normal variate (Box–Muller, one of the pair), for simulated null distributions.
+pub fn normal(rng: &mut Pcg64Mcg) -> f64 {
+    let (u, v): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random());
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
 
 pub fn mean(x: &[f64]) -> f64 {
     if x.is_empty() {

@@ -1,14 +1,7 @@
 //! Helpers the statistics' simulation tests share: a seeded normal variate and the Monte Carlo
 //! bound an error rate is asserted with.
 
-use rand::Rng;
-use rand_pcg::Pcg64Mcg;
-
-/// A standard normal variate (Box–Muller, one of the pair).
-pub fn normal(rng: &mut Pcg64Mcg) -> f64 {
-    let (u, v): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random());
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-}
+pub use super::normal;
 
 /// A share `p` estimated from `n` cases plus three of its Monte Carlo standard errors: what a
 /// simulated error rate is asserted with (estimate + 3 SE ≤ the claim), so a rate that passes
