@@ -18,6 +18,10 @@ use rand_pcg::Pcg64Mcg;
 /// Draws of the null distribution per segment length.
 pub const DRAWS: usize = 10_000;
 
+/// The longest segment whose null is simulated (about 40 ms each in a release build); longer
+/// ones take Bonferroni's bound over their splits, which is valid and, that long, near enough.
+pub const SIMULATED_UP_TO: usize = 200;
+
 /// Robust SDs from the median beyond which a value is pulled in.
 pub const CLIP: f64 = 3.0;
 
@@ -36,11 +40,11 @@ const REACH: usize = 2;
 
 /// `x` with its wild values pulled in, into `out`: a value more than `CLIP` robust SDs from the
 /// median of itself and its `REACH` neighbours each side (the five nearest at the ends) is set
-/// to that bound. The robust SD
-/// is 1.4826 × the median absolute difference of successive values / √2, which a level shift
-/// moves by one difference only; and a new level of three or more runs is the median of its own
-/// neighbourhoods, so a change is never clipped, only runs unlike those around them. Unchanged
-/// when more than half the successive differences are zero (no robust spread to clip by).
+/// to that bound. The robust SD is 1.4826 × the median absolute difference of successive values
+/// / √2, which a level shift moves by one difference only; and a new level of three or more runs
+/// is the median of its own neighbourhoods, so a change is never clipped, only runs unlike those
+/// around them. Unchanged when more than half the successive differences are zero (no robust
+/// spread to clip by).
 pub fn winsorize(x: &[f64], out: &mut Vec<f64>, buf: &mut Vec<f64>) {
     out.clear();
     out.extend_from_slice(x);
@@ -151,7 +155,14 @@ pub fn p_value(n: usize, m: usize, t: f64) -> f64 {
     if t.is_nan() {
         return 1.0;
     }
-    let null = null(n, m.max(2));
+    let m = m.max(2);
+    if n > SIMULATED_UP_TO {
+        use statrs::distribution::{ContinuousCDF, StudentsT};
+        let splits = (n + 1).saturating_sub(2 * m) as f64;
+        let one = StudentsT::new(0.0, 1.0, n as f64 - 2.0).map_or(1.0, |d| 2.0 * (1.0 - d.cdf(t)));
+        return (splits * one).min(1.0);
+    }
+    let null = null(n, m);
     let exceed = null.len() - null.partition_point(|v| *v < t);
     (1 + exceed) as f64 / (1 + null.len()) as f64
 }
@@ -214,6 +225,18 @@ mod tests {
         assert_eq!(t_at(&x, 12, 3, &mut s), Some(t));
         assert!(t_at(&x, 2, 3, &mut s).is_none() && t_at(&x, 18, 3, &mut s).is_none());
         assert!(best_split(&x[..5], 3, &mut s).is_none());
+    }
+
+    /// Beyond the simulated lengths the p-value is Bonferroni's bound: no smaller than one
+    /// split's own, no larger than the number of splits times it.
+    #[test]
+    fn long_segments_take_the_bound_over_their_splits() {
+        use statrs::distribution::{ContinuousCDF, StudentsT};
+        let n = SIMULATED_UP_TO + 50;
+        let one = 2.0 * (1.0 - StudentsT::new(0.0, 1.0, n as f64 - 2.0).unwrap().cdf(5.0));
+        let p = p_value(n, 3, 5.0);
+        assert!((p - one * (n - 5) as f64).abs() < 1e-12, "{p} {one}");
+        assert_eq!(p_value(n, 3, 0.5), 1.0);
     }
 
     /// The search's p-value is uniform under no change: at 1 % and 5 % it rejects 1 % and 5 %
