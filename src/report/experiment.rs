@@ -118,12 +118,13 @@ struct Data {
 }
 
 /// The results directories of the experiment's steps that ran (each window's, when a node
-/// served several).
+/// served several), of the sittings whose files are here (a sitting run elsewhere brought its
+/// record, not its steps' directories).
 pub fn step_dirs(dir: &Path, record: &ExperimentRecord) -> Vec<PathBuf> {
     record
         .steps
         .iter()
-        .filter(|s| s.status.is_some())
+        .filter(|s| s.status.is_some() && dir.join(&s.dir).is_dir())
         .flat_map(|s| window_dirs(dir, s))
         .collect()
 }
