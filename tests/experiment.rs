@@ -368,5 +368,25 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
     // The two sittings, given as directories of the same experiment, pool the same way.
     let o = ok(lab.caplab(&["compare", out.to_str().unwrap(), "--json"]));
     let again: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(again[0]["answers"], doc["comparison"][0]["answers"]);
+    // The same answers: decisions and what they cover exactly, figures to a millionth (once in
+    // three runs beside the other tests, the two differed; the rates, not met to the last
+    // operation under load, then make the pooled figures depend on the last bits).
+    let (ours, theirs) = (
+        doc["comparison"][0]["answers"].as_array().unwrap(),
+        again[0]["answers"].as_array().unwrap(),
+    );
+    assert_eq!(ours.len(), theirs.len());
+    let close = |a: &serde_json::Value, b: &serde_json::Value| match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-6 * x.abs().max(y.abs()).max(1e-12),
+        _ => a == b,
+    };
+    for (a, b) in ours.iter().zip(theirs) {
+        for key in ["metric", "variant", "decision", "covers", "repeats", "round"] {
+            assert_eq!(a[key], b[key], "{key}: {a} against {b}");
+        }
+        assert!(
+            close(&a["ratio"], &b["ratio"]) && close(&a["ci"][0], &b["ci"][0]) && close(&a["ci"][1], &b["ci"][1]),
+            "{a} against {b}"
+        );
+    }
 }
