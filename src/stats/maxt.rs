@@ -25,11 +25,12 @@ pub const SIMULATED_UP_TO: usize = 200;
 /// Robust SDs from the median beyond which a value is pulled in.
 pub const CLIP: f64 = 3.0;
 
-/// Reusable buffers for `best_split`, so a search allocates once per segment.
+/// Reusable buffers for `best_split` and `t_at`: one per search, not one per segment.
 #[derive(Debug, Default)]
 pub struct Scratch {
     clipped: Vec<f64>,
-    sorted: Vec<f64>,
+    /// Successive differences, for the robust SD.
+    diffs: Vec<f64>,
     s1: Vec<f64>,
     s2: Vec<f64>,
     t: Vec<f64>,
@@ -92,7 +93,7 @@ fn splits(x: &[f64], m: usize, scratch: &mut Scratch) -> bool {
     if n < 2 * m {
         return false;
     }
-    winsorize(x, &mut scratch.clipped, &mut scratch.sorted);
+    winsorize(x, &mut scratch.clipped, &mut scratch.diffs);
     // Sums of values and squares, so each split's t costs the same whatever its length.
     let (s1, s2) = (&mut scratch.s1, &mut scratch.s2);
     s1.clear();
