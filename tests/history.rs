@@ -113,6 +113,11 @@ fn results_are_recorded_by_series_once_each_and_survive_writers() {
         || a_ci_check_fails_at_a_real_regression(&lab),
     );
 
+    s.run(
+        "runs carry their sitting; a canary run in the same sittings cancels a slower night",
+        || a_canary_cancels_a_slower_night(&lab),
+    );
+
     s.run("the same history in a real PostgreSQL server", || in_postgresql(&lab));
     s.finish();
 }
@@ -318,7 +323,7 @@ fn a_newer_schema_is_refused(lab: &Lab) {
     drop(c);
     let err = fails(lab.caplab(&["history", "--history", &newer]));
     assert!(err.contains("schema version 99, written by caplab 9.9.9"), "{err}");
-    assert!(err.contains("knows versions up to 2"), "{err}");
+    assert!(err.contains("knows versions up to 3"), "{err}");
     // A run still succeeds, its results on disk, the history's refusal a warning.
     let run = ok(lab.run("run-d", &["--rate", "500", "--duration", "2s", "--history", &newer]));
     assert!(
@@ -340,6 +345,7 @@ fn an_older_schema_is_migrated(lab: &Lab) {
                 .unwrap();
         }
     }
+    c.execute("ALTER TABLE runs DROP COLUMN sitting", []).unwrap();
     c.execute("UPDATE caplab_meta SET value = '1' WHERE key = 'schema_version'", [])
         .unwrap();
     drop(c);
@@ -351,7 +357,7 @@ fn an_older_schema_is_migrated(lab: &Lab) {
             r.get(0)
         })
         .unwrap();
-    assert_eq!(version, "2");
+    assert_eq!(version, "3");
     assert_eq!(rows(Path::new(&old)), 2);
     let id = list
         .as_array()
@@ -364,6 +370,11 @@ fn an_older_schema_is_migrated(lab: &Lab) {
         .to_string();
     let one = history_json(lab, &["--history", &old, &id]);
     assert_eq!(one["records"][0]["intervals"], serde_json::json!({}), "none before");
+    // A row from before sittings were kept is read as its host's sitting on its day.
+    let doc = result_json(&lab.home.join("run-a"));
+    let day = &doc["started_at"].as_str().unwrap()[..10];
+    let host = doc["environment"]["client_host"].as_str().unwrap();
+    assert_eq!(one["records"][0]["sitting"], format!("{host} {day}"), "{one:#}");
     let again = import(lab, &old, &[&lab.dir("run-a")]);
     assert!(again.contains("0 added, 1 already there"), "{again}");
     let one = history_json(lab, &["--history", &old, &id]);
@@ -418,7 +429,12 @@ fn a_ci_check_fails_at_a_real_regression(lab: &Lab) {
         text.contains("REGRESSION p50_ms") && text.contains("commit=bad0"),
         "{text}"
     );
-    assert!(text.contains("over 5 runs") && text.contains("over 3;"), "{text}");
+    // The eight runs are one sitting (one host, boot and day): the change is found among its
+    // runs.
+    assert!(
+        text.contains("over 5 runs") && text.contains("over 3 runs;") && text.contains("within its sitting"),
+        "{text}"
+    );
     let doc: serde_json::Value = serde_json::from_str(&stdout(&check(&["--json"]))).unwrap();
     let p50 = doc["changes"]
         .as_array()
@@ -445,6 +461,67 @@ fn a_ci_check_fails_at_a_real_regression(lab: &Lab) {
     assert_eq!(seen.check["changes"][&chart], 1, "{}", seen.check);
     assert!(seen.dom.contains("REGRESSION p50_ms"), "the change is listed");
     assert!(seen.dom.contains("ci-bad0/report.html"), "points link their run pages");
+}
+
+/// Six sittings (named by the job, `--label sitting=`), each running the series (2 s windows)
+/// and the canary (the same load in 3 s windows: another series); in the last three every
+/// operation is 2 ms later (through the fault proxy: the night is slower, for both). Checked
+/// alone, the series regresses from the fourth sitting; relative to the canary it does not,
+/// and the canary is not checked.
+fn a_canary_cancels_a_slower_night(lab: &Lab) {
+    let db = lab.dir("canary.db");
+    for night in 0..6 {
+        for window in ["2s", "3s"] {
+            let sitting = format!("sitting=night-{night}");
+            let slower = format!("delay node1 at 0s for {window} by 2ms");
+            let mut args = vec![
+                "--rate",
+                "1000",
+                "--duration",
+                window,
+                "--history",
+                &db,
+                "--label",
+                &sitting,
+            ];
+            if night >= 3 {
+                args.extend(["--fault", &slower]);
+            }
+            ok(lab.run(&format!("canary-{night}-{window}"), &args));
+        }
+    }
+    let list = history_json(lab, &["--history", &db]);
+    let id = |window: f64| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["key"]["duration_s"] == window)
+            .unwrap()["series"]
+            .as_str()
+            .unwrap()[..8]
+            .to_string()
+    };
+    let (series, canary) = (id(2.0), id(3.0));
+    let shown = history_json(lab, &["--history", &db, &series]);
+    assert_eq!(shown["records"][4]["sitting"], "night-4", "{shown:#}");
+    let check = |extra: &[&str]| {
+        let mut args = vec!["history", "--history", &db, "check", "--figure", "p50_ms"];
+        args.extend_from_slice(extra);
+        lab.caplab(&args)
+    };
+    let alone = check(&[&series]);
+    assert_eq!(alone.status.code(), Some(1), "{}", stdout(&alone));
+    assert!(stdout(&alone).contains("REGRESSION p50_ms"), "{}", stdout(&alone));
+    let relative = ok(check(&["--canary", &canary]));
+    let text = stdout(&relative);
+    assert!(
+        text.contains("Checked 1 series") && text.contains(&format!("relative to canary {canary}")),
+        "{text}"
+    );
+    assert!(!text.contains("REGRESSION"), "{text}");
+    let page = lab.caplab(&["history", "--history", &db, "--canary", &canary, "page"]);
+    assert_eq!(page.status.code(), Some(1), "{}", stderr(&page));
+    assert!(stderr(&page).contains("leave --canary out"), "{}", stderr(&page));
 }
 
 fn in_postgresql(lab: &Lab) {

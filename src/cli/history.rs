@@ -58,6 +58,12 @@ pub struct DetectArgs {
     /// Windows judged not steady are points too (by default they are left out).
     #[arg(long, global = true)]
     pub include_unsteady: bool,
+    /// A canary series (id or prefix): a fixed configuration the job runs in every sitting.
+    /// Each run's figures are divided by the canary's in the same sitting, so a slower host or
+    /// a noisy night moves both and cancels; runs of sittings without the canary are left out,
+    /// and the canary itself is not checked.
+    #[arg(long, value_name = "SERIES", global = true)]
+    pub canary: Option<String>,
 }
 
 impl DetectArgs {
@@ -80,12 +86,21 @@ impl DetectArgs {
         }
     }
 
-    /// The changes of one series in a look over `series` series.
-    fn changes(&self, recs: &[&Stored], series: usize) -> Vec<Found> {
+    /// The changes of one series in a look over `series` series, relative to `canary`'s
+    /// records where there is one.
+    fn changes(&self, recs: &[&Stored], series: usize, canary: Option<&[&Stored]>) -> Vec<Found> {
         let points = Points {
             include_unsteady: self.include_unsteady,
+            canary,
         };
         detect::series_changes(recs, &self.figures(), points, &self.settings(series))
+    }
+
+    /// The canary's id and records, where `--canary` names one series.
+    fn canary<'a>(&self, series: &'a [(String, Vec<&'a Stored>)]) -> Result<Option<(&'a str, &'a [&'a Stored])>> {
+        let Some(prefix) = &self.canary else { return Ok(None) };
+        let (id, recs) = one_series(series, prefix).context("--canary")?;
+        Ok(Some((id.as_str(), recs.as_slice())))
     }
 }
 
@@ -107,7 +122,7 @@ pub enum HistorySub {
         series: Vec<String>,
         /// Changes that begin at a run started at or after this time (RFC 3339, e.g.
         /// 2026-11-26T00:00:00Z) count as new. Default: changes whose new level holds at most
-        /// twice --min-segment runs (the latest ones).
+        /// twice --min-segment runs (the latest ones), or sittings for a change between sittings.
         #[arg(long, value_name = "TIME")]
         since: Option<String>,
         /// What fails the check.
@@ -173,8 +188,14 @@ pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("cannot create {} for the page", dir.display()))?;
             }
+            if args.detect.canary.is_some() {
+                bail!(
+                    "--canary is for check, the series list and a series: the page draws each figure as measured (leave --canary out)"
+                );
+            }
             let points = Points {
                 include_unsteady: args.detect.include_unsteady,
+                canary: None,
             };
             crate::report::history::write(
                 &by_series(&all),
@@ -209,7 +230,13 @@ fn check(
     d: &DetectArgs,
     json: bool,
 ) -> Result<u8> {
-    let mut series = by_series(all);
+    let all_series = by_series(all);
+    let canary = d.canary(&all_series)?;
+    let mut series: Vec<(String, Vec<&Stored>)> = all_series
+        .iter()
+        .filter(|(id, _)| canary.is_none_or(|(c, _)| c != id.as_str()))
+        .cloned()
+        .collect();
     if !wanted.is_empty() {
         for w in wanted {
             if !series.iter().any(|(id, _)| id.starts_with(w.as_str())) {
@@ -220,11 +247,11 @@ fn check(
     }
     let recent = |f: &Found| match since {
         Some(t) => f.started_at.as_str() >= t,
-        None => f.runs_since < 2 * d.min_segment,
+        None => f.since < 2 * d.min_segment,
     };
     let new: Vec<Found> = series
         .iter()
-        .flat_map(|(_, recs)| d.changes(recs, series.len()))
+        .flat_map(|(_, recs)| d.changes(recs, series.len(), canary.map(|c| c.1)))
         .filter(recent)
         .collect();
     let settings = d.settings(series.len()).describe();
@@ -241,12 +268,19 @@ fn check(
         let doc = serde_json::json!({
             "settings": settings,
             "series_checked": series.len(),
+            "canary": canary.map(|c| c.0),
             "changes": new,
             "fail": !failing.is_empty(),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!("Checked {} series ({settings}).", series.len());
+        if let Some((c, _)) = canary {
+            println!(
+                "Each relative to canary {} in the same sitting (the canary itself not checked).",
+                &c[..8]
+            );
+        }
         for f in new.iter().filter(|f| !f.weak) {
             println!(
                 "{}  {}
@@ -302,6 +336,11 @@ fn by_series(all: &[Stored]) -> Vec<(String, Vec<&Stored>)> {
 
 fn list(all: &[Stored], d: &DetectArgs, json: bool) -> Result<u8> {
     let series = by_series(all);
+    let canary = d.canary(&series)?;
+    let changes = |id: &str, recs: &[&Stored]| match canary {
+        Some((c, _)) if c == id => d.changes(recs, 1, None),
+        _ => d.changes(recs, 1, canary.map(|c| c.1)),
+    };
     if json {
         let doc: Vec<serde_json::Value> = series
             .iter()
@@ -313,7 +352,7 @@ fn list(all: &[Stored], d: &DetectArgs, json: bool) -> Result<u8> {
                     "key": last.map(|r| &r.series),
                     "records": recs.len(),
                     "last": last.map(record_json),
-                    "changes": d.changes(recs, 1),
+                    "changes": changes(id, recs),
                 })
             })
             .collect();
@@ -337,26 +376,21 @@ fn list(all: &[Stored], d: &DetectArgs, json: bool) -> Result<u8> {
             r.started_at,
             value,
             r.figures.p99_ms.map_or("-".into(), |v| format!("{v:.2}")),
-            d.changes(recs, 1).iter().filter(|f| !f.weak).count(),
+            changes(id, recs).iter().filter(|f| !f.weak).count(),
             r.series.name()
         );
     }
     println!("(changes per series: {})", d.settings(1).describe());
+    if let Some((c, _)) = canary {
+        println!("(each relative to canary {} in the same sitting)", &c[..8]);
+    }
     Ok(0)
 }
 
 fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> {
     let series = by_series(all);
-    let found: Vec<_> = series.iter().filter(|(id, _)| id.starts_with(prefix)).collect();
-    let (id, recs) = match found.as_slice() {
-        [one] => *one,
-        [] => bail!("no series '{prefix}' in the history: `caplab history` lists them"),
-        many => bail!(
-            "'{prefix}' names {} series ({}): give more of the id",
-            many.len(),
-            many.iter().map(|(id, _)| &id[..8]).collect::<Vec<_>>().join(", ")
-        ),
-    };
+    let (id, recs) = one_series(&series, prefix)?;
+    let canary = d.canary(&series)?.filter(|(c, _)| c != id).map(|c| c.1);
     let first = &recs[0].record;
     if json {
         let doc = serde_json::json!({
@@ -364,7 +398,7 @@ fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> 
             "name": first.series.name(),
             "key": first.series,
             "records": recs.iter().map(|s| record_json(&s.record)).collect::<Vec<_>>(),
-            "changes": d.changes(recs, 1),
+            "changes": d.changes(recs, 1, canary),
             "settings": d.settings(1).describe(),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -399,7 +433,7 @@ fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> 
         );
     }
     println!("(± : half the run's own 95 % interval, sectioning its window into 10 parts)");
-    let changes = d.changes(recs, 1);
+    let changes = d.changes(recs, 1, canary);
     println!(
         "\n{} change(s), {} of them weak ({})",
         changes.len(),
@@ -410,6 +444,20 @@ fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> 
         println!("  {}", f.render());
     }
     Ok(0)
+}
+
+/// The one series whose id starts with `prefix`.
+fn one_series<'a>(series: &'a [(String, Vec<&'a Stored>)], prefix: &str) -> Result<&'a (String, Vec<&'a Stored>)> {
+    let found: Vec<_> = series.iter().filter(|(id, _)| id.starts_with(prefix)).collect();
+    match found.as_slice() {
+        [one] => Ok(one),
+        [] => bail!("no series '{prefix}' in the history: `caplab history` lists them"),
+        many => bail!(
+            "'{prefix}' names {} series ({}): give more of the id",
+            many.len(),
+            many.iter().map(|(id, _)| &id[..8]).collect::<Vec<_>>().join(", ")
+        ),
+    }
 }
 
 fn record_json(r: &crate::history::Record) -> serde_json::Value {
@@ -423,6 +471,7 @@ fn record_json(r: &crate::history::Record) -> serde_json::Value {
         "figures": r.figures,
         "intervals": r.intervals,
         "dir": r.dir,
+        "sitting": r.sitting,
         "caplab_version": r.caplab_version,
     })
 }

@@ -1,7 +1,9 @@
 //! Change points in a series' figures over time (`stats::changes`), told as regressions or
 //! improvements at the run where each begins, and read in context: server CPU per operation
 //! that falls from the run where latency or throughput got worse is a server starved of CPU
-//! (its threads spin less), not an improvement. Only completed runs whose window was not judged
+//! (its threads spin less), not an improvement. Runs are grouped by their sitting
+//! (`stats::sittings`): a series whose sittings hold several runs is searched between sittings
+//! (each sitting one point) and within each long sitting. Only completed runs whose window was not judged
 //! unsteady are points, unless asked otherwise: a window that was still warming up is not the
 //! configuration's level (the same rule comparisons follow).
 
@@ -10,7 +12,8 @@ use std::collections::BTreeMap;
 
 use super::record::{FIGURES, Record};
 use super::store::Stored;
-use crate::stats::changes::{Settings, changes};
+use crate::stats::changes::Settings;
+use crate::stats::sittings::{Scope, changes_in_sittings};
 
 /// The figures checked by default: the ones that carry a configuration's performance (errors
 /// are mostly zero, and one run's maximum is one event, not a level).
@@ -55,8 +58,21 @@ pub struct Found {
     /// after / before.
     pub ratio: f64,
     pub p: f64,
+    /// What the points were: `runs` (every sitting one run), `sittings` (a change between
+    /// sittings, each sitting's runs one point) or `within a sitting`.
+    pub scope: &'static str,
+    /// Sittings each side (a change between sittings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sittings: Option<(usize, usize)>,
+    /// How many of the scope's points come after its first (0: it begins at the latest run or
+    /// sitting): what a check's "new" is counted in.
+    pub since: usize,
     /// How many of the series' points come after its first (0: it begins at the latest run).
     pub runs_since: usize,
+    /// The canary the values were divided by (its id's first 8 digits): levels are then ratios
+    /// to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub canary: Option<String>,
 }
 
 impl Found {
@@ -69,20 +85,32 @@ impl Found {
                 .to_string(),
             (false, k) => k.to_uppercase(),
         };
+        let over = |runs: usize, sittings: Option<usize>| match sittings {
+            Some(s) => format!("{s} sittings ({runs} runs)"),
+            None => format!("{runs} runs"),
+        };
         format!(
-            "{} {}: {:+.1} % ({} [{}–{}] over {} runs → {} [{}–{}] over {}; p {:.1e} after the search) from the run of {}{}",
+            "{} {}: {:+.1} % ({} [{}–{}] over {} → {} [{}–{}] over {}; p {:.1e} after the search{}) from the run of {}{}",
             kind,
             self.figure,
             (self.ratio - 1.0) * 100.0,
             figure_text(self.before),
             figure_text(self.before_interval.0),
             figure_text(self.before_interval.1),
-            self.before_runs,
+            over(self.before_runs, self.sittings.map(|s| s.0)),
             figure_text(self.after),
             figure_text(self.after_interval.0),
             figure_text(self.after_interval.1),
-            self.after_runs,
+            over(self.after_runs, self.sittings.map(|s| s.1)),
             self.p,
+            match (&self.canary, self.scope == "within a sitting") {
+                (Some(c), w) => format!(
+                    ", relative to canary {c}{}",
+                    if w { ", within its sitting" } else { "" }
+                ),
+                (None, true) => ", within its sitting".into(),
+                (None, false) => String::new(),
+            },
             self.started_at,
             if labels.is_empty() {
                 String::new()
@@ -107,22 +135,52 @@ pub fn value(r: &Record, col: usize) -> Option<f64> {
     r.figures.values()[col].filter(|v| *v > 0.0 && v.is_finite())
 }
 
-/// Which records are points of a series.
-#[derive(Debug, Clone, Copy)]
-pub struct Points {
+/// Which records are points of a series, and what their values are.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Points<'a> {
     /// Windows judged not steady are points too.
     pub include_unsteady: bool,
+    /// A canary series (`--canary`): a fixed configuration run in the same sittings, whose
+    /// level in each sitting every value is divided by, so what moves a sitting's host moves
+    /// both and cancels. Runs of sittings the canary did not run in are left out.
+    pub canary: Option<&'a [&'a Stored]>,
 }
 
-impl Points {
+impl Points<'_> {
     pub fn admits(&self, r: &Record) -> bool {
         r.status == "completed" && (self.include_unsteady || r.is_steady != Some(false))
+    }
+
+    /// The points of `recs` for the figure in column `col`: each admitted record with a value
+    /// (divided by the canary's level in its sitting, when there is a canary).
+    pub fn of<'r>(&self, recs: &[&'r Stored], col: usize) -> Vec<(&'r Stored, f64)> {
+        let plain = recs
+            .iter()
+            .filter(|r| self.admits(&r.record))
+            .filter_map(|r| value(&r.record, col).map(|v| (*r, v)));
+        let Some(canary) = self.canary else {
+            return plain.collect();
+        };
+        // The canary's level per sitting: the exp of its runs' mean log.
+        let mut logs: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
+        for r in canary.iter().filter(|r| self.admits(&r.record)) {
+            if let Some(v) = value(&r.record, col) {
+                let e = logs.entry(r.record.sitting.as_str()).or_default();
+                *e = (e.0 + v.ln(), e.1 + 1);
+            }
+        }
+        plain
+            .filter_map(|(r, v)| {
+                let (sum, n) = logs.get(r.record.sitting.as_str())?;
+                Some((r, v / (sum / *n as f64).exp()))
+            })
+            .collect()
     }
 }
 
 /// The changes in one series' `figures` (its records oldest first), at the thresholds of `s`
 /// (whose family the caller sets: the series × figures its look covers).
-pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points, s: &Settings) -> Vec<Found> {
+pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points<'_>, s: &Settings) -> Vec<Found> {
     let Some(first) = recs.first() else { return Vec::new() };
     let id = first.record.series.id();
     let name = first.record.series.name();
@@ -131,13 +189,11 @@ pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points, s: &Se
         let Some(col) = FIGURES.iter().position(|f| f == figure) else {
             continue;
         };
-        let pts: Vec<(&Stored, f64)> = recs
-            .iter()
-            .filter(|r| points.admits(&r.record))
-            .filter_map(|r| value(&r.record, col).map(|v| (*r, v)))
-            .collect();
+        let pts = points.of(recs, col);
         let values: Vec<f64> = pts.iter().map(|(_, v)| *v).collect();
-        for c in changes(&values, s) {
+        let sitting = sitting_ids(pts.iter().map(|(r, _)| r.record.sitting.as_str()));
+        for sc in changes_in_sittings(&values, &sitting, s) {
+            let c = sc.change;
             let (run, _) = pts[c.at];
             let better = (c.ratio > 1.0) == higher_is_better(figure);
             out.push(Found {
@@ -152,18 +208,43 @@ pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points, s: &Se
                 dir: run.record.dir.display().to_string(),
                 before: c.before.value,
                 before_interval: (c.before.low, c.before.high),
-                before_runs: c.before.n,
+                before_runs: sc.runs_before,
                 after: c.after.value,
                 after_interval: (c.after.low, c.after.high),
-                after_runs: c.after.n,
+                after_runs: sc.runs_after,
                 ratio: c.ratio,
                 p: c.p,
+                scope: match sc.scope {
+                    Scope::Runs => "runs",
+                    Scope::Sittings => "sittings",
+                    Scope::WithinSitting => "within a sitting",
+                },
+                sittings: (sc.scope == Scope::Sittings).then_some((c.before.n, c.after.n)),
+                since: sc.since,
                 runs_since: values.len() - 1 - c.at,
+                canary: points
+                    .canary
+                    .and_then(|c| c.first())
+                    .map(|c| c.record.series.id()[..8].to_string()),
             });
         }
     }
     in_context(&mut out, recs);
     out
+}
+
+/// A number per distinct sitting, in order of first appearance.
+fn sitting_ids<'a>(sittings: impl Iterator<Item = &'a str>) -> Vec<usize> {
+    let mut seen: Vec<&str> = Vec::new();
+    sittings
+        .map(|s| match seen.iter().position(|x| *x == s) {
+            Some(i) => i,
+            None => {
+                seen.push(s);
+                seen.len() - 1
+            }
+        })
+        .collect()
 }
 
 /// Figures whose getting worse starves a server of CPU rather than costing it more.

@@ -190,6 +190,9 @@ pub struct Record {
     pub caplab_version: String,
     /// The results directory, absolute.
     pub dir: PathBuf,
+    /// The sitting it ran in (`sitting_of`): runs of one sitting share a level that moves from
+    /// sitting to sitting, which change points take as a level of their own.
+    pub sitting: String,
     /// The measured window's steady-state class (`flat`, `warm-up`, `slowdown`, `none`), `not
     /// steady` for an automatic warm-up that never settled, or None: not judged.
     pub steady: Option<String>,
@@ -215,6 +218,9 @@ pub fn of_dir(dir: &Path, extra: &BTreeMap<String, String>) -> Result<Record> {
     };
     for (k, v) in extra {
         rec.labels.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    if let Some(s) = rec.labels.get(SITTING_LABEL).filter(|s| !s.is_empty()) {
+        rec.sitting = s.clone();
     }
     Ok(rec)
 }
@@ -268,6 +274,12 @@ pub fn of_run(dir: &Path, r: &RunResult) -> Record {
         status: r.status.name().to_string(),
         caplab_version: r.caplab_version.clone(),
         dir: dir.to_path_buf(),
+        sitting: sitting_of(
+            &r.labels,
+            &r.environment.client_host,
+            &r.environment.boot_id,
+            &r.started_at,
+        ),
         steady,
         is_steady,
         intervals: run_intervals(dir, r, &figures),
@@ -334,6 +346,12 @@ fn of_capacity(dir: &Path, c: &CapacityReport) -> Result<Record> {
         status: c.status.name().to_string(),
         caplab_version: c.caplab_version.clone(),
         dir: dir.to_path_buf(),
+        sitting: sitting_of(
+            &c.labels,
+            &step.environment.client_host,
+            &step.environment.boot_id,
+            &c.started_at,
+        ),
         steady: is_steady.map(|s| if s { "every step flat" } else { "a step not steady" }.to_string()),
         is_steady,
         figures: Figures {
@@ -358,6 +376,33 @@ fn capacity_bracket(c: &CapacityReport) -> Intervals {
     failed_above
         .map(|hi| Intervals::from([("capacity".to_string(), [held, hi])]))
         .unwrap_or_default()
+}
+
+/// The label that names a result's sitting (`--label sitting=night-42`), where a job knows
+/// better than the clock which runs were one sitting.
+pub const SITTING_LABEL: &str = "sitting";
+
+/// A result's sitting: its `sitting` label, or else the client host, the first 8 digits of its
+/// boot id (where the result has one) and the UTC day it started: `vm-1 b9f200fb 2026-11-27`.
+pub fn sitting_of(labels: &BTreeMap<String, String>, host: &str, boot_id: &str, started_at: &str) -> String {
+    if let Some(s) = labels.get(SITTING_LABEL).filter(|s| !s.is_empty()) {
+        return s.clone();
+    }
+    let day = started_at.get(..10).unwrap_or(started_at);
+    let boot = boot_id.get(..8).unwrap_or(boot_id);
+    [host, boot, day]
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The sitting of a row recorded before sittings were kept: its host is the last word of its
+/// result key.
+pub fn sitting_of_key(labels: &BTreeMap<String, String>, result_key: &str, started_at: &str) -> String {
+    let host = result_key.rsplit(' ').next().unwrap_or("");
+    sitting_of(labels, host, "", started_at)
 }
 
 fn result_key(kind: &str, started_at: &str, workload: &str, loaders: &str, host: &str) -> String {
@@ -410,5 +455,20 @@ mod tests {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn a_sitting_is_the_label_or_the_host_boot_and_day() {
+        let none = BTreeMap::new();
+        let at = "2026-11-27T13:54:00.123Z";
+        assert_eq!(
+            sitting_of(&none, "vm-1", "b9f200fb-1941-4e53", at),
+            "vm-1 b9f200fb 2026-11-27"
+        );
+        assert_eq!(sitting_of(&none, "vm-1", "", at), "vm-1 2026-11-27");
+        let named = BTreeMap::from([("sitting".to_string(), "night-42".to_string())]);
+        assert_eq!(sitting_of(&named, "vm-1", "b9f2", at), "night-42");
+        let key = result_key("run", at, "insert", "merged 2", "vm-1");
+        assert_eq!(sitting_of_key(&none, &key, at), "vm-1 2026-11-27");
     }
 }

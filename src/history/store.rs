@@ -19,7 +19,7 @@ use std::time::Duration;
 use super::record::{FIGURES, Figures, Intervals, Record, SeriesKey, WITH_INTERVAL};
 
 /// The schema this caplab writes; `MIGRATIONS[v - 1]` takes a database from v - 1 to v.
-pub const SCHEMA: u32 = 2;
+pub const SCHEMA: u32 = 3;
 
 /// How long a writer waits for another (SQLite).
 const BUSY: Duration = Duration::from_secs(60);
@@ -66,6 +66,9 @@ ALTER TABLE runs ADD COLUMN p999_ms_lo DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN p999_ms_hi DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN capacity_lo DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN capacity_hi DOUBLE PRECISION",
+    // 3: each record's sitting (`record::sitting_of`); rows from before have NULL and are read
+    // as their host and day.
+    "ALTER TABLE runs ADD COLUMN sitting TEXT",
 ];
 
 const META: &str = "CREATE TABLE IF NOT EXISTS caplab_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
@@ -116,7 +119,7 @@ pub enum Store {
 }
 
 const COLUMNS: &str = "result_key, kind, series, series_name, series_key, labels, started_at, finished_at, \
-     recorded_at, status, caplab_version, dir, steady, is_steady";
+     recorded_at, status, caplab_version, dir, steady, is_steady, sitting";
 
 impl Store {
     /// Opens (creating it if need be) and brings its schema to this caplab's.
@@ -204,7 +207,7 @@ impl Store {
     pub fn insert(&mut self, r: &Record) -> Result<bool> {
         let figure_cols = FIGURES.join(", ");
         let interval_cols = interval_columns().join(", ");
-        let n = 14 + FIGURES.len() + 2 * WITH_INTERVAL.len();
+        let n = 15 + FIGURES.len() + 2 * WITH_INTERVAL.len();
         let marks: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
         let sql = format!(
             "INSERT INTO runs ({COLUMNS}, {figure_cols}, {interval_cols}) VALUES ({}) ON CONFLICT (result_key) DO NOTHING",
@@ -250,6 +253,7 @@ impl Store {
                 p.extend(rest.iter().map(|t| t as &dyn rusqlite::ToSql));
                 p.push(&r.steady);
                 p.push(&r.is_steady);
+                p.push(&r.sitting);
                 p.extend(figures.iter().map(|f| f as &dyn rusqlite::ToSql));
                 p.extend(bounds.iter().map(|f| f as &dyn rusqlite::ToSql));
                 let added = c.execute(&sql.replace('$', "?"), p.as_slice())? > 0;
@@ -267,6 +271,7 @@ impl Store {
                 p.extend(rest.iter().map(|t| t as &Sql));
                 p.push(&r.steady);
                 p.push(&r.is_steady);
+                p.push(&r.sitting);
                 p.extend(figures.iter().map(|f| f as &Sql));
                 p.extend(bounds.iter().map(|f| f as &Sql));
                 let added = c.execute(sql.as_str(), p.as_slice())? > 0;
@@ -284,12 +289,13 @@ impl Store {
     /// Every record, oldest first (by start, then by when it was recorded).
     pub fn records(&mut self) -> Result<Vec<Stored>> {
         let sql = format!(
-            "SELECT id, series_key, labels, started_at, finished_at, status, caplab_version, dir, steady, is_steady, result_key, {}, {} \
+            "SELECT id, series_key, labels, started_at, finished_at, status, caplab_version, dir, steady, is_steady, result_key, {}, {}, sitting \
              FROM runs ORDER BY started_at, id",
             FIGURES.join(", "),
             interval_columns().join(", ")
         );
         const BOUNDS: usize = 11 + FIGURES.len();
+        const SITTING: usize = BOUNDS + 2 * WITH_INTERVAL.len();
         let mut out = Vec::new();
         match self {
             Store::Sqlite(c) => {
@@ -311,7 +317,7 @@ impl Store {
                         [row.get(5)?, row.get(6)?, row.get(7)?],
                         row.get(8)?,
                         row.get(9)?,
-                        row.get(10)?,
+                        (row.get(10)?, row.get(SITTING)?),
                         figures,
                         bounds,
                     )?);
@@ -334,7 +340,7 @@ impl Store {
                         [row.get(5), row.get(6), row.get(7)],
                         row.get(8),
                         row.get(9),
-                        row.get(10),
+                        (row.get(10), row.get(SITTING)),
                         figures,
                         bounds,
                     )?);
@@ -360,13 +366,14 @@ fn stored(
     [status, caplab_version, dir]: [String; 3],
     steady: Option<String>,
     is_steady: Option<bool>,
-    result_key: String,
+    (result_key, sitting): (String, Option<String>),
     figures: [Option<f64>; 10],
     bounds: [Option<f64>; 2 * WITH_INTERVAL.len()],
 ) -> Result<Stored> {
     let series: SeriesKey = serde_json::from_str(&key).context("a history row's series_key is not caplab's")?;
     let labels: BTreeMap<String, String> =
         serde_json::from_str(&labels).context("a history row's labels are not caplab's")?;
+    let sitting = sitting.unwrap_or_else(|| super::record::sitting_of_key(&labels, &result_key, &started_at));
     Ok(Stored {
         id,
         record: Record {
@@ -378,6 +385,7 @@ fn stored(
             status,
             caplab_version,
             dir: PathBuf::from(dir),
+            sitting,
             steady,
             is_steady,
             figures: Figures::from_values(figures),

@@ -155,6 +155,10 @@ pub struct Environment {
     pub cores: usize,
     pub ram_bytes: u64,
     pub kernel: String,
+    /// The client host's boot (new at every boot; absent from results written before it was
+    /// kept): with the host and the day, the sitting the history files the result under.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub boot_id: String,
     pub cassandra_release_version: Option<String>,
     /// The local nodes the load went to (their configuration, logs and process).
     pub local_nodes: Vec<NodeState>,

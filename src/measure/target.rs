@@ -46,6 +46,7 @@ impl Site {
             cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             ram_bytes: procfs::total_ram(),
             kernel: procfs::kernel(),
+            boot_id: procfs::boot_id(),
             cassandra_release_version: self.release.clone(),
             local_nodes: self
                 .local_nodes

@@ -14,6 +14,7 @@ pub mod ratio;
 pub mod sequential;
 #[cfg(test)]
 pub(crate) mod sim;
+pub mod sittings;
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
