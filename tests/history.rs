@@ -2,8 +2,9 @@
 //! and figures as result.json has them, one series per configuration), importing the same
 //! results again adds nothing, two writers at once and a writer killed mid-import lose and
 //! double nothing, a newer schema is refused naming the versions, an older one is migrated
-//! forward with its rows, a run's own interval is kept and drawn, and the same history lives in
-//! a real PostgreSQL server this test starts (Debian's package) on loopback.
+//! forward with its rows, a run's own interval is kept and drawn, sittings and a canary, a
+//! slowdown of the machine confirmed by rerunning and a noisy night not, and the same history
+//! lives in a real PostgreSQL server this test starts (Debian's package) on loopback.
 
 mod common;
 
@@ -116,6 +117,11 @@ fn results_are_recorded_by_series_once_each_and_survive_writers() {
     s.run(
         "runs carry their sitting; a canary run in the same sittings cancels a slower night",
         || a_canary_cancels_a_slower_night(&lab),
+    );
+
+    s.run(
+        "check --confirm: a slowdown of the machine is confirmed by rerunning, the same change once the machine is itself again is not",
+        || a_slowdown_is_confirmed_and_a_noisy_night_is_not(&lab),
     );
 
     s.run("the same history in a real PostgreSQL server", || in_postgresql(&lab));
@@ -522,6 +528,111 @@ fn a_canary_cancels_a_slower_night(lab: &Lab) {
     let page = lab.caplab(&["history", "--history", &db, "--canary", &canary, "page"]);
     assert_eq!(page.status.code(), Some(1), "{}", stderr(&page));
     assert!(stderr(&page).contains("leave --canary out"), "{}", stderr(&page));
+}
+
+/// The lab's node made slower from outside caplab while this lives: its JVM stopped for 30 ms
+/// of every 40 (SIGSTOP, SIGCONT), as a neighbour taking the machine would.
+struct Slower {
+    pid: i32,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Slower {
+    fn start(lab: &Lab) -> Slower {
+        let home = lab.home.to_str().unwrap().to_string();
+        let pid = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .find(|pid| {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let cmd = String::from_utf8_lossy(&cmd);
+                cmd.contains("CassandraDaemon") && cmd.contains(&home)
+            })
+            .expect("the lab's node is running");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                unsafe { libc::kill(pid, libc::SIGSTOP) };
+                std::thread::sleep(Duration::from_millis(30));
+                unsafe { libc::kill(pid, libc::SIGCONT) };
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        Slower {
+            pid,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Slower {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        unsafe { libc::kill(self.pid, libc::SIGCONT) };
+    }
+}
+
+/// Five runs, then three with the machine made slower (the configuration the same): the check
+/// fails on p50; `--confirm` reruns the configuration with the machine still slow and confirms
+/// it. Then, the machine itself again, the same check reruns and finds the level before: not
+/// confirmed, and the check passes. The reruns are in the history, labelled `confirm`, their
+/// results in caplab's home.
+fn a_slowdown_is_confirmed_and_a_noisy_night_is_not(lab: &Lab) {
+    let db = lab.dir("confirm.db");
+    let run = |name: &str| ok(lab.run(name, &["--rate", "1000", "--duration", "2s", "--history", &db]));
+    for i in 0..5 {
+        run(&format!("confirm-good{i}"));
+    }
+    let check = || {
+        lab.caplab(&[
+            "history",
+            "--history",
+            &db,
+            "--figure",
+            "p50_ms",
+            "check",
+            "--confirm",
+            "--confirm-runs",
+            "3",
+        ])
+    };
+    let slower = Slower::start(lab);
+    for i in 0..3 {
+        run(&format!("confirm-slow{i}"));
+    }
+    let confirmed = check();
+    drop(slower);
+    let text = stdout(&confirmed);
+    assert_eq!(confirmed.status.code(), Some(1), "{text}\n{}", stderr(&confirmed));
+    assert!(
+        text.contains("REGRESSION p50_ms") && text.contains("CONFIRMED after"),
+        "{text}"
+    );
+    assert!(text.contains("confirmed or left open by rerunning"), "{text}");
+    let cleared = check();
+    let text = stdout(&cleared);
+    assert_eq!(cleared.status.code(), Some(0), "{text}\n{}", stderr(&cleared));
+    assert!(text.contains("NOT CONFIRMED after"), "{text}");
+    let list = history_json(lab, &["--history", &db]);
+    let id = list[0]["series"].as_str().unwrap()[..8].to_string();
+    let shown = history_json(lab, &["--history", &db, &id]);
+    let reruns = shown["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["labels"]["confirm"] == format!("{id}-p50_ms"))
+        .count();
+    assert!(reruns >= 2, "{shown:#}");
+    assert!(
+        lab.home.join("confirm").is_dir(),
+        "the reruns' results are kept in caplab's home"
+    );
 }
 
 fn in_postgresql(lab: &Lab) {

@@ -1,16 +1,18 @@
-//! `caplab history [SERIES]` and `caplab history import DIR...`: the series the history holds
-//! (each with its records and last figures), one series' records, or results written earlier
-//! added to it.
+//! `caplab history [SERIES]`, `import DIR...` and `page`: the series the history holds (each
+//! with its records and last figures), one series' records, results written earlier added to
+//! it, its page; `check` (check.rs) and `confirm` (confirm.rs) are dispatched from here, and
+//! every subcommand finds change points with detect.rs' options.
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::check::FailOn;
+use super::detect::DetectArgs;
 use crate::cluster::Home;
-use crate::history::detect::{self, CHECKED, Found, Points};
+use crate::history::detect::{CHECKED, Points};
+use crate::history::series::{by_series, one_series};
 use crate::history::{Location, Store, Stored, import};
-use crate::stats::changes::Settings;
 
 #[derive(Debug, Args)]
 pub struct HistoryCommand {
@@ -33,75 +35,6 @@ pub struct HistoryCommand {
     pub json: bool,
     #[command(flatten)]
     pub detect: DetectArgs,
-}
-
-/// How change points are found.
-#[derive(Debug, Clone, Args)]
-pub struct DetectArgs {
-    /// A figure to look for changes in (repeatable; default: throughput, p50_ms, p99_ms,
-    /// p999_ms, service_p99_ms, server_cpu_us_per_op, gc_pause_ms, capacity).
-    #[arg(long = "figure", value_name = "NAME", global = true, value_parser = clap::builder::PossibleValuesParser::new(crate::history::record::FIGURES))]
-    pub figures: Vec<String>,
-    /// The chance of any false change per look, over every series × figure it looks at (a
-    /// check: the series checked × the figures; a series' listing: its figures).
-    #[arg(long, value_parser = crate::sla::parse_share, default_value = "5%", global = true)]
-    pub alpha: f64,
-    /// A weak change's largest p-value for its own figure (reported apart; never fails a check).
-    #[arg(long, default_value_t = crate::stats::changes::WEAK, global = true)]
-    pub weak: f64,
-    /// The smallest change, as a share of the level before it.
-    #[arg(long, value_parser = crate::sla::parse_share, default_value = "2%", global = true)]
-    pub min_change: f64,
-    /// The fewest runs on each side of a change.
-    #[arg(long, default_value_t = crate::stats::changes::MIN_SEGMENT, value_parser = parse_segment, global = true)]
-    pub min_segment: usize,
-    /// Windows judged not steady are points too (by default they are left out).
-    #[arg(long, global = true)]
-    pub include_unsteady: bool,
-    /// A canary series (id or prefix): a fixed configuration the job runs in every sitting.
-    /// Each run's figures are divided by the canary's in the same sitting, so a slower host or
-    /// a noisy night moves both and cancels; runs of sittings without the canary are left out,
-    /// and the canary itself is not checked.
-    #[arg(long, value_name = "SERIES", global = true)]
-    pub canary: Option<String>,
-}
-
-impl DetectArgs {
-    /// The thresholds for a look over `series` series (times the figures looked at).
-    fn settings(&self, series: usize) -> Settings {
-        Settings {
-            alpha: self.alpha,
-            family: series.max(1) * self.figures().len(),
-            weak: self.weak,
-            min_segment: self.min_segment,
-            min_change: self.min_change,
-        }
-    }
-
-    fn figures(&self) -> Vec<&str> {
-        if self.figures.is_empty() {
-            CHECKED.to_vec()
-        } else {
-            self.figures.iter().map(String::as_str).collect()
-        }
-    }
-
-    /// The changes of one series in a look over `series` series, relative to `canary`'s
-    /// records where there is one.
-    fn changes(&self, recs: &[&Stored], series: usize, canary: Option<&[&Stored]>) -> Vec<Found> {
-        let points = Points {
-            include_unsteady: self.include_unsteady,
-            canary,
-        };
-        detect::series_changes(recs, &self.figures(), points, &self.settings(series))
-    }
-
-    /// The canary's id and records, where `--canary` names one series.
-    fn canary<'a>(&self, series: &'a [(String, Vec<&'a Stored>)]) -> Result<Option<(&'a str, &'a [&'a Stored])>> {
-        let Some(prefix) = &self.canary else { return Ok(None) };
-        let (id, recs) = one_series(series, prefix).context("--canary")?;
-        Ok(Some((id.as_str(), recs.as_slice())))
-    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -128,6 +61,29 @@ pub enum HistorySub {
         /// What fails the check.
         #[arg(long, value_enum, default_value = "regression")]
         fail_on: FailOn,
+        /// Before failing, rerun each failing change's configuration (as `history confirm`
+        /// does): fail only on changes confirmed or left open.
+        #[arg(long)]
+        confirm: bool,
+        /// The most fresh runs per confirmation.
+        #[arg(long, default_value_t = 5, value_name = "N")]
+        confirm_runs: usize,
+    },
+
+    /// Rerun a series' configuration now to tell its latest sure regression (else its latest
+    /// sure change; `--figure` to choose) from a noisy night: the runs after the change are
+    /// rerun from their result.json, one at a time, recorded with the label `confirm`, until
+    /// they are worse than the level before (confirmed, exit 1), better than the level after
+    /// (not confirmed, exit 0), or the last run leaves it open (exit 3).
+    Confirm {
+        /// The series (id or prefix).
+        series: String,
+        /// The most fresh runs.
+        #[arg(long, default_value_t = 5, value_name = "N")]
+        runs: usize,
+        /// Where the reruns go (default: confirm/SERIES-FIGURE-TIME in caplab's home).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
 
     /// Write the history's page (offline HTML): per series, each figure over time with its
@@ -138,13 +94,6 @@ pub enum HistorySub {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FailOn {
-    Regression,
-    Change,
-    Never,
 }
 
 /// Exit codes: 0, or 1 when a directory's results could not be read (the others are imported).
@@ -207,9 +156,35 @@ pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
             println!("History page: {}", out.display());
             Ok(0)
         }
-        Some(HistorySub::Check { series, since, fail_on }) => {
+        Some(HistorySub::Check {
+            series,
+            since,
+            fail_on,
+            confirm,
+            confirm_runs,
+        }) => {
             let all = store.records()?;
-            check(&all, &series, since.as_deref(), fail_on, &args.detect, args.json)
+            drop(store);
+            let confirm = confirm.then_some((home.data.as_path(), &at, confirm_runs));
+            super::check::check(
+                &all,
+                &series,
+                since.as_deref(),
+                fail_on,
+                &args.detect,
+                args.json,
+                confirm,
+            )
+        }
+        Some(HistorySub::Confirm { series, runs, out }) => {
+            let all = store.records()?;
+            drop(store);
+            let ask = super::confirm::Ask {
+                runs,
+                out: out.as_deref(),
+                json: args.json,
+            };
+            super::confirm::series(&home.data, &at, &all, &series, &args.detect, ask)
         }
         None => {
             let all = store.records()?;
@@ -219,119 +194,6 @@ pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
             }
         }
     }
-}
-
-/// `caplab history check`: the new changes of each series; exit 1 when one fails the check.
-fn check(
-    all: &[Stored],
-    wanted: &[String],
-    since: Option<&str>,
-    fail_on: FailOn,
-    d: &DetectArgs,
-    json: bool,
-) -> Result<u8> {
-    let all_series = by_series(all);
-    let canary = d.canary(&all_series)?;
-    let mut series: Vec<(String, Vec<&Stored>)> = all_series
-        .iter()
-        .filter(|(id, _)| canary.is_none_or(|(c, _)| c != id.as_str()))
-        .cloned()
-        .collect();
-    if !wanted.is_empty() {
-        for w in wanted {
-            if !series.iter().any(|(id, _)| id.starts_with(w.as_str())) {
-                bail!("no series '{w}' in the history: `caplab history` lists them");
-            }
-        }
-        series.retain(|(id, _)| wanted.iter().any(|w| id.starts_with(w.as_str())));
-    }
-    let recent = |f: &Found| match since {
-        Some(t) => f.started_at.as_str() >= t,
-        None => f.since < 2 * d.min_segment,
-    };
-    let new: Vec<Found> = series
-        .iter()
-        .flat_map(|(_, recs)| d.changes(recs, series.len(), canary.map(|c| c.1)))
-        .filter(recent)
-        .collect();
-    let settings = d.settings(series.len()).describe();
-    let failing: Vec<&Found> = new
-        .iter()
-        .filter(|f| !f.weak)
-        .filter(|f| match fail_on {
-            FailOn::Regression => f.kind == "regression",
-            FailOn::Change => f.kind != "starved",
-            FailOn::Never => false,
-        })
-        .collect();
-    if json {
-        let doc = serde_json::json!({
-            "settings": settings,
-            "series_checked": series.len(),
-            "canary": canary.map(|c| c.0),
-            "changes": new,
-            "fail": !failing.is_empty(),
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        println!("Checked {} series ({settings}).", series.len());
-        if let Some((c, _)) = canary {
-            println!(
-                "Each relative to canary {} in the same sitting (the canary itself not checked).",
-                &c[..8]
-            );
-        }
-        for f in new.iter().filter(|f| !f.weak) {
-            println!(
-                "{}  {}
-  {}
-  first run at the new level: {}",
-                &f.series[..8],
-                f.series_name,
-                f.render(),
-                f.dir
-            );
-        }
-        if new.iter().all(|f| f.weak) {
-            println!("No new change in the latest runs.");
-        }
-        let weak: Vec<&Found> = new.iter().filter(|f| f.weak).collect();
-        if !weak.is_empty() {
-            println!("Weak changes (likely, not yet sure; they never fail the check):");
-            for f in weak {
-                println!("{}  {}\n  {}", &f.series[..8], f.series_name, f.render());
-            }
-        }
-        if !failing.is_empty() {
-            println!(
-                "FAIL: {} new {} (--fail-on {:?})",
-                failing.len(),
-                if failing.len() == 1 { "change" } else { "changes" },
-                fail_on
-            );
-        }
-    }
-    Ok(u8::from(!failing.is_empty()))
-}
-
-/// Records per series, in the order of each series' first record.
-fn by_series(all: &[Stored]) -> Vec<(String, Vec<&Stored>)> {
-    let mut order: Vec<String> = Vec::new();
-    let mut groups: BTreeMap<String, Vec<&Stored>> = BTreeMap::new();
-    for s in all {
-        let id = s.record.series.id();
-        if !groups.contains_key(&id) {
-            order.push(id.clone());
-        }
-        groups.entry(id).or_default().push(s);
-    }
-    order
-        .into_iter()
-        .map(|id| {
-            let g = groups.remove(&id).unwrap_or_default();
-            (id, g)
-        })
-        .collect()
 }
 
 fn list(all: &[Stored], d: &DetectArgs, json: bool) -> Result<u8> {
@@ -446,20 +308,6 @@ fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> 
     Ok(0)
 }
 
-/// The one series whose id starts with `prefix`.
-fn one_series<'a>(series: &'a [(String, Vec<&'a Stored>)], prefix: &str) -> Result<&'a (String, Vec<&'a Stored>)> {
-    let found: Vec<_> = series.iter().filter(|(id, _)| id.starts_with(prefix)).collect();
-    match found.as_slice() {
-        [one] => Ok(one),
-        [] => bail!("no series '{prefix}' in the history: `caplab history` lists them"),
-        many => bail!(
-            "'{prefix}' names {} series ({}): give more of the id",
-            many.len(),
-            many.iter().map(|(id, _)| &id[..8]).collect::<Vec<_>>().join(", ")
-        ),
-    }
-}
-
 fn record_json(r: &crate::history::Record) -> serde_json::Value {
     serde_json::json!({
         "started_at": r.started_at,
@@ -474,11 +322,4 @@ fn record_json(r: &crate::history::Record) -> serde_json::Value {
         "sitting": r.sitting,
         "caplab_version": r.caplab_version,
     })
-}
-
-fn parse_segment(s: &str) -> std::result::Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n >= 2 => Ok(n),
-        _ => Err(format!("'{s}' is not a number of runs of at least 2")),
-    }
 }

@@ -1,6 +1,9 @@
 //! The command line: one file per subcommand. `main.rs` parses and dispatches here.
 
 pub mod capacity;
+pub mod check;
+pub mod confirm;
+pub mod detect;
 pub mod experiment;
 pub mod history;
 pub mod merge;

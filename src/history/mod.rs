@@ -4,9 +4,11 @@
 //! and the user's labels (`--label commit=abc123`). `caplab history import DIR…` adds results
 //! written earlier. The store and its schema: store.rs; walking result directories: import.rs.
 
+pub mod confirm;
 pub mod detect;
 pub mod import;
 pub mod record;
+pub mod series;
 pub mod store;
 
 use anyhow::Result;

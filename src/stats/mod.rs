@@ -8,6 +8,7 @@
 //! with `maxt`'s search-aware p-values.
 
 pub mod changes;
+pub mod confirm;
 pub mod maxt;
 pub mod meta;
 pub mod ratio;

@@ -1,0 +1,120 @@
+//! `caplab history confirm SERIES` and `history check --confirm`: rerun a change's
+//! configuration now (history::confirm) and print what that says.
+
+use anyhow::{Context, Result, bail};
+use std::path::Path;
+
+use super::detect::DetectArgs;
+use crate::history::confirm::{Confirmation, Request, confirm};
+use crate::history::detect::{Found, Points};
+use crate::history::series::{by_series, one_series};
+use crate::history::{Location, Stored};
+use crate::stats::confirm::Verdict;
+
+/// Exit codes of `caplab history confirm`.
+pub const NOT_CONFIRMED: u8 = 0;
+pub const CONFIRMED: u8 = 1;
+pub const OPEN: u8 = 3;
+
+/// How `caplab history confirm` was asked.
+pub struct Ask<'a> {
+    pub runs: usize,
+    pub out: Option<&'a Path>,
+    pub json: bool,
+}
+
+/// `caplab history confirm SERIES`: the exit code says the verdict.
+pub fn series(data: &Path, at: &Location, all: &[Stored], prefix: &str, d: &DetectArgs, ask: Ask) -> Result<u8> {
+    let groups = by_series(all);
+    let (id, recs) = one_series(&groups, prefix)?;
+    let canary = d.canary(&groups)?.filter(|(c, _)| c != id).map(|c| c.1);
+    let found = d.changes(recs, 1, canary);
+    let Some(change) = which(&found) else {
+        bail!(
+            "series {} has no sure change to confirm (`caplab history {}` lists its changes)",
+            &id[..8],
+            &id[..8]
+        );
+    };
+    let done = run(data, at, recs, change, d.points(canary), (ask.runs, d.alpha), ask.out)?;
+    if ask.json {
+        println!("{}", serde_json::to_string_pretty(&done)?);
+    } else {
+        println!("{}", done.render());
+    }
+    Ok(match done.verdict {
+        Verdict::Confirmed => CONFIRMED,
+        Verdict::NotConfirmed => NOT_CONFIRMED,
+        Verdict::Open => OPEN,
+    })
+}
+
+/// The change of a series to confirm: its latest sure regression, else its latest sure change.
+pub fn which(found: &[Found]) -> Option<&Found> {
+    let sure = || found.iter().filter(|f| !f.weak);
+    sure()
+        .filter(|f| f.kind == "regression")
+        .max_by_key(|f| f.run_id)
+        .or_else(|| sure().max_by_key(|f| f.run_id))
+}
+
+/// Reruns to confirm `change` of the series `recs`, into `out` (default: a directory named
+/// for it under `confirm/` in caplab's data directory `data`), saying each look on stderr;
+/// writes confirmation.json there.
+pub fn run(
+    data: &Path,
+    at: &Location,
+    recs: &[&Stored],
+    change: &Found,
+    points: Points<'_>,
+    (runs, alpha): (usize, f64),
+    out: Option<&Path>,
+) -> Result<Confirmation> {
+    let out = out.map_or_else(
+        || {
+            let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+            data.join("confirm").join(format!(
+                "{}-{}-{}",
+                &change.series[..8],
+                change.figure,
+                now.replace(':', "")
+            ))
+        },
+        Path::to_path_buf,
+    );
+    let history = match at {
+        Location::Sqlite(p) => p.display().to_string(),
+        Location::Postgres(url) => url.clone(),
+    };
+    crate::console::say(&format!(
+        "Confirming {} {} of {} ({:+.1} % from the run of {}): up to {runs} fresh run{} into {}",
+        change.kind,
+        change.figure,
+        &change.series[..8],
+        (change.ratio - 1.0) * 100.0,
+        change.started_at,
+        if runs == 1 { "" } else { "s" },
+        out.display()
+    ));
+    let req = Request {
+        series: recs,
+        change,
+        points,
+        runs,
+        alpha,
+        out: out.clone(),
+        history,
+    };
+    let exe = std::env::current_exe().context("cannot find caplab's own program to rerun")?;
+    let done = confirm(&req, &exe, |l| {
+        crate::console::say(&format!(
+            "  run {}: ×{:.3} the level before, ×{:.3} the level after: {}",
+            l.runs,
+            l.to_before,
+            l.to_after,
+            l.verdict.name()
+        ))
+    })?;
+    crate::files::write_json(&out.join("confirmation.json"), &done)?;
+    Ok(done)
+}

@@ -1,0 +1,90 @@
+//! The options every `caplab history` command finds change points with (`--figure`,
+//! `--alpha`, `--weak`, `--min-change`, `--min-segment`, `--include-unsteady`, `--canary`), and
+//! the thresholds and points they make.
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::history::Stored;
+use crate::history::detect::{self, CHECKED, Found, Points};
+use crate::history::series::one_series;
+use crate::stats::changes::Settings;
+
+/// How change points are found.
+#[derive(Debug, Clone, Args)]
+pub struct DetectArgs {
+    /// A figure to look for changes in (repeatable; default: throughput, p50_ms, p99_ms,
+    /// p999_ms, service_p99_ms, server_cpu_us_per_op, gc_pause_ms, capacity).
+    #[arg(long = "figure", value_name = "NAME", global = true, value_parser = clap::builder::PossibleValuesParser::new(crate::history::record::FIGURES))]
+    pub figures: Vec<String>,
+    /// The chance of any false change per look, over every series × figure it looks at (a
+    /// check: the series checked × the figures; a series' listing: its figures).
+    #[arg(long, value_parser = crate::sla::parse_share, default_value = "5%", global = true)]
+    pub alpha: f64,
+    /// A weak change's largest p-value for its own figure (reported apart; never fails a check).
+    #[arg(long, default_value_t = crate::stats::changes::WEAK, global = true)]
+    pub weak: f64,
+    /// The smallest change, as a share of the level before it.
+    #[arg(long, value_parser = crate::sla::parse_share, default_value = "2%", global = true)]
+    pub min_change: f64,
+    /// The fewest runs on each side of a change.
+    #[arg(long, default_value_t = crate::stats::changes::MIN_SEGMENT, value_parser = parse_segment, global = true)]
+    pub min_segment: usize,
+    /// Windows judged not steady are points too (by default they are left out).
+    #[arg(long, global = true)]
+    pub include_unsteady: bool,
+    /// A canary series (id or prefix): a fixed configuration the job runs in every sitting.
+    /// Each run's figures are divided by the canary's in the same sitting, so a slower host or
+    /// a noisy night moves both and cancels; runs of sittings without the canary are left out,
+    /// and the canary itself is not checked.
+    #[arg(long, value_name = "SERIES", global = true)]
+    pub canary: Option<String>,
+}
+
+impl DetectArgs {
+    /// The thresholds for a look over `series` series (times the figures looked at).
+    pub fn settings(&self, series: usize) -> Settings {
+        Settings {
+            alpha: self.alpha,
+            family: series.max(1) * self.figures().len(),
+            weak: self.weak,
+            min_segment: self.min_segment,
+            min_change: self.min_change,
+        }
+    }
+
+    pub fn figures(&self) -> Vec<&str> {
+        if self.figures.is_empty() {
+            CHECKED.to_vec()
+        } else {
+            self.figures.iter().map(String::as_str).collect()
+        }
+    }
+
+    /// The changes of one series in a look over `series` series, relative to `canary`'s
+    /// records where there is one.
+    pub fn changes(&self, recs: &[&Stored], series: usize, canary: Option<&[&Stored]>) -> Vec<Found> {
+        detect::series_changes(recs, &self.figures(), self.points(canary), &self.settings(series))
+    }
+
+    pub fn points<'a>(&self, canary: Option<&'a [&'a Stored]>) -> Points<'a> {
+        Points {
+            include_unsteady: self.include_unsteady,
+            canary,
+        }
+    }
+
+    /// The canary's id and records, where `--canary` names one series.
+    pub fn canary<'a>(&self, series: &'a [(String, Vec<&'a Stored>)]) -> Result<Option<(&'a str, &'a [&'a Stored])>> {
+        let Some(prefix) = &self.canary else { return Ok(None) };
+        let (id, recs) = one_series(series, prefix).context("--canary")?;
+        Ok(Some((id.as_str(), recs.as_slice())))
+    }
+}
+
+fn parse_segment(s: &str) -> std::result::Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(n),
+        _ => Err(format!("'{s}' is not a number of runs of at least 2")),
+    }
+}
