@@ -104,6 +104,7 @@ pub fn run(
         alpha,
         out: out.clone(),
         history,
+        home: data.to_path_buf(),
     };
     let exe = std::env::current_exe().context("cannot find caplab's own program to rerun")?;
     let done = confirm(&req, &exe, |l| {

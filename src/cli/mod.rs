@@ -1,5 +1,6 @@
 //! The command line: one file per subcommand. `main.rs` parses and dispatches here.
 
+pub mod bisect;
 pub mod capacity;
 pub mod check;
 pub mod confirm;
@@ -63,6 +64,9 @@ pub enum Command {
     /// The performance history every measuring command records in: its series, one series'
     /// records, or results written earlier imported (`caplab history import DIR...`).
     History(history::HistoryCommand),
+    /// Find where along ordered values (Cassandra versions, a setting's values) a figure
+    /// changes: `caplab bisect --values 5.0.0,5.0.4,5.0.9 -- run --version {} --duration 60s`.
+    Bisect(Box<bisect::BisectArgs>),
     /// Read back a finished run's acknowledged writes again (a run made with --validate), e.g.
     /// after a repair, a node replacement or an upgrade; exit 1 when any is missing or wrong.
     Validate(validate::ValidateArgs),
@@ -95,6 +99,7 @@ impl Cli {
             Command::Report(args) => report::run(args),
             Command::Steady(args) => steady::run(args),
             Command::Validate(args) => validate::run(args),
+            Command::Bisect(args) => bisect::run(&home, *args),
             Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }
     }

@@ -19,6 +19,7 @@
 //! its levels, for planning and for decisions that borrow it.
 
 pub mod analyse;
+pub mod bisect;
 pub mod calibrate;
 pub mod check;
 pub mod compare;

@@ -33,6 +33,8 @@ pub struct Request<'a> {
     pub out: PathBuf,
     /// The history they are recorded in, as `--history` takes it.
     pub history: String,
+    /// Caplab's home (`--home`) the reruns use.
+    pub home: PathBuf,
 }
 
 /// What a confirmation found.
@@ -147,14 +149,14 @@ pub fn confirm(req: &Request, exe: &Path, mut say: impl FnMut(&Look)) -> Result<
     let (mut logs, mut canary_logs, mut looks, mut runs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for k in 1..=req.runs.max(1) {
         let dir = req.out.join(format!("run-{k}"));
-        logs.push(rerun(exe, &command, &dir, &req.history, &label, col)?.ln());
+        logs.push(rerun(exe, &command, &dir, req, &label, col)?.ln());
         runs.push(dir);
         // With a canary, every fresh run relative to the canary's level in this sitting: the
         // mean of its fresh runs so far.
         let fresh: Vec<f64> = match &canary_command {
             Some(c) => {
                 let dir = req.out.join(format!("canary-{k}"));
-                canary_logs.push(rerun(exe, c, &dir, &req.history, &label, col)?.ln());
+                canary_logs.push(rerun(exe, c, &dir, req, &label, col)?.ln());
                 let level = crate::stats::mean(&canary_logs);
                 logs.iter().map(|l| l - level).collect()
             }
@@ -184,10 +186,12 @@ pub fn confirm(req: &Request, exe: &Path, mut say: impl FnMut(&Look)) -> Result<
 }
 
 /// One rerun into `dir`: the figure in column `col` of its record.
-fn rerun(exe: &Path, args: &[String], dir: &Path, history: &str, label: &str, col: usize) -> Result<f64> {
+fn rerun(exe: &Path, args: &[String], dir: &Path, req: &Request, label: &str, col: usize) -> Result<f64> {
     let status = Command::new(exe)
         .args(args)
-        .args(["-q", "--history", history, "--label", label, "--out"])
+        .args(["-q", "--history", &req.history, "--label", label, "--home"])
+        .arg(&req.home)
+        .arg("--out")
         .arg(dir)
         .status()
         .with_context(|| format!("cannot start {}", exe.display()))?;
@@ -226,11 +230,13 @@ pub fn rerun_args(command: &[String]) -> Result<Vec<String>> {
     let mut it = command.iter().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--out" | "-o" | "--history" | "--label" => {
+            "--out" | "-o" | "--history" | "--label" | "--home" => {
                 it.next();
             }
             "-q" | "--quiet" | "--no-history" => {}
-            _ if ["--out=", "--history=", "--label="].iter().any(|p| a.starts_with(p)) => {}
+            _ if ["--out=", "--history=", "--label=", "--home="]
+                .iter()
+                .any(|p| a.starts_with(p)) => {}
             _ => out.push(a.clone()),
         }
     }

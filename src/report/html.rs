@@ -19,6 +19,7 @@ fn environment() -> Environment<'static> {
         ("capacity.html", include_str!("templates/capacity.html")),
         ("experiment.html", include_str!("templates/experiment.html")),
         ("history.html", include_str!("templates/history.html")),
+        ("bisect.html", include_str!("templates/bisect.html")),
     ] {
         env.add_template(name, text).expect("the report templates parse");
     }

@@ -8,6 +8,7 @@
 //! makes no network request (its Content-Security-Policy forbids any).
 
 mod answers;
+pub mod bisect;
 mod capacity;
 mod experiment;
 pub mod history;

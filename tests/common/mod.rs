@@ -39,6 +39,7 @@ const TEST_FILES: &[&str] = &[
     "telemetry",
     "workload_profiles",
     "history",
+    "bisect",
 ];
 
 /// Labs per test file.

@@ -1,0 +1,101 @@
+//! `caplab bisect` against a real node: a list of values of one setting with one planted
+//! change is bisected to the right value, with its page; the same command resumes a bisection
+//! stopped part-way, running only what is missing.
+
+mod common;
+
+use common::{Lab, jvm_lock, ok, stdout};
+
+/// The setting: the delay the fault proxy adds to every operation, written six ways; the
+/// first three are no delay, the last three 3 ms (the planted change at the fourth value).
+const VALUES: &str = "0ns,0us,0ms,3ms,3000us,3000000ns";
+
+fn bisect(lab: &Lab, out: &str) -> std::process::Output {
+    lab.caplab(&[
+        "bisect",
+        "--values",
+        VALUES,
+        "--figure",
+        "p50_ms",
+        "--out",
+        out,
+        "--",
+        "run",
+        "--hosts",
+        &lab.cql(),
+        "--warmup",
+        "0s",
+        "--rate",
+        "1000",
+        "--duration",
+        "2s",
+        "--no-history",
+        "--fault",
+        "delay node1 at 0s for 2s by {}",
+    ])
+}
+
+#[test]
+fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("bisect");
+    ok(lab.start(&[]));
+    let out = lab.dir("bisection");
+    let done = ok(bisect(&lab, &out));
+    let text = stdout(&done);
+    assert!(
+        text.contains("the first value at the new level is 3ms (the last at the old: 0ms)"),
+        "{text}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.home.join("bisection/bisect.json")).unwrap()).unwrap();
+    assert_eq!(doc["answer"]["first_new"], 3, "{doc:#}");
+    let probes = doc["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 2, "two probes halve five gaps to one: {doc:#}");
+    let ratio = doc["answer"]["ratio"].as_f64().unwrap();
+    assert!(ratio > 3.0, "3 ms on a p50 of about 0.3 ms: {doc:#}");
+    let seen = common::browse(&lab.home.join("bisection/bisect.html"));
+    seen.assert_clean();
+    assert!(seen.dom.contains("the first at the new level"), "the value is marked");
+
+    // Stopped part-way: the second probe's last round gone, as if Ctrl-C had come there. The
+    // same command runs only those runs again and gives the same answer.
+    let rounds = probes[1]["rounds"].as_array().unwrap().len();
+    let last = lab.home.join(format!("bisection/probe-2/round-{rounds}"));
+    std::fs::remove_dir_all(&last).unwrap();
+    let kept = lab.home.join("bisection/probe-1/round-1/value-1/result.json");
+    let written = std::fs::metadata(&kept).unwrap().modified().unwrap();
+    let again = ok(bisect(&lab, &out));
+    assert!(
+        stdout(&again).contains("the first value at the new level is 3ms"),
+        "{}",
+        stdout(&again)
+    );
+    let runs = std::fs::read_dir(lab.home.join("bisection/probe-1/round-1"))
+        .unwrap()
+        .count();
+    assert_eq!(runs, 3, "each round runs the probe and both ends");
+    assert!(last.exists(), "the missing round was run again");
+    assert_eq!(
+        std::fs::metadata(&kept).unwrap().modified().unwrap(),
+        written,
+        "a run already measured is read, not run again"
+    );
+    let other = lab.caplab(&[
+        "bisect",
+        "--values",
+        "a,b,c",
+        "--out",
+        &out,
+        "--",
+        "run",
+        "--version",
+        "{}",
+    ]);
+    assert_eq!(other.status.code(), Some(1));
+    assert!(
+        common::stderr(&other).contains("holds another bisection"),
+        "{}",
+        common::stderr(&other)
+    );
+}
