@@ -57,6 +57,16 @@ fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
     let seen = common::browse(&lab.home.join("bisection/bisect.html"));
     seen.assert_clean();
     assert!(seen.dom.contains("the first at the new level"), "the value is marked");
+    // The bisection is among the history's events, on its page.
+    let history = lab.home.join("history.html");
+    ok(lab.caplab(&["history", "page", "--out", history.to_str().unwrap()]));
+    let seen = common::browse(&history);
+    seen.assert_clean();
+    assert!(
+        seen.dom
+            .contains("bisection of p50_ms over 6 values (0ns … 3000000ns): the first value at the new level is 3ms"),
+        "the page lists the bisection"
+    );
 
     // Stopped part-way: the second probe's last round gone, as if Ctrl-C had come there. The
     // same command runs only those runs again and gives the same answer.

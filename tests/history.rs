@@ -329,7 +329,7 @@ fn a_newer_schema_is_refused(lab: &Lab) {
     drop(c);
     let err = fails(lab.caplab(&["history", "--history", &newer]));
     assert!(err.contains("schema version 99, written by caplab 9.9.9"), "{err}");
-    assert!(err.contains("knows versions up to 3"), "{err}");
+    assert!(err.contains("knows versions up to 4"), "{err}");
     // A run still succeeds, its results on disk, the history's refusal a warning.
     let run = ok(lab.run("run-d", &["--rate", "500", "--duration", "2s", "--history", &newer]));
     assert!(
@@ -339,7 +339,7 @@ fn a_newer_schema_is_refused(lab: &Lab) {
     );
 }
 
-/// A history as caplab wrote it before schema 2 (no interval columns): caplab at 2 takes it
+/// A history as caplab wrote it at schema 1 (no intervals, sittings or events): caplab takes it
 /// forward, keeping every row; a run recorded then gets its intervals when imported again.
 fn an_older_schema_is_migrated(lab: &Lab) {
     let old = lab.dir("old.db");
@@ -352,6 +352,7 @@ fn an_older_schema_is_migrated(lab: &Lab) {
         }
     }
     c.execute("ALTER TABLE runs DROP COLUMN sitting", []).unwrap();
+    c.execute("DROP TABLE events", []).unwrap();
     c.execute("UPDATE caplab_meta SET value = '1' WHERE key = 'schema_version'", [])
         .unwrap();
     drop(c);
@@ -363,7 +364,7 @@ fn an_older_schema_is_migrated(lab: &Lab) {
             r.get(0)
         })
         .unwrap();
-    assert_eq!(version, "3");
+    assert_eq!(version, "4");
     assert_eq!(rows(Path::new(&old)), 2);
     let id = list
         .as_array()
@@ -629,6 +630,22 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not(lab: &Lab) {
         .filter(|r| r["labels"]["confirm"] == format!("{id}-p50_ms"))
         .count();
     assert!(reruns >= 2, "{shown:#}");
+    // Both confirmations are kept: beside the change on the page, and with the series.
+    let verdicts: Vec<&str> = shown["confirmations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["confirmed", "not confirmed"], "{shown:#}");
+    let page = lab.home.join("confirm-history.html");
+    ok(lab.caplab(&["history", "--history", &db, "page", "--out", page.to_str().unwrap()]));
+    let seen = common::browse(&page);
+    seen.assert_clean();
+    assert!(
+        seen.dom.contains("CONFIRMED by rerunning on") && seen.dom.contains("NOT CONFIRMED by rerunning on"),
+        "the change is marked with both verdicts"
+    );
     assert!(
         lab.home.join("confirm").is_dir(),
         "the reruns' results are kept in caplab's home"

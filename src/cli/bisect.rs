@@ -3,10 +3,12 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::cluster::Home;
-use crate::experiment::bisect::{Settings, bisect, default_dir, side_name};
+use crate::experiment::bisect::{Answer, Bisection, Settings, bisect, default_dir, side_name};
+use crate::history::Store;
+use crate::history::events::{self, Event};
 
 #[derive(Debug, Args)]
 pub struct BisectArgs {
@@ -36,9 +38,45 @@ pub struct BisectArgs {
     /// directory and arguments resume it.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub history: crate::history::HistoryArgs,
     /// `caplab run`'s arguments, `{}` where the value goes, e.g. `-- run --version {} --duration 60s`.
     #[arg(last = true, required = true, value_name = "RUN ARGS")]
     pub command: Vec<String>,
+}
+
+/// Keeps the bisection among the history's events (a warning when it cannot).
+fn record(args: &BisectArgs, home: &Home, b: &Bisection, answer: &Answer, dir: &Path) {
+    let Some(at) = args.history.location(&home.data) else {
+        return;
+    };
+    let s = &b.settings;
+    let event = Event {
+        kind: "bisection".into(),
+        series: None,
+        figure: s.figure.clone(),
+        change_at: None,
+        outcome: answer.outcome.clone(),
+        summary: format!(
+            "bisection of {} over {} values ({} … {}): {}",
+            s.figure,
+            s.values.len(),
+            s.values[0],
+            s.values[s.values.len() - 1],
+            answer.text
+        ),
+        dir: std::path::absolute(dir)
+            .unwrap_or(dir.to_path_buf())
+            .display()
+            .to_string(),
+        recorded_at: Event::now(),
+    };
+    if let Err(e) = Store::open(&at).and_then(|mut st| events::insert(&mut st, &event)) {
+        eprintln!(
+            "warning: the bisection is not in the history ({e:#}); it is in {}",
+            dir.display()
+        );
+    }
 }
 
 /// Exit codes: 0 the change found (or none between the ends), 3 open or more than one change.
@@ -82,6 +120,7 @@ pub fn run(home: &Home, args: BisectArgs) -> Result<u8> {
     let b = bisect(settings, &dir, &exe, &home.data, crate::console::say)?;
     let page = crate::report::bisect::write(&dir, &b)?;
     let answer = b.answer.as_ref().expect("a finished bisection has its answer");
+    record(&args, home, &b, answer, &dir);
     for (i, p) in b.probes.iter().enumerate() {
         println!(
             "probe {}: {} against {} and {}: {} after {} round{}",

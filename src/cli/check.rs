@@ -66,7 +66,7 @@ pub fn check(
         for f in std::mem::take(&mut failing) {
             let recs = &series.iter().find(|(id, _)| *id == f.series).expect("its series").1;
             let points = d.points(canary.map(|c| c.1));
-            let done = super::confirm::run(data, at, recs, f, points, (runs, d.alpha), None)?;
+            let done = super::confirm::run(data, at, recs, f, points, (runs, d.settings(1)), None)?;
             if done.verdict != Verdict::NotConfirmed {
                 failing.push(f);
             }

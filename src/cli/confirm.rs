@@ -7,8 +7,10 @@ use std::path::Path;
 use super::detect::DetectArgs;
 use crate::history::confirm::{Confirmation, Request, confirm};
 use crate::history::detect::{Found, Points};
+use crate::history::events::{self, Event};
 use crate::history::series::{by_series, one_series};
-use crate::history::{Location, Stored};
+use crate::history::{Location, Store, Stored};
+use crate::stats::changes::Settings;
 use crate::stats::confirm::Verdict;
 
 /// Exit codes of `caplab history confirm`.
@@ -36,7 +38,15 @@ pub fn series(data: &Path, at: &Location, all: &[Stored], prefix: &str, d: &Dete
             &id[..8]
         );
     };
-    let done = run(data, at, recs, change, d.points(canary), (ask.runs, d.alpha), ask.out)?;
+    let done = run(
+        data,
+        at,
+        recs,
+        change,
+        d.points(canary),
+        (ask.runs, d.settings(1)),
+        ask.out,
+    )?;
     if ask.json {
         println!("{}", serde_json::to_string_pretty(&done)?);
     } else {
@@ -67,9 +77,10 @@ pub fn run(
     recs: &[&Stored],
     change: &Found,
     points: Points<'_>,
-    (runs, alpha): (usize, f64),
+    (runs, settings): (usize, Settings),
     out: Option<&Path>,
 ) -> Result<Confirmation> {
+    let alpha = settings.alpha;
     let out = out.map_or_else(
         || {
             let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
@@ -105,6 +116,7 @@ pub fn run(
         out: out.clone(),
         history,
         home: data.to_path_buf(),
+        settings,
     };
     let exe = std::env::current_exe().context("cannot find caplab's own program to rerun")?;
     let done = confirm(&req, &exe, |l| {
@@ -117,5 +129,21 @@ pub fn run(
         ))
     })?;
     crate::files::write_json(&out.join("confirmation.json"), &done)?;
+    let event = Event {
+        kind: "confirmation".into(),
+        series: Some(change.series.clone()),
+        figure: change.figure.clone(),
+        change_at: Some(change.started_at.clone()),
+        outcome: done.verdict.name().into(),
+        summary: done.render().lines().next().unwrap_or_default().to_string(),
+        dir: std::path::absolute(&out).unwrap_or(out.clone()).display().to_string(),
+        recorded_at: Event::now(),
+    };
+    if let Err(e) = Store::open(at).and_then(|mut s| events::insert(&mut s, &event)) {
+        eprintln!(
+            "warning: the confirmation is not in the history ({e:#}); it is in {}",
+            out.join("confirmation.json").display()
+        );
+    }
     Ok(done)
 }

@@ -11,6 +11,7 @@ use super::check::FailOn;
 use super::detect::DetectArgs;
 use crate::cluster::Home;
 use crate::history::detect::{CHECKED, Points};
+use crate::history::events::Event;
 use crate::history::series::{by_series, one_series};
 use crate::history::{Location, Store, Stored, import};
 
@@ -146,8 +147,10 @@ pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
                 include_unsteady: args.detect.include_unsteady,
                 canary: None,
             };
+            let events = crate::history::events::all(&mut store)?;
             crate::report::history::write(
                 &by_series(&all),
+                &events,
                 &args.detect.settings(1).over(CHECKED.len()),
                 points,
                 &at.describe(),
@@ -190,7 +193,10 @@ pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
             let all = store.records()?;
             match &args.series {
                 None => list(&all, &args.detect, args.json),
-                Some(prefix) => show(&all, prefix, &args.detect, args.json),
+                Some(prefix) => {
+                    let events = crate::history::events::all(&mut store)?;
+                    show(&all, &events, prefix, &args.detect, args.json)
+                }
             }
         }
     }
@@ -249,9 +255,13 @@ fn list(all: &[Stored], d: &DetectArgs, json: bool) -> Result<u8> {
     Ok(0)
 }
 
-fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> {
+fn show(all: &[Stored], events: &[Event], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> {
     let series = by_series(all);
     let (id, recs) = one_series(&series, prefix)?;
+    let confirmations: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.kind == "confirmation" && e.series.as_deref() == Some(id.as_str()))
+        .collect();
     let canary = d.canary(&series)?.filter(|(c, _)| c != id).map(|c| c.1);
     let first = &recs[0].record;
     if json {
@@ -262,6 +272,7 @@ fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> 
             "records": recs.iter().map(|s| record_json(&s.record)).collect::<Vec<_>>(),
             "changes": d.changes(recs, 1, canary),
             "settings": d.settings(1).describe(),
+            "confirmations": confirmations,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(0);
@@ -304,6 +315,12 @@ fn show(all: &[Stored], prefix: &str, d: &DetectArgs, json: bool) -> Result<u8> 
     );
     for f in &changes {
         println!("  {}", f.render());
+    }
+    if !confirmations.is_empty() {
+        println!("\nConfirmations by rerunning:");
+        for e in &confirmations {
+            println!("  {} ({}; {})", e.summary, e.recorded_at, e.dir);
+        }
     }
     Ok(0)
 }

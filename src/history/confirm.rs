@@ -14,10 +14,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::detect::{Found, Points, higher_is_better};
+use super::detect::{Found, Points, RERUN_LABEL, higher_is_better, series_changes};
 use super::record::{FIGURES, of_dir, sitting_of};
 use super::store::Stored;
 use crate::measure::RunResult;
+use crate::stats::changes::Settings;
 use crate::stats::confirm::{Levels, Look, Spread, Verdict, look};
 
 /// What a confirmation asks.
@@ -35,6 +36,8 @@ pub struct Request<'a> {
     pub history: String,
     /// Caplab's home (`--home`) the reruns use.
     pub home: PathBuf,
+    /// The thresholds the change was found at (the spread is read back to the change before it).
+    pub settings: Settings,
 }
 
 /// What a confirmation found.
@@ -50,6 +53,8 @@ pub struct Confirmation {
     /// Arguments the runs after the change had and those before did not, or the reverse.
     pub differs: Vec<String>,
     pub spread: Spread,
+    /// The runs the spread was read from.
+    pub base_runs: usize,
     pub levels: Levels,
     /// Every look, one per fresh run (or round).
     pub looks: Vec<Look>,
@@ -74,7 +79,8 @@ impl Confirmation {
         if let Some(l) = last {
             text += &format!(
                 "\n  the fresh runs' level is ×{:.3} the level before the change, ×{:.3} the level after it \
-                 (t {:.2} and {:.2} against a bound of {:.2}; spread between sittings {:.1} % ({}), between runs {:.1} %)",
+                 (t {:.2} and {:.2} against a bound of {:.2}; spread between sittings {:.1} % ({}), between runs {:.1} %, \
+                 from the {} runs before the change since the one before it)",
                 l.to_before,
                 l.to_after,
                 l.t_before,
@@ -82,7 +88,8 @@ impl Confirmation {
                 l.bound,
                 100.0 * self.spread.between,
                 self.spread.how,
-                100.0 * self.spread.within
+                100.0 * self.spread.within,
+                self.base_runs
             );
         }
         if !self.differs.is_empty() {
@@ -107,6 +114,17 @@ pub fn confirm(req: &Request, exe: &Path, mut say: impl FnMut(&Look)) -> Result<
         .position(|(r, _)| r.id == req.change.run_id)
         .context("the change's first run is no longer a point of its series")?;
     let before = &pts[at.saturating_sub(req.change.before_runs)..at];
+    // The spread is read from every run since the sure change before this one (or the first
+    // run): more sittings and runs than the change's own side may hold.
+    let earlier = series_changes(req.series, &[req.change.figure.as_str()], req.points, &req.settings);
+    let since = earlier
+        .iter()
+        .filter(|c| !c.weak)
+        .filter_map(|c| pts.iter().position(|(r, _)| r.id == c.run_id))
+        .filter(|&i| i < at)
+        .max()
+        .unwrap_or(0);
+    let base = &pts[since..at];
     let after = &pts[at..(at + req.change.after_runs).min(pts.len())];
     let (Some((last_before, _)), Some((last_after, _))) = (before.last(), after.last()) else {
         bail!("the change has no runs on one side: nothing to confirm");
@@ -124,10 +142,10 @@ pub fn confirm(req: &Request, exe: &Path, mut say: impl FnMut(&Look)) -> Result<
         &crate::procfs::boot_id(),
         &humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
     );
-    let names: Vec<&str> = before.iter().map(|(r, _)| r.record.sitting.as_str()).collect();
+    let names: Vec<&str> = base.iter().map(|(r, _)| r.record.sitting.as_str()).collect();
     let id = |s: &str| names.iter().position(|n| *n == s).unwrap_or(usize::MAX);
     let sitting: Vec<usize> = names.iter().map(|s| id(s)).collect();
-    let logs: Vec<f64> = before.iter().map(|(_, v)| v.ln()).collect();
+    let logs: Vec<f64> = base.iter().map(|(_, v)| v.ln()).collect();
     let spread =
         Spread::of(&logs, &sitting, Some(id(&here))).context("too few runs before the change to tell their spread")?;
     let sittings = |side: &[(&Stored, f64)]| {
@@ -145,7 +163,7 @@ pub fn confirm(req: &Request, exe: &Path, mut say: impl FnMut(&Look)) -> Result<
 
     std::fs::create_dir_all(&req.out).with_context(|| format!("cannot create {}", req.out.display()))?;
     let began = std::time::Instant::now();
-    let label = format!("confirm={}-{}", &req.change.series[..8], req.change.figure);
+    let label = format!("{RERUN_LABEL}={}-{}", &req.change.series[..8], req.change.figure);
     let (mut logs, mut canary_logs, mut looks, mut runs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for k in 1..=req.runs.max(1) {
         let dir = req.out.join(format!("run-{k}"));
@@ -178,6 +196,7 @@ pub fn confirm(req: &Request, exe: &Path, mut say: impl FnMut(&Look)) -> Result<
         command,
         differs,
         spread,
+        base_runs: base.len(),
         levels,
         looks,
         runs,

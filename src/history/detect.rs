@@ -135,6 +135,10 @@ pub fn value(r: &Record, col: usize) -> Option<f64> {
     r.figures.values()[col].filter(|v| *v > 0.0 && v.is_finite())
 }
 
+/// The label a confirmation's reruns carry (`confirm=SERIES-FIGURE`, history::confirm); such
+/// runs are not points of their series.
+pub const RERUN_LABEL: &str = "confirm";
+
 /// Which records are points of a series, and what their values are.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Points<'a> {
@@ -147,8 +151,13 @@ pub struct Points<'a> {
 }
 
 impl Points<'_> {
+    /// Completed runs whose window was not judged unsteady (unless asked), and not a
+    /// confirmation's reruns (`confirm` label): those answer one question and are kept in the
+    /// history, but a series' points are its own runs, however often a change was rerun.
     pub fn admits(&self, r: &Record) -> bool {
-        r.status == "completed" && (self.include_unsteady || r.is_steady != Some(false))
+        r.status == "completed"
+            && (self.include_unsteady || r.is_steady != Some(false))
+            && !r.labels.contains_key(RERUN_LABEL)
     }
 
     /// The points of `recs` for the figure in column `col`: each admitted record with a value

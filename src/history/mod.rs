@@ -6,6 +6,7 @@
 
 pub mod confirm;
 pub mod detect;
+pub mod events;
 pub mod import;
 pub mod record;
 pub mod series;

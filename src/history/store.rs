@@ -9,7 +9,9 @@
 //!   PostgreSQL serialises schema changes with an advisory lock.
 //! - The schema has a version: an older one is migrated forward, in one transaction; a newer
 //!   one (written by a newer caplab) is refused, naming both versions. Version 2 added each
-//!   record's intervals; importing a directory recorded before fills them in.
+//!   record's intervals; importing a directory recorded before fills them in. Version 3 added
+//!   each record's sitting (rows from before are read as their host and day); version 4 the
+//!   events: confirmations and bisections (events.rs).
 
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -19,7 +21,7 @@ use std::time::Duration;
 use super::record::{FIGURES, Figures, Intervals, Record, SeriesKey, WITH_INTERVAL};
 
 /// The schema this caplab writes; `MIGRATIONS[v - 1]` takes a database from v - 1 to v.
-pub const SCHEMA: u32 = 3;
+pub const SCHEMA: u32 = 4;
 
 /// How long a writer waits for another (SQLite).
 const BUSY: Duration = Duration::from_secs(60);
@@ -69,6 +71,18 @@ ALTER TABLE runs ADD COLUMN capacity_hi DOUBLE PRECISION",
     // 3: each record's sitting (`record::sitting_of`); rows from before have NULL and are read
     // as their host and day.
     "ALTER TABLE runs ADD COLUMN sitting TEXT",
+    // 4: what was done about changes: confirmations and bisections (`events::Event`).
+    "CREATE TABLE events (
+    id {id},
+    kind TEXT NOT NULL,
+    series TEXT,
+    figure TEXT NOT NULL,
+    change_at TEXT,
+    outcome TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    dir TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+)",
 ];
 
 const META: &str = "CREATE TABLE IF NOT EXISTS caplab_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";

@@ -2,7 +2,8 @@
 //! filled, others hollow and left out of detection) with each run's own interval as a bar (a
 //! capacity: its search's bracket), the levels between change points with
 //! their 95 % intervals, each change marked (red a regression, green an improvement) and listed,
-//! each point linked to its run's page and labelled on hover.
+//! each point linked to its run's page and labelled on hover; weak changes listed apart from
+//! sure ones, each change's confirmations by rerunning beside it, and the bisections.
 
 use anyhow::Result;
 use serde::Serialize;
@@ -12,6 +13,7 @@ use super::{html, link};
 use crate::history::Stored;
 use crate::history::detect::Found;
 use crate::history::detect::{CHECKED, Points, higher_is_better, series_changes, value};
+use crate::history::events::Event;
 use crate::history::record::FIGURES;
 use crate::stats::changes::{Settings, changes, level_of};
 
@@ -24,12 +26,16 @@ struct SeriesView {
     name: String,
     records: usize,
     changes: Vec<String>,
+    /// Confirmations by rerunning of this series' changes (`history confirm`, `check --confirm`).
+    confirmations: Vec<String>,
     charts: Vec<String>,
 }
 
 #[derive(Serialize)]
 struct PageView {
     series: Vec<SeriesView>,
+    /// Bisections (`caplab bisect`), newest last.
+    bisections: Vec<String>,
     settings: String,
     records: usize,
     source: String,
@@ -63,8 +69,16 @@ struct Data {
     charts: Vec<Chart>,
 }
 
-/// Writes the page of `groups` (each series' records, oldest first) to `out`.
-pub fn write(groups: &[(String, Vec<&Stored>)], s: &Settings, points: Points, source: &str, out: &Path) -> Result<()> {
+/// Writes the page of `groups` (each series' records, oldest first) and the history's `events`
+/// (confirmations, bisections) to `out`.
+pub fn write(
+    groups: &[(String, Vec<&Stored>)],
+    events: &[Event],
+    s: &Settings,
+    points: Points,
+    source: &str,
+    out: &Path,
+) -> Result<()> {
     let base = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -78,7 +92,12 @@ pub fn write(groups: &[(String, Vec<&Stored>)], s: &Settings, points: Points, so
             id: id[..8].to_string(),
             name: first.record.series.name(),
             records: recs.len(),
-            changes: found.iter().map(Found::render).collect(),
+            changes: found.iter().map(|f| with_confirmations(f, events)).collect(),
+            confirmations: events
+                .iter()
+                .filter(|e| e.kind == "confirmation" && e.series.as_deref() == Some(id.as_str()))
+                .map(|e| format!("{} ({}; {})", e.summary, e.recorded_at, e.dir))
+                .collect(),
             charts: Vec::new(),
         };
         for figure in CHECKED {
@@ -90,6 +109,11 @@ pub fn write(groups: &[(String, Vec<&Stored>)], s: &Settings, points: Points, so
         views.push(view);
     }
     let page = PageView {
+        bisections: events
+            .iter()
+            .filter(|e| e.kind == "bisection")
+            .map(|e| format!("{} ({}; {})", e.summary, e.recorded_at, e.dir))
+            .collect(),
         records: groups.iter().map(|(_, r)| r.len()).sum(),
         series: views,
         settings: s.describe(),
@@ -105,6 +129,25 @@ pub fn write(groups: &[(String, Vec<&Stored>)], s: &Settings, points: Points, so
         },
     )?;
     crate::files::write_atomic(out, text.as_bytes())
+}
+
+/// A change as listed, with what its confirmations by rerunning found.
+fn with_confirmations(f: &Found, events: &[Event]) -> String {
+    let verdicts: Vec<String> = events
+        .iter()
+        .filter(|e| {
+            e.kind == "confirmation"
+                && e.series.as_deref() == Some(f.series.as_str())
+                && e.figure == f.figure
+                && e.change_at.as_deref() == Some(f.started_at.as_str())
+        })
+        .map(|e| format!("{} by rerunning on {}", e.outcome.to_uppercase(), e.recorded_at))
+        .collect();
+    if verdicts.is_empty() {
+        f.render()
+    } else {
+        format!("{} — {}", f.render(), verdicts.join("; "))
+    }
 }
 
 fn chart(series: &str, recs: &[&Stored], figure: &str, points: Points, s: &Settings, base: &Path) -> Option<Chart> {

@@ -41,7 +41,10 @@ impl Verdict {
 pub struct Spread {
     pub between: f64,
     pub within: f64,
-    pub df: f64,
+    /// The degrees of freedom of `between` (0: not estimated apart from `within`) and of
+    /// `within`.
+    pub between_df: f64,
+    pub within_df: f64,
     /// How `between` was found: `estimated` (three or more sittings), `assumed` (as large as
     /// `within`: too few sittings to tell), `none` (the fresh runs share the runs' sitting) or
     /// `whole` (every sitting one run: the whole spread between runs, which cannot be split).
@@ -61,7 +64,8 @@ impl Spread {
             return sd.is_finite().then_some(Spread {
                 between: sd,
                 within: 0.0,
-                df: logs.len() as f64 - 1.0,
+                between_df: logs.len() as f64 - 1.0,
+                within_df: 0.0,
                 how: "whole",
             });
         }
@@ -85,17 +89,32 @@ impl Spread {
             (within, "assumed")
         };
         // A spread between sittings rests on the sittings, however many runs each holds.
-        let df = if how == "estimated" {
-            groups.len() as f64 - 1.0
-        } else {
-            df_within as f64
-        };
         Some(Spread {
             between,
             within,
-            df,
+            between_df: if how == "estimated" {
+                groups.len() as f64 - 1.0
+            } else {
+                0.0
+            },
+            within_df: df_within as f64,
             how,
         })
+    }
+
+    /// The degrees of freedom of `between² + within² / n` (Satterthwaite): those of the
+    /// sittings where the spread between them dominates, of the runs where it is small. An
+    /// assumed spread between sittings is the runs' own, so it has theirs.
+    pub fn df_for(&self, n: usize) -> f64 {
+        let (b, w) = (self.between.powi(2), self.within.powi(2) / n.max(1) as f64);
+        match self.how {
+            "whole" => self.between_df,
+            "estimated" if b + w > 0.0 => {
+                let denom = b.powi(2) / self.between_df.max(1.0) + w.powi(2) / self.within_df.max(1.0);
+                (b + w).powi(2) / denom
+            }
+            _ => self.within_df,
+        }
     }
 
     /// The standard error of a level measured by `runs` runs in `sittings` sittings, as a
@@ -137,7 +156,7 @@ pub fn look(levels: &Levels, spread: &Spread, fresh: &[f64], looks: usize, alpha
     let worse = if levels.higher_is_worse { 1.0 } else { -1.0 };
     let t_before = worse * (m - levels.before) / (v + levels.before_se.powi(2)).sqrt();
     let t_after = worse * (levels.after - m) / (v + levels.after_se.powi(2)).sqrt();
-    let bound = t_quantile(1.0 - alpha / looks.max(1) as f64, spread.df.max(1.0));
+    let bound = t_quantile(1.0 - alpha / looks.max(1) as f64, spread.df_for(fresh.len()).max(1.0));
     let verdict = if t_before > bound {
         Verdict::Confirmed
     } else if t_after > bound {
@@ -279,5 +298,11 @@ mod tests {
         assert_eq!(Spread::of(&logs, &[0; 6], Some(1)).unwrap().how, "assumed");
         let nightly = Spread::of(&logs, &[0, 1, 2, 3, 4, 5], None).unwrap();
         assert_eq!((nightly.how, nightly.within), ("whole", 0.0));
+        assert_eq!(nightly.df_for(3), 5.0);
+        // Sittings 10 % apart against runs 1.4 % apart: the sittings' 2 df; sittings that
+        // agree: the runs' 3.
+        assert!((s.df_for(1) - 2.0).abs() < 0.1, "{}", s.df_for(1));
+        let agree = Spread::of(&[0.0, 0.02, 0.0, 0.02, 0.0, 0.02], &[0, 0, 1, 1, 2, 2], None).unwrap();
+        assert_eq!((agree.between, agree.df_for(2)), (0.0, 3.0));
     }
 }
