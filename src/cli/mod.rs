@@ -65,7 +65,7 @@ pub enum Command {
     /// records, or results written earlier imported (`caplab history import DIR...`).
     History(history::HistoryCommand),
     /// Find where along ordered values (Cassandra versions, a setting's values) a figure
-    /// changes: `caplab bisect --values 5.0.0,5.0.4,5.0.9 -- run --version {} --duration 60s`.
+    /// changes: `caplab bisect --values 5.0.0,5.0.4,5.0.9 -- run --version {} --wipe --duration 60s`.
     Bisect(Box<bisect::BisectArgs>),
     /// Read back a finished run's acknowledged writes again (a run made with --validate), e.g.
     /// after a repair, a node replacement or an upgrade; exit 1 when any is missing or wrong.

@@ -113,7 +113,7 @@ impl Settings {
         }
         if !self.command.iter().any(|a| a.contains("{}")) {
             bail!(
-                "the command has no {{}} for the value: e.g. `caplab bisect --values 5.0.0,5.0.4,5.0.9 -- run --version {{}}`"
+                "the command has no {{}} for the value: e.g. `caplab bisect --values 5.0.0,5.0.4,5.0.9 -- run --version {{}} --wipe`"
             );
         }
         if self.command.first().map(String::as_str) != Some("run") {
