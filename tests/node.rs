@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Lab, fails, jvm_lock, ok, runtime, stderr, stdout};
+use common::{Lab, count_rows, fails, jvm_lock, ok, result_json, runtime, stderr, stdout};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::statement::Consistency;
@@ -236,4 +236,80 @@ fn cassandra_6_0_alpha2_starts_on_the_machines_jdk() {
         let v = r.into_rows_result().unwrap().single_row::<(String,)>().unwrap().0;
         assert!(v.starts_with("6.0"), "release_version {v}");
     });
+}
+
+/// `caplab run` without --hosts names its local node: a running node of another configuration
+/// is refused, `--restart` restarts it with the setting (on its own address and heap), `--wipe`
+/// starts a fresh one. This is what `caplab bisect -- run --version {} --wipe` relies on.
+#[test]
+fn a_run_names_its_local_node_and_starts_it_anew_when_asked() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("run-local-node");
+    ok(lab.start(&[]));
+    let first_pid = state_file(&lab, "node1")["pid"].as_u64().unwrap();
+    let run = |out: &str, extra: &[&str]| {
+        let n = if extra.contains(&"--wipe") { "1000" } else { "2000" };
+        let mut args = vec!["run", "-q", "--no-history", "--warmup", "0s", "-n", n, "--out"];
+        let dir = lab.dir(out);
+        args.push(&dir);
+        args.extend_from_slice(extra);
+        lab.caplab(&args)
+    };
+    let asked = ["--set", "concurrent_writes=48"];
+
+    let refused = fails(run("refused", &asked));
+    assert!(
+        refused.contains("different configuration")
+            && refused.contains("concurrent_writes")
+            && refused.contains("--wipe"),
+        "{refused}"
+    );
+    assert_eq!(
+        state_file(&lab, "node1")["pid"].as_u64(),
+        Some(first_pid),
+        "left running as it was"
+    );
+
+    let restarted = ok(run("restarted", &[&asked[..], &["--restart"]].concat()));
+    let doc = result_json(&lab.home.join("restarted"));
+    let spec = &doc["environment"]["local_nodes"][0]["spec"];
+    assert!(
+        spec["overrides"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o == "concurrent_writes=48"),
+        "{spec}"
+    );
+    assert_eq!(spec["address"], lab.address.as_str(), "the node's own address is kept");
+    let second_pid = state_file(&lab, "node1")["pid"].as_u64().unwrap();
+    assert_ne!(second_pid, first_pid, "{}", stderr(&restarted));
+    runtime().block_on(async {
+        let s = connect(&lab.cql()).await;
+        let r = s
+            .query_unpaged(
+                "SELECT value FROM system_views.settings WHERE name = 'concurrent_writes'",
+                (),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.into_rows_result().unwrap().single_row::<(String,)>().unwrap().0, "48");
+    });
+    assert_eq!(count_rows(&lab.cql(), "caplab.e1_insert"), 2000);
+
+    // The same configuration again: the running node is used as it is.
+    ok(run("again", &asked));
+    assert_eq!(state_file(&lab, "node1")["pid"].as_u64(), Some(second_pid));
+
+    // --wipe: a new node with empty data (the table holds this run's 1,000 rows, not the 2,000
+    // written before under the same keys).
+    let wiped = ok(run("wiped", &[&asked[..], &["--wipe"]].concat()));
+    assert!(
+        stderr(&wiped).contains("--wipe: removing the local nodes"),
+        "{}",
+        stderr(&wiped)
+    );
+    assert_ne!(state_file(&lab, "node1")["pid"].as_u64(), Some(second_pid));
+    assert_eq!(count_rows(&lab.cql(), "caplab.e1_insert"), 1000);
+    ok(lab.caplab(&["node", "wipe", "--force"]));
 }

@@ -79,6 +79,18 @@ fn bad_run_flags_are_refused() {
     assert!(bad(&["run", "--rate", "fast"]).contains("flat out"));
     assert!(bad(&["run", "--warmup", "a while"]).contains("write auto (until the run settles)"));
     assert!(bad(&["run", "--duration", "10s", "-n", "5"]).contains("cannot be used with"));
+    // The local node's options choose the node caplab starts: not a cluster given by --hosts.
+    for flag in [
+        &["--version", "5.0.4"][..],
+        &["--wipe"],
+        &["--set", "concurrent_writes=8"],
+    ] {
+        let said = bad(&[&["run", "--hosts", "x"][..], flag].concat());
+        assert!(
+            said.contains("cannot be used with") && said.contains("--hosts"),
+            "{said}"
+        );
+    }
     assert!(fails(lab.caplab(&["run", "--hosts", "x", "--consistency", "most"])).contains("local_quorum"));
     assert!(fails(lab.caplab(&["run", "--hosts", "x", "--batch-size", "0"])).contains("--batch-size"));
     // A maximum only bounds an automatic warm-up.

@@ -62,12 +62,7 @@ pub struct NodeOptions {
 impl NodeOptions {
     /// The cluster `caplab node start` starts with no flags.
     pub fn default_spec() -> Result<ClusterSpec> {
-        #[derive(clap::Parser)]
-        struct Defaults {
-            #[command(flatten)]
-            start: NodeOptions,
-        }
-        <Defaults as clap::Parser>::parse_from(["caplab"]).start.spec()
+        default_options().spec()
     }
 
     /// Checks what the flags say on their own, whatever the machine has: cassandra.yaml
@@ -141,4 +136,74 @@ impl NodeOptions {
                 .unwrap_or_default(),
         })
     }
+}
+
+/// The local node a run or a capacity search uses when it starts one itself (no `--hosts`):
+/// the local nodes' own configuration (or `caplab node start`'s defaults when there are none),
+/// with the version and cassandra.yaml overrides given here, fresh (`--wipe`) or restarted
+/// (`--restart`) when asked. This is what lets one command line name the configuration, as
+/// `caplab bisect` and a history's confirmation rerun it.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Local node (when no --hosts)")]
+pub struct LocalNode {
+    /// Cassandra version of the local node (one is started when none runs, by default 5.0.9);
+    /// a node running another version is refused unless --restart or --wipe.
+    #[arg(long = "version", value_name = "VERSION", conflicts_with = "hosts")]
+    pub cassandra_version: Option<String>,
+    /// cassandra.yaml override of the local node, KEY=VALUE as `caplab node start --set` takes
+    /// it, in place of the node's own for that key (repeatable); a node running without it is
+    /// refused unless --restart or --wipe.
+    #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "hosts")]
+    pub overrides: Vec<String>,
+    /// Stop local nodes running with another configuration and start them with this one (their
+    /// data kept).
+    #[arg(long, conflicts_with = "hosts")]
+    pub restart: bool,
+    /// Stop and remove every local node (data included) and start a fresh one for this run:
+    /// each run on a new node, as a bisection or an experiment wants.
+    #[arg(long, conflicts_with = "hosts")]
+    pub wipe: bool,
+}
+
+impl LocalNode {
+    /// Whether any of these options was given.
+    pub fn given(&self) -> bool {
+        self.cassandra_version.is_some() || !self.overrides.is_empty() || self.restart || self.wipe
+    }
+
+    /// The nodes to start: `base` (the local nodes' configuration; `caplab node start`'s
+    /// defaults when `None`) with this version (on a JDK that runs it, unless the base's runs
+    /// it too) and these overrides in place of the base's for the same keys.
+    pub fn spec(&self, base: Option<&ClusterSpec>) -> Result<ClusterSpec> {
+        let mut spec = match base {
+            Some(b) => b.clone(),
+            None => NodeOptions::default_spec()?,
+        };
+        if let Some(v) = self.cassandra_version.as_ref().filter(|v| **v != spec.version) {
+            let keep = java::check_supported(v, &spec.jdk).is_ok();
+            if !keep {
+                spec.jdk = java::find(None, v)?;
+                java::check_supported(v, &spec.jdk)?;
+            }
+            jvm::Gc::flags(spec.gc, spec.jdk.major)?;
+            spec.version = v.clone();
+        }
+        let mut asked = Vec::new();
+        for o in &self.overrides {
+            asked.push((yaml::Override::parse(o)?.path, o.clone()));
+        }
+        spec.overrides
+            .retain(|o| yaml::Override::parse(o).map_or(true, |have| asked.iter().all(|(path, _)| *path != have.path)));
+        spec.overrides.extend(asked.into_iter().map(|(_, o)| o));
+        Ok(spec)
+    }
+}
+
+fn default_options() -> NodeOptions {
+    #[derive(clap::Parser)]
+    struct Defaults {
+        #[command(flatten)]
+        start: NodeOptions,
+    }
+    <Defaults as clap::Parser>::parse_from(["caplab"]).start
 }

@@ -258,10 +258,11 @@ fn probe(
             (false, false) if same(&p.to_lo) && same(&p.to_hi) => Side::Same,
             _ => Side::Open,
         };
+        let ratio = |l: &Option<Look>| l.map_or("—".to_string(), |l| format!("×{:.3}", l.ratio));
         say(&format!(
-            "  round {round}: ×{:.3} the first end, ×{:.3} the last: {}",
-            p.to_lo.map_or(f64::NAN, |l| l.ratio),
-            p.to_hi.map_or(f64::NAN, |l| l.ratio),
+            "  round {round}: {} the first end, {} the last: {}",
+            ratio(&p.to_lo),
+            ratio(&p.to_hi),
             side_name(p.side)
         ));
         if p.side != Side::Open {

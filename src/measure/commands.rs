@@ -14,7 +14,6 @@ use super::{Capacity, CapacityReport, Choice, Prepared, Pricing, RunResult, Show
 use crate::client::ClientOptions;
 use crate::cluster::Home;
 use crate::cluster::node::NodeState;
-use crate::cluster::options::NodeOptions;
 use crate::engine::Stop;
 use crate::faults::Injector;
 use crate::live::{Identity, Live};
@@ -38,7 +37,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         (d, _) => d,
     };
     pin_client(common)?;
-    let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
+    let (hosts, local_nodes) = targets(home, &common.conn.hosts, &common.node)?;
     let window = if args.ops.is_some() { None } else { duration };
     let faults = fault_schedule(home, common, &local_nodes, window, "--duration")?;
     let local_nodes = common.telemetry.watched(local_nodes);
@@ -117,7 +116,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
     refuse_validation(common, &choice)?;
     common.metrics.check()?;
     pin_client(common)?;
-    let (hosts, local_nodes) = targets(home, &common.conn.hosts, NodeOptions::default_spec)?;
+    let (hosts, local_nodes) = targets(home, &common.conn.hosts, &common.node)?;
     let faults = fault_schedule(home, common, &local_nodes, Some(args.measure), "--measure")?;
     let local_nodes = common.telemetry.watched(local_nodes);
     if args.fresh_node && local_nodes.is_empty() {

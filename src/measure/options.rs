@@ -40,6 +40,8 @@ pub struct DriveOptions {
     #[command(flatten)]
     pub conn: ConnectOptions,
     #[command(flatten)]
+    pub node: crate::cluster::options::LocalNode,
+    #[command(flatten)]
     pub telemetry: TelemetryOptions,
     /// A fault during the measured window (each step's, in a capacity search), on a node caplab
     /// runs here (repeatable): 'pause node1 at 5s for 3s', 'kill node2 at 10s for 20s'

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use super::out::redact_setting;
 use super::result::Environment;
 use crate::client::{self, ClientOptions};
+use crate::cluster::Home;
 use crate::cluster::local::{self, StartOptions};
 use crate::cluster::node::{Liveness, NodeState};
 use crate::cluster::nodetool::JmxTarget;
-use crate::cluster::{ClusterSpec, Home};
+use crate::cluster::options::LocalNode;
 use crate::console::say;
 use crate::procfs;
 
@@ -88,12 +89,10 @@ impl Target {
 }
 
 /// Where to send load: `hosts` (and the local nodes among them), else the running local
-/// nodes, else a local node started now with `default_spec`.
-pub fn targets(
-    home: &Home,
-    hosts: &[String],
-    default_spec: impl FnOnce() -> Result<ClusterSpec>,
-) -> Result<(Vec<String>, Vec<NodeState>)> {
+/// nodes, else a local node started now with `caplab node start`'s defaults. Given node options
+/// (`LocalNode`), the local nodes' configuration with them: running nodes must match it, or are
+/// restarted, or every node is wiped first, as they ask.
+pub fn targets(home: &Home, hosts: &[String], node: &LocalNode) -> Result<(Vec<String>, Vec<NodeState>)> {
     if !hosts.is_empty() {
         // Local nodes named by --hosts are watched like any other local node.
         let named: Vec<NodeState> = local::nodes(home)
@@ -110,15 +109,35 @@ pub fn targets(
             .collect();
         return Ok((hosts.to_vec(), named));
     }
+    let known = local::nodes(home)?;
+    let spec = match known.iter().find(|n| n.index == 1) {
+        _ if !node.given() => None,
+        Some(n) => Some(node.spec(Some(&n.spec))?),
+        None => Some(node.spec(None)?),
+    };
+    if node.wipe {
+        say("--wipe: removing the local nodes and their data, then starting a fresh one");
+        local::wipe(&known, true, &mut |m| say(m))?;
+    }
     let running: Vec<NodeState> = local::nodes(home)?
         .into_iter()
         .filter(|n| n.liveness() == Liveness::Running)
         .collect();
-    if !running.is_empty() {
-        return Ok((running.iter().map(|n| n.cql_addr().to_string()).collect(), running));
-    }
-    say("No --hosts and no local node running: starting one with 'caplab node start' defaults");
-    let started = local::start(home, &default_spec()?, StartOptions::default(), &mut |m| say(m))?;
+    let spec = match spec {
+        Some(spec) => spec,
+        None if !running.is_empty() => {
+            return Ok((running.iter().map(|n| n.cql_addr().to_string()).collect(), running));
+        }
+        None => {
+            say("No --hosts and no local node running: starting one with 'caplab node start' defaults");
+            node.spec(None)?
+        }
+    };
+    let opts = StartOptions {
+        restart: node.restart,
+        timeout: None,
+    };
+    let started = local::start(home, &spec, opts, &mut |m| say(m))?;
     Ok((
         started.nodes.iter().map(|n| n.cql_addr().to_string()).collect(),
         started.nodes,
