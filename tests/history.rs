@@ -468,6 +468,54 @@ fn a_ci_check_fails_at_a_real_regression(lab: &Lab) {
     assert_eq!(seen.check["changes"][&chart], 1, "{}", seen.check);
     assert!(seen.dom.contains("REGRESSION p50_ms"), "the change is listed");
     assert!(seen.dom.contains("ci-bad0/report.html"), "points link their run pages");
+
+    // The runs after the change ran another command (the fault) than those before: `check
+    // --confirm` reruns both, paired by round in a random order, and finds the change is the
+    // configuration's (p50 about 7 times; the first look, after 2 rounds, needs t > 19). Every
+    // failing figure of the series is read from the same reruns.
+    let confirmed = check(&["--confirm", "--confirm-runs", "4"]);
+    let text = stdout(&confirmed);
+    assert_eq!(confirmed.status.code(), Some(1), "{text}\n{}", stderr(&confirmed));
+    assert!(
+        text.contains("CONFIRMED after") && text.contains("paired by round") && text.contains("both were rerun"),
+        "{text}"
+    );
+    let dirs: Vec<PathBuf> = std::fs::read_dir(lab.home.join("confirm"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one confirmation a series: {dirs:?}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dirs[0].join("confirmation.json")).unwrap()).unwrap();
+    let done = match doc.as_array() {
+        Some(all) => all.clone(),
+        None => vec![doc.clone()],
+    };
+    let failing = text.matches("REGRESSION ").count();
+    assert_eq!(done.len(), failing, "{text}");
+    let p50 = done.iter().find(|c| c["figure"] == "p50_ms").expect("p50 confirmed");
+    assert_eq!(
+        (&p50["design"], &p50["verdict"]),
+        (&"paired".into(), &"confirmed".into()),
+        "{p50:#}"
+    );
+    assert!(p50["looks"][0]["to_before"].as_f64().unwrap() > 2.0, "{p50:#}");
+    assert!(p50["differs"].to_string().contains("--fault"), "{p50:#}");
+    let runs: std::collections::BTreeSet<String> = done
+        .iter()
+        .flat_map(|c| {
+            c["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_str().unwrap().to_string())
+        })
+        .collect();
+    let before = runs.iter().filter(|r| r.ends_with("-before")).count();
+    assert!(
+        before >= 2 && runs.len() == 2 * before && before <= 4,
+        "one pair a round, shared by the {failing} figures: {runs:?}"
+    );
 }
 
 /// Six sittings (named by the job, `--label sitting=`), each running the series (2 s windows)

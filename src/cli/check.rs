@@ -5,7 +5,7 @@ use anyhow::{Result, bail};
 use std::path::Path;
 
 use super::detect::DetectArgs;
-use crate::history::detect::Found;
+use crate::history::detect::{Found, Kind};
 use crate::history::series::by_series;
 use crate::history::{Location, Stored};
 use crate::stats::confirm::Verdict;
@@ -56,21 +56,28 @@ pub fn check(
         .iter()
         .filter(|f| !f.weak)
         .filter(|f| match fail_on {
-            FailOn::Regression => f.kind == "regression",
-            FailOn::Change => f.kind != "starved",
+            FailOn::Regression => f.kind == Kind::Regression,
+            FailOn::Change => f.kind != Kind::Starved,
             FailOn::Never => false,
         })
         .collect();
     let mut confirmations = Vec::new();
     if let Some((data, at, runs)) = confirm {
-        for f in std::mem::take(&mut failing) {
-            let recs = &series.iter().find(|(id, _)| *id == f.series).expect("its series").1;
-            let points = d.points(canary.map(|c| c.1));
-            let done = super::confirm::run(data, at, recs, f, points, (runs, d.settings(1)), None)?;
-            if done.verdict != Verdict::NotConfirmed {
-                failing.push(f);
+        // One confirmation a series: its failing figures read from the same reruns.
+        let asked = std::mem::take(&mut failing);
+        for (id, recs) in &series {
+            let changes: Vec<&Found> = asked.iter().copied().filter(|f| f.series == *id).collect();
+            if changes.is_empty() {
+                continue;
             }
-            confirmations.push(done);
+            let points = d.points(canary.map(|c| c.1));
+            let done = super::confirm::run(data, at, recs, &changes, points, (runs, d.settings(1)), None)?;
+            for c in done {
+                if c.verdict != Verdict::NotConfirmed {
+                    failing.push(changes.iter().copied().find(|f| f.figure == c.figure).expect("asked"));
+                }
+                confirmations.push(c);
+            }
         }
     }
     if json {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::detect::DetectArgs;
 use crate::history::confirm::{Confirmation, Request, confirm};
-use crate::history::detect::{Found, Points};
+use crate::history::detect::{Found, Kind, Points};
 use crate::history::events::{self, Event};
 use crate::history::series::{by_series, one_series};
 use crate::history::{Location, Store, Stored};
@@ -42,11 +42,12 @@ pub fn series(data: &Path, at: &Location, all: &[Stored], prefix: &str, d: &Dete
         data,
         at,
         recs,
-        change,
+        &[change],
         d.points(canary),
         (ask.runs, d.settings(1)),
         ask.out,
     )?;
+    let done = done.into_iter().next().context("one confirmation")?;
     if ask.json {
         println!("{}", serde_json::to_string_pretty(&done)?);
     } else {
@@ -63,31 +64,34 @@ pub fn series(data: &Path, at: &Location, all: &[Stored], prefix: &str, d: &Dete
 pub fn which(found: &[Found]) -> Option<&Found> {
     let sure = || found.iter().filter(|f| !f.weak);
     sure()
-        .filter(|f| f.kind == "regression")
+        .filter(|f| f.kind == Kind::Regression)
         .max_by_key(|f| f.run_id)
         .or_else(|| sure().max_by_key(|f| f.run_id))
 }
 
-/// Reruns to confirm `change` of the series `recs`, into `out` (default: a directory named
-/// for it under `confirm/` in caplab's data directory `data`), saying each look on stderr;
-/// writes confirmation.json there.
+/// Reruns to confirm `changes` of the series `recs` (those that rerun the same commands share
+/// their runs), into `out` (default: a directory named for them under `confirm/` in caplab's
+/// data directory `data`), saying each look on stderr; writes confirmation.json there (an
+/// object for one change, else a list) and records each in the history's events.
 pub fn run(
     data: &Path,
     at: &Location,
     recs: &[&Stored],
-    change: &Found,
+    changes: &[&Found],
     points: Points<'_>,
     (runs, settings): (usize, Settings),
     out: Option<&Path>,
-) -> Result<Confirmation> {
+) -> Result<Vec<Confirmation>> {
     let alpha = settings.alpha;
+    let first = changes.first().context("no change to confirm")?;
+    let figures: Vec<&str> = changes.iter().map(|c| c.figure.as_str()).collect();
     let out = out.map_or_else(
         || {
             let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
             data.join("confirm").join(format!(
                 "{}-{}-{}",
-                &change.series[..8],
-                change.figure,
+                &first.series[..8],
+                figures.join("+"),
                 now.replace(':', "")
             ))
         },
@@ -98,18 +102,25 @@ pub fn run(
         Location::Postgres(url) => url.clone(),
     };
     crate::console::say(&format!(
-        "Confirming {} {} of {} ({:+.1} % from the run of {}): up to {runs} fresh run{} into {}",
-        change.kind,
-        change.figure,
-        &change.series[..8],
-        (change.ratio - 1.0) * 100.0,
-        change.started_at,
+        "Confirming {} of {}: up to {runs} fresh run{} (rounds) into {}",
+        changes
+            .iter()
+            .map(|c| format!(
+                "{} {} ({:+.1} % from the run of {})",
+                c.kind,
+                c.figure,
+                (c.ratio - 1.0) * 100.0,
+                c.started_at
+            ))
+            .collect::<Vec<_>>()
+            .join(", "),
+        &first.series[..8],
         if runs == 1 { "" } else { "s" },
         out.display()
     ));
     let req = Request {
         series: recs,
-        change,
+        changes,
         points,
         runs,
         alpha,
@@ -119,31 +130,29 @@ pub fn run(
         settings,
     };
     let exe = std::env::current_exe().context("cannot find caplab's own program to rerun")?;
-    let done = confirm(&req, &exe, |l| {
-        crate::console::say(&format!(
-            "  run {}: ×{:.3} the level before, ×{:.3} the level after: {}",
-            l.runs,
-            l.to_before,
-            l.to_after,
-            l.verdict.name()
-        ))
-    })?;
-    crate::files::write_json(&out.join("confirmation.json"), &done)?;
-    let event = Event {
-        kind: "confirmation".into(),
-        series: Some(change.series.clone()),
-        figure: change.figure.clone(),
-        change_at: Some(change.started_at.clone()),
-        outcome: done.verdict.name().into(),
-        summary: done.render().lines().next().unwrap_or_default().to_string(),
-        dir: std::path::absolute(&out).unwrap_or(out.clone()).display().to_string(),
-        recorded_at: Event::now(),
-    };
-    if let Err(e) = Store::open(at).and_then(|mut s| events::insert(&mut s, &event)) {
-        eprintln!(
-            "warning: the confirmation is not in the history ({e:#}); it is in {}",
-            out.join("confirmation.json").display()
-        );
+    let done = confirm(&req, &exe, crate::console::say)?;
+    let file = out.join("confirmation.json");
+    match done.as_slice() {
+        [one] => crate::files::write_json(&file, one)?,
+        all => crate::files::write_json(&file, &all)?,
+    }
+    for c in &done {
+        let event = Event {
+            kind: "confirmation".into(),
+            series: Some(c.series.clone()),
+            figure: c.figure.clone(),
+            change_at: Some(c.change.started_at.clone()),
+            outcome: c.verdict.name().into(),
+            summary: c.render().lines().next().unwrap_or_default().to_string(),
+            dir: std::path::absolute(&out).unwrap_or(out.clone()).display().to_string(),
+            recorded_at: Event::now(),
+        };
+        if let Err(e) = Store::open(at).and_then(|mut s| events::insert(&mut s, &event)) {
+            eprintln!(
+                "warning: the confirmation is not in the history ({e:#}); it is in {}",
+                file.display()
+            );
+        }
     }
     Ok(done)
 }

@@ -1,30 +1,42 @@
 //! Confirmation by rerunning: a change found in a series is either still there when its
-//! configuration runs again now, or it was a noisy night. The runs after the change are rerun
-//! from their own result.json (`command`, with caplab's output, quietness, history and labels
-//! replaced), one at a time, each recorded in the history with the label `confirm`, until
-//! `stats::confirm`'s rule decides: confirmed (worse than the level before), not confirmed
-//! (better than the level after: back where it was) or, after the last run allowed, open.
-//! With a canary, each round reruns the canary's last command too and compares the ratios.
-//! Where the runs after the change ran with other arguments than those before it (a fault, a
-//! setting the job changed), the confirmation says so: the change may be theirs.
+//! configuration runs again now, or it was a noisy night. Two designs:
+//! - **alone**: the runs before and after the change ran the same command (the machine or the
+//!   night changed, not the configuration). The last run after the change is rerun from its own
+//!   result.json (`command`, with caplab's output, quietness, history and labels replaced), one
+//!   at a time, until `stats::confirm`'s rule decides: confirmed (worse than the level before),
+//!   not confirmed (better than the level after: back where it was) or, after the last run
+//!   allowed, open. With a canary, each round reruns the canary's last command too and compares
+//!   the ratios.
+//! - **paired**: the runs after the change ran another command than those before (a version,
+//!   a setting or a fault the job changed). Each round then runs the command before and the
+//!   command after, in a random order, and the rule is applied to the rounds' log ratios: the
+//!   configuration after is worse than the one before now (confirmed: the change is the
+//!   configuration's), or surely less worse than the change found (not confirmed).
+//!
+//! Every rerun is recorded in the history with the label `confirm`, and is not a point of its
+//! series.
 
 use anyhow::{Context, Result, bail};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::time::Instant;
 
 use super::detect::{Found, Points, RERUN_LABEL, higher_is_better, series_changes};
-use super::record::{FIGURES, of_dir, sitting_of};
+use super::record::{FIGURES, Record, sitting_of};
+use super::rerun::{Rerunner, command_of, differs, log_of, rerun_args};
 use super::store::Stored;
-use crate::measure::RunResult;
 use crate::stats::changes::Settings;
 use crate::stats::confirm::{Levels, Look, Spread, Verdict, look};
 
-/// What a confirmation asks.
+/// What a confirmation asks: changes of one series (those that rerun the same commands share
+/// their runs, every figure read from each).
 pub struct Request<'a> {
     pub series: &'a [&'a Stored],
-    pub change: &'a Found,
+    pub changes: &'a [&'a Found],
     pub points: Points<'a>,
     /// The most fresh runs (rounds, with a canary).
     pub runs: usize,
@@ -40,6 +52,16 @@ pub struct Request<'a> {
     pub settings: Settings,
 }
 
+/// How the fresh runs are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Design {
+    /// The configuration after the change, alone, against the levels the history holds.
+    Alone,
+    /// The configurations before and after the change, both in every round, in random order.
+    Paired,
+}
+
 /// What a confirmation found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Confirmation {
@@ -48,18 +70,26 @@ pub struct Confirmation {
     /// The change confirmed: its kind, ratio and first run.
     pub change: Found,
     pub verdict: Verdict,
-    /// The arguments rerun (caplab's own output, history and labels left out).
+    pub design: Design,
+    /// The arguments rerun (caplab's own output, history and labels left out): the
+    /// configuration after the change.
     pub command: Vec<String>,
+    /// The configuration before the change, rerun beside it in the paired design.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command_before: Option<Vec<String>>,
     /// Arguments the runs after the change had and those before did not, or the reverse.
     pub differs: Vec<String>,
     pub spread: Spread,
     /// The runs the spread was read from.
     pub base_runs: usize,
     pub levels: Levels,
-    /// Every look, one per fresh run (or round).
+    /// Every look, one per fresh run (or round), until this change's verdict.
     pub looks: Vec<Look>,
-    /// The fresh runs' directories.
+    /// The fresh runs' directories (shared with the other changes confirmed with it).
     pub runs: Vec<PathBuf>,
+    /// The other figures read from the same runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
     pub elapsed_s: f64,
 }
 
@@ -76,47 +106,99 @@ impl Confirmation {
             if self.runs.len() == 1 { "" } else { "s" },
             humantime::format_duration(std::time::Duration::from_secs(self.elapsed_s.round() as u64)),
         );
-        if let Some(l) = last {
-            text += &format!(
-                "\n  the fresh runs' level is ×{:.3} the level before the change, ×{:.3} the level after it \
-                 (t {:.2} and {:.2} against a bound of {:.2}; spread between sittings {:.1} % ({}), between runs {:.1} %, \
-                 from the {} runs before the change since the one before it)",
-                l.to_before,
-                l.to_after,
-                l.t_before,
-                l.t_after,
-                l.bound,
-                100.0 * self.spread.between,
-                self.spread.how,
-                100.0 * self.spread.within,
-                self.base_runs
-            );
+        match (last, self.design) {
+            (Some(l), Design::Alone) => {
+                text += &format!(
+                    "\n  the fresh runs' level is ×{:.3} the level before the change, ×{:.3} the level after it \
+                     (t {:.2} and {:.2} against a bound of {:.2}; spread between sittings {:.1} % ({}), between runs {:.1} %, \
+                     from the {} runs before the change since the one before it)",
+                    l.to_before,
+                    l.to_after,
+                    l.t_before,
+                    l.t_after,
+                    l.bound,
+                    100.0 * self.spread.between,
+                    self.spread.how.name(),
+                    100.0 * self.spread.within,
+                    self.base_runs
+                );
+            }
+            (Some(l), Design::Paired) => {
+                text += &format!(
+                    "\n  rerun beside the configuration before it, paired by round in random order: the configuration \
+                     after runs ×{:.3} the one before (the change found: ×{:.3}; t {:.2} and {:.2} against a bound of \
+                     {:.2}; the rounds' ratios spread {:.1} %)",
+                    l.to_before,
+                    l.to_before / l.to_after,
+                    l.t_before,
+                    l.t_after,
+                    l.bound,
+                    100.0 * self.spread.within
+                );
+            }
+            (None, _) => {}
+        }
+        if !self.with.is_empty() {
+            text += &format!("\n  the same reruns gave {}", self.with.join(", "));
         }
         if !self.differs.is_empty() {
             text += &format!(
-                "\n  note: the runs after the change ran with other arguments than those before it ({}): the change may be theirs",
-                self.differs.join(" ")
+                "\n  the runs after the change ran with other arguments than those before it ({}){}",
+                self.differs.join(" "),
+                match self.design {
+                    Design::Paired => ": both were rerun, so a confirmed change is theirs",
+                    Design::Alone => ": the change may be theirs",
+                }
             );
         }
         text
     }
 }
 
-/// Reruns and decides; `say` is told each look as it comes.
-pub fn confirm(req: &Request, exe: &Path, mut say: impl FnMut(&Look)) -> Result<Confirmation> {
+/// One change's plan: what its fresh runs are compared with, and the commands to rerun.
+struct Plan<'a> {
+    change: &'a Found,
+    col: usize,
+    levels: Levels,
+    spread: Spread,
+    base_runs: usize,
+    command: Vec<String>,
+    before_command: Vec<String>,
+    differs: Vec<String>,
+}
+
+impl Plan<'_> {
+    fn design(&self) -> Design {
+        if self.differs.is_empty() {
+            Design::Alone
+        } else {
+            Design::Paired
+        }
+    }
+
+    /// Whether `other` reruns what this one does (so they share runs).
+    fn shares(&self, other: &Plan) -> bool {
+        self.command == other.command
+            && self.design() == other.design()
+            && (self.design() == Design::Alone || self.before_command == other.before_command)
+    }
+}
+
+/// The levels, spread and commands of `change` as the history holds them.
+fn plan<'a>(req: &Request, change: &'a Found) -> Result<Plan<'a>> {
     let col = FIGURES
         .iter()
-        .position(|f| *f == req.change.figure)
+        .position(|f| *f == change.figure)
         .context("an unknown figure")?;
     let pts = req.points.of(req.series, col);
     let at = pts
         .iter()
-        .position(|(r, _)| r.id == req.change.run_id)
+        .position(|(r, _)| r.id == change.run_id)
         .context("the change's first run is no longer a point of its series")?;
-    let before = &pts[at.saturating_sub(req.change.before_runs)..at];
+    let before = &pts[at.saturating_sub(change.before_runs)..at];
     // The spread is read from every run since the sure change before this one (or the first
     // run): more sittings and runs than the change's own side may hold.
-    let earlier = series_changes(req.series, &[req.change.figure.as_str()], req.points, &req.settings);
+    let earlier = series_changes(req.series, &[change.figure.as_str()], req.points, &req.settings);
     let since = earlier
         .iter()
         .filter(|c| !c.weak)
@@ -125,17 +207,12 @@ pub fn confirm(req: &Request, exe: &Path, mut say: impl FnMut(&Look)) -> Result<
         .max()
         .unwrap_or(0);
     let base = &pts[since..at];
-    let after = &pts[at..(at + req.change.after_runs).min(pts.len())];
+    let after = &pts[at..(at + change.after_runs).min(pts.len())];
     let (Some((last_before, _)), Some((last_after, _))) = (before.last(), after.last()) else {
         bail!("the change has no runs on one side: nothing to confirm");
     };
     let command = rerun_args(&command_of(&last_after.record.dir)?)?;
-    let differs = differs(&rerun_args(&command_of(&last_before.record.dir)?)?, &command);
-    let canary_command = match req.points.canary.and_then(|c| c.last()) {
-        Some(c) => Some(rerun_args(&command_of(&c.record.dir)?)?),
-        None => None,
-    };
-
+    let before_command = rerun_args(&command_of(&last_before.record.dir)?)?;
     let here = sitting_of(
         &BTreeMap::new(),
         &crate::procfs::hostname(),
@@ -154,148 +231,212 @@ pub fn confirm(req: &Request, exe: &Path, mut say: impl FnMut(&Look)) -> Result<
         s.len()
     };
     let levels = Levels {
-        before: req.change.before.ln(),
+        before: change.before.ln(),
         before_se: spread.level_se(before.len(), sittings(before)),
-        after: req.change.after.ln(),
+        after: change.after.ln(),
         after_se: spread.level_se(after.len(), sittings(after)),
-        higher_is_worse: !higher_is_better(&req.change.figure),
+        higher_is_worse: !higher_is_better(&change.figure),
     };
+    Ok(Plan {
+        change,
+        col,
+        levels,
+        spread,
+        base_runs: base.len(),
+        differs: differs(&before_command, &command),
+        command,
+        before_command,
+    })
+}
 
+/// Where one change stands while the rounds go on.
+struct Track {
+    fresh: Vec<f64>,
+    looks: Vec<Look>,
+    spread: Option<Spread>,
+    /// Rounds and seconds when decided.
+    rounds: usize,
+    elapsed_s: f64,
+}
+
+/// Reruns and decides every change asked; `say` is told each look as it comes.
+pub fn confirm(req: &Request, exe: &Path, mut say: impl FnMut(&str)) -> Result<Vec<Confirmation>> {
+    let plans = req.changes.iter().map(|c| plan(req, c)).collect::<Result<Vec<_>>>()?;
+    let canary = match req.points.canary.and_then(|c| c.last()) {
+        Some(c) => Some(rerun_args(&command_of(&c.record.dir)?)?),
+        None => None,
+    };
+    // Changes that rerun the same commands share their runs.
+    let mut groups: Vec<Vec<Plan>> = Vec::new();
+    for p in plans {
+        match groups.iter_mut().find(|g| g[0].shares(&p)) {
+            Some(g) => g.push(p),
+            None => groups.push(vec![p]),
+        }
+    }
     std::fs::create_dir_all(&req.out).with_context(|| format!("cannot create {}", req.out.display()))?;
-    let began = std::time::Instant::now();
-    let label = format!("{RERUN_LABEL}={}-{}", &req.change.series[..8], req.change.figure);
-    let (mut logs, mut canary_logs, mut looks, mut runs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for k in 1..=req.runs.max(1) {
-        let dir = req.out.join(format!("run-{k}"));
-        logs.push(rerun(exe, &command, &dir, req, &label, col)?.ln());
-        runs.push(dir);
-        // With a canary, every fresh run relative to the canary's level in this sitting: the
-        // mean of its fresh runs so far.
-        let fresh: Vec<f64> = match &canary_command {
-            Some(c) => {
-                let dir = req.out.join(format!("canary-{k}"));
-                canary_logs.push(rerun(exe, c, &dir, req, &label, col)?.ln());
-                let level = crate::stats::mean(&canary_logs);
-                logs.iter().map(|l| l - level).collect()
-            }
-            None => logs.clone(),
+    let mut done = Vec::new();
+    for (i, group) in groups.iter().enumerate() {
+        let out = match groups.len() {
+            1 => req.out.clone(),
+            _ => req.out.join(format!("rerun-{}", i + 1)),
         };
-        let l = look(&levels, &spread, &fresh, req.runs.max(1), req.alpha);
-        say(&l);
-        looks.push(l);
-        if l.verdict != Verdict::Open {
+        done.extend(confirm_group(req, exe, group, canary.as_deref(), &out, &mut say)?);
+    }
+    Ok(done)
+}
+
+/// The rounds of one group of changes, until each is decided or the last round.
+fn confirm_group(
+    req: &Request,
+    exe: &Path,
+    group: &[Plan],
+    canary: Option<&[String]>,
+    out: &Path,
+    say: &mut impl FnMut(&str),
+) -> Result<Vec<Confirmation>> {
+    let figures: Vec<&str> = group.iter().map(|p| p.change.figure.as_str()).collect();
+    let label = format!("{RERUN_LABEL}={}-{}", &group[0].change.series[..8], figures.join("+"));
+    let runner = Rerunner {
+        exe,
+        history: &req.history,
+        home: &req.home,
+        label: &label,
+    };
+    let design = group[0].design();
+    let rounds = req.runs.max(if design == Design::Paired { 2 } else { 1 });
+    let began = Instant::now();
+    let mut rng = Pcg64Mcg::seed_from_u64(rand::rng().random());
+    let mut tracks: Vec<Track> = group
+        .iter()
+        .map(|_| Track {
+            fresh: Vec::new(),
+            looks: Vec::new(),
+            spread: None,
+            rounds: 0,
+            elapsed_s: 0.0,
+        })
+        .collect();
+    let (mut dirs, mut canary_runs): (Vec<Vec<PathBuf>>, Vec<(Record, PathBuf)>) = (Vec::new(), Vec::new());
+    for k in 1..=rounds {
+        let mut round_dirs = Vec::new();
+        let mut run = |args: &[String], name: String| -> Result<(Record, PathBuf)> {
+            let dir = out.join(name);
+            let rec = runner.run(args, &dir)?;
+            round_dirs.push(dir.clone());
+            Ok((rec, dir))
+        };
+        // This round's value of each change: a log (alone, relative to the canary's level in
+        // this sitting so far), or the log ratio after / before (paired).
+        let values: Vec<f64> = match design {
+            Design::Alone => {
+                let (rec, dir) = run(&group[0].command, format!("run-{k}"))?;
+                if let Some(c) = canary {
+                    canary_runs.push(run(c, format!("canary-{k}"))?);
+                }
+                let canary_level = |col: usize| -> Result<f64> {
+                    let logs = canary_runs
+                        .iter()
+                        .map(|(r, d)| log_of(r, col, d))
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok(if logs.is_empty() {
+                        0.0
+                    } else {
+                        crate::stats::mean(&logs)
+                    })
+                };
+                group
+                    .iter()
+                    .map(|p| Ok(log_of(&rec, p.col, &dir)? - canary_level(p.col)?))
+                    .collect::<Result<_>>()?
+            }
+            Design::Paired => {
+                let mut order = [0usize, 1];
+                order.shuffle(&mut rng);
+                let mut got: [Option<(Record, PathBuf)>; 2] = [None, None];
+                for i in order {
+                    let (name, args) = [("before", &group[0].before_command), ("after", &group[0].command)][i];
+                    got[i] = Some(run(args, format!("round-{k}-{name}"))?);
+                }
+                let [Some((b, bd)), Some((a, ad))] = got else {
+                    unreachable!("both ran")
+                };
+                group
+                    .iter()
+                    .map(|p| Ok(log_of(&a, p.col, &ad)? - log_of(&b, p.col, &bd)?))
+                    .collect::<Result<_>>()?
+            }
+        };
+        dirs.push(round_dirs);
+        for ((p, t), v) in group.iter().zip(&mut tracks).zip(values) {
+            if t.looks.last().is_some_and(|l| l.verdict != Verdict::Open) {
+                continue;
+            }
+            t.fresh.push(v);
+            t.rounds = k;
+            t.elapsed_s = began.elapsed().as_secs_f64();
+            let (levels, spread) = match design {
+                Design::Alone => (p.levels, Some(p.spread)),
+                Design::Paired => (p.levels.difference(), Spread::paired(&t.fresh)),
+            };
+            let Some(spread) = spread else {
+                say(&format!(
+                    "  {} round {k}: the configuration after runs ×{:.3} the one before (a first look needs 2 rounds)",
+                    p.change.figure,
+                    v.exp()
+                ));
+                continue;
+            };
+            let l = look(&levels, &spread, &t.fresh, rounds, req.alpha);
+            say(&match design {
+                Design::Alone => format!(
+                    "  {} run {k}: ×{:.3} the level before, ×{:.3} the level after: {}",
+                    p.change.figure,
+                    l.to_before,
+                    l.to_after,
+                    l.verdict.name()
+                ),
+                Design::Paired => format!(
+                    "  {} round {k}: the configuration after runs ×{:.3} the one before (the change found: ×{:.3}): {}",
+                    p.change.figure,
+                    l.to_before,
+                    levels.after.exp(),
+                    l.verdict.name()
+                ),
+            });
+            t.looks.push(l);
+            t.spread = Some(spread);
+        }
+        if tracks
+            .iter()
+            .all(|t| t.looks.last().is_some_and(|l| l.verdict != Verdict::Open))
+        {
             break;
         }
     }
-    let verdict = looks.last().map_or(Verdict::Open, |l| l.verdict);
-    Ok(Confirmation {
-        series: req.change.series.clone(),
-        figure: req.change.figure.clone(),
-        change: req.change.clone(),
-        verdict,
-        command,
-        differs,
-        spread,
-        base_runs: base.len(),
-        levels,
-        looks,
-        runs,
-        elapsed_s: began.elapsed().as_secs_f64(),
-    })
-}
-
-/// One rerun into `dir`: the figure in column `col` of its record.
-fn rerun(exe: &Path, args: &[String], dir: &Path, req: &Request, label: &str, col: usize) -> Result<f64> {
-    let status = Command::new(exe)
-        .args(args)
-        .args(["-q", "--history", &req.history, "--label", label, "--home"])
-        .arg(&req.home)
-        .arg("--out")
-        .arg(dir)
-        .status()
-        .with_context(|| format!("cannot start {}", exe.display()))?;
-    // A run that missed its service level exits 1 with its results whole: those count.
-    let rec = match of_dir(dir, &BTreeMap::new()) {
-        Ok(rec) if rec.status == "completed" => rec,
-        _ => bail!(
-            "the rerun into {} did not complete ({status}): its output says why; the reruns before it are in the history",
-            dir.display()
-        ),
-    };
-    super::detect::value(&rec, col).with_context(|| {
-        format!(
-            "the rerun in {} has no {} (or not a positive one)",
-            dir.display(),
-            FIGURES[col]
-        )
-    })
-}
-
-/// The command a result was made by, from its result.json.
-fn command_of(dir: &Path) -> Result<Vec<String>> {
-    let r = RunResult::load(dir).with_context(|| {
-        format!(
-            "{}: a confirmation reruns a run's own command from its result.json, which is gone",
-            dir.display()
-        )
-    })?;
-    Ok(r.command)
-}
-
-/// The arguments to rerun `command` with: the program, its output directory, quietness,
-/// history and labels left out (the rerun gets its own).
-pub fn rerun_args(command: &[String]) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut it = command.iter().skip(1);
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--out" | "-o" | "--history" | "--label" | "--home" => {
-                it.next();
-            }
-            "-q" | "--quiet" | "--no-history" => {}
-            _ if ["--out=", "--history=", "--label=", "--home="]
+    Ok(group
+        .iter()
+        .zip(tracks)
+        .map(|(p, t)| Confirmation {
+            series: p.change.series.clone(),
+            figure: p.change.figure.clone(),
+            change: p.change.clone(),
+            verdict: t.looks.last().map_or(Verdict::Open, |l| l.verdict),
+            design,
+            command: p.command.clone(),
+            command_before: (design == Design::Paired).then(|| p.before_command.clone()),
+            differs: p.differs.clone(),
+            spread: t.spread.unwrap_or(p.spread),
+            base_runs: p.base_runs,
+            levels: p.levels,
+            looks: t.looks,
+            runs: dirs[..t.rounds].concat(),
+            with: figures
                 .iter()
-                .any(|p| a.starts_with(p)) => {}
-            _ => out.push(a.clone()),
-        }
-    }
-    match out.first().map(String::as_str) {
-        Some("run") => Ok(out),
-        Some(other) => bail!(
-            "a confirmation reruns `caplab run`s; this series was made by `caplab {other}` (rerun it by hand, or confirm a run series)"
-        ),
-        None => bail!("the run's result.json records no command to rerun"),
-    }
-}
-
-/// Arguments in one list and not the other (each marked `+` after, `-` before).
-fn differs(before: &[String], after: &[String]) -> Vec<String> {
-    let added = after.iter().filter(|a| !before.contains(a)).map(|a| format!("+{a}"));
-    let gone = before.iter().filter(|a| !after.contains(a)).map(|a| format!("-{a}"));
-    added.chain(gone).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(text: &str) -> Vec<String> {
-        text.split(' ').map(String::from).collect()
-    }
-
-    #[test]
-    fn a_rerun_keeps_the_configuration_and_drops_what_was_this_runs_own() {
-        let cmd = args(
-            "/x/caplab run --hosts 127.0.0.1:9042 -q --out /r/a --rate 1000 --history h.db --label commit=abc --label=x=y --duration 2s",
-        );
-        assert_eq!(
-            rerun_args(&cmd).unwrap(),
-            args("run --hosts 127.0.0.1:9042 --rate 1000 --duration 2s")
-        );
-        let err = rerun_args(&args("/x/caplab capacity --sla p99<10ms")).unwrap_err();
-        assert!(err.to_string().contains("made by `caplab capacity`"), "{err}");
-        let before = args("run --rate 1000");
-        let after = args("run --rate 1000 --fault delay");
-        assert_eq!(differs(&before, &after), vec!["+--fault", "+delay"]);
-    }
+                .filter(|f| **f != p.change.figure)
+                .map(|f| f.to_string())
+                .collect(),
+            elapsed_s: t.elapsed_s,
+        })
+        .collect())
 }

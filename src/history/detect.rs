@@ -39,9 +39,7 @@ pub struct Found {
     pub series: String,
     pub series_name: String,
     pub figure: String,
-    /// `regression`, `improvement`, or `starved` (less server CPU per operation from the run
-    /// where latency or throughput got worse).
-    pub kind: &'static str,
+    pub kind: Kind,
     /// Likely, not yet sure (passes only the per-figure weak threshold): never fails a check.
     pub weak: bool,
     /// The first run at the new level: its row id, start, labels and directory.
@@ -58,9 +56,9 @@ pub struct Found {
     /// after / before.
     pub ratio: f64,
     pub p: f64,
-    /// What the points were: `runs` (every sitting one run), `sittings` (a change between
-    /// sittings, each sitting's runs one point) or `within a sitting`.
-    pub scope: &'static str,
+    /// What the points were: runs (every sitting one run), sittings (a change between sittings,
+    /// each sitting's runs one point) or the runs within a sitting.
+    pub scope: Scope,
     /// Sittings each side (a change between sittings).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sittings: Option<(usize, usize)>,
@@ -75,15 +73,42 @@ pub struct Found {
     pub canary: Option<String>,
 }
 
+/// Which way a change went, as the person reading the gate means it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Regression,
+    Improvement,
+    /// Less server CPU per operation from the run where latency or throughput got worse: the
+    /// server had less CPU, not an improvement.
+    Starved,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Regression => "regression",
+            Kind::Improvement => "improvement",
+            Kind::Starved => "starved",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Found {
     pub fn render(&self) -> String {
         let labels: Vec<String> = self.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let kind = match (self.weak, self.kind) {
             (true, k) => format!("weak {k} (likely, not yet sure)"),
-            (false, "starved") => "STARVED (less CPU per operation while latency or throughput got worse: \
+            (false, Kind::Starved) => "STARVED (less CPU per operation while latency or throughput got worse: \
                                   the server had less CPU, not an improvement)"
                 .to_string(),
-            (false, k) => k.to_uppercase(),
+            (false, k) => k.name().to_uppercase(),
         };
         let over = |runs: usize, sittings: Option<usize>| match sittings {
             Some(s) => format!("{s} sittings ({runs} runs)"),
@@ -103,7 +128,7 @@ impl Found {
             figure_text(self.after_interval.1),
             over(self.after_runs, self.sittings.map(|s| s.1)),
             self.p,
-            match (&self.canary, self.scope == "within a sitting") {
+            match (&self.canary, self.scope == Scope::WithinSitting) {
                 (Some(c), w) => format!(
                     ", relative to canary {c}{}",
                     if w { ", within its sitting" } else { "" }
@@ -209,7 +234,7 @@ pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points<'_>, s:
                 series: id.clone(),
                 series_name: name.clone(),
                 figure: figure.to_string(),
-                kind: if better { "improvement" } else { "regression" },
+                kind: if better { Kind::Improvement } else { Kind::Regression },
                 weak: c.weak,
                 run_id: run.id,
                 started_at: run.record.started_at.clone(),
@@ -223,11 +248,7 @@ pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points<'_>, s:
                 after_runs: sc.runs_after,
                 ratio: c.ratio,
                 p: c.p,
-                scope: match sc.scope {
-                    Scope::Runs => "runs",
-                    Scope::Sittings => "sittings",
-                    Scope::WithinSitting => "within a sitting",
-                },
+                scope: sc.scope,
                 sittings: (sc.scope == Scope::Sittings).then_some((c.before.n, c.after.n)),
                 since: sc.since,
                 runs_since: values.len() - 1 - c.at,
@@ -265,16 +286,16 @@ fn in_context(found: &mut [Found], recs: &[&Stored]) {
     let position = |run: i64| recs.iter().position(|r| r.id == run);
     let worse: Vec<usize> = found
         .iter()
-        .filter(|f| !f.weak && f.kind == "regression" && WORSE_WHEN_STARVED.contains(&f.figure.as_str()))
+        .filter(|f| !f.weak && f.kind == Kind::Regression && WORSE_WHEN_STARVED.contains(&f.figure.as_str()))
         .filter_map(|f| position(f.run_id))
         .collect();
     for f in found.iter_mut() {
         if f.figure == "server_cpu_us_per_op"
-            && f.kind == "improvement"
+            && f.kind == Kind::Improvement
             && let Some(at) = position(f.run_id)
             && worse.iter().any(|w| w.abs_diff(at) <= 1)
         {
-            f.kind = "starved";
+            f.kind = Kind::Starved;
         }
     }
 }

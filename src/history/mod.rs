@@ -2,13 +2,15 @@
 //! key figures as it finishes, in an SQLite file in caplab's home (`history.db`) or a
 //! PostgreSQL server (`--history postgres://…`), with what identifies its series (record.rs)
 //! and the user's labels (`--label commit=abc123`). `caplab history import DIR…` adds results
-//! written earlier. The store and its schema: store.rs; walking result directories: import.rs.
+//! written earlier. The store and its schema: store.rs; walking result directories: import.rs;
+//! change points: detect.rs; confirming them by rerunning: confirm.rs and rerun.rs.
 
 pub mod confirm;
 pub mod detect;
 pub mod events;
 pub mod import;
 pub mod record;
+pub mod rerun;
 pub mod series;
 pub mod store;
 

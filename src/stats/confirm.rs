@@ -45,10 +45,35 @@ pub struct Spread {
     /// `within`.
     pub between_df: f64,
     pub within_df: f64,
-    /// How `between` was found: `estimated` (three or more sittings), `assumed` (as large as
-    /// `within`: too few sittings to tell), `none` (the fresh runs share the runs' sitting) or
-    /// `whole` (every sitting one run: the whole spread between runs, which cannot be split).
-    pub how: &'static str,
+    pub how: How,
+}
+
+/// How a spread between sittings was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum How {
+    /// From three or more sittings.
+    Estimated,
+    /// As large as the spread between runs: too few sittings to tell.
+    Assumed,
+    /// None: the fresh runs share the runs' sitting.
+    SameSitting,
+    /// Every sitting one run: the whole spread between runs, which cannot be split.
+    Whole,
+    /// The spread of paired rounds' ratios (each round one sitting for both): no level between.
+    Paired,
+}
+
+impl How {
+    pub fn name(self) -> &'static str {
+        match self {
+            How::Estimated => "estimated",
+            How::Assumed => "assumed",
+            How::SameSitting => "none: the same sitting",
+            How::Whole => "every sitting one run",
+            How::Paired => "paired by round",
+        }
+    }
 }
 
 impl Spread {
@@ -66,7 +91,7 @@ impl Spread {
                 within: 0.0,
                 between_df: logs.len() as f64 - 1.0,
                 within_df: 0.0,
-                how: "whole",
+                how: How::Whole,
             });
         }
         let df_within: usize = repeated.iter().map(|g| g.len() - 1).sum();
@@ -80,19 +105,22 @@ impl Spread {
         let within = (ss / df_within as f64).sqrt();
         let one_sitting = spans.len() == 1;
         let (between, how) = if one_sitting && fresh.is_some_and(|f| f == sitting[0]) {
-            (0.0, "none")
+            (0.0, How::SameSitting)
         } else if groups.len() >= 3 {
             let means: Vec<f64> = groups.iter().map(|g| mean(g)).collect();
             let inv_k = mean(&groups.iter().map(|g| 1.0 / g.len() as f64).collect::<Vec<_>>());
-            ((variance(&means) - within.powi(2) * inv_k).max(0.0).sqrt(), "estimated")
+            (
+                (variance(&means) - within.powi(2) * inv_k).max(0.0).sqrt(),
+                How::Estimated,
+            )
         } else {
-            (within, "assumed")
+            (within, How::Assumed)
         };
         // A spread between sittings rests on the sittings, however many runs each holds.
         Some(Spread {
             between,
             within,
-            between_df: if how == "estimated" {
+            between_df: if how == How::Estimated {
                 groups.len() as f64 - 1.0
             } else {
                 0.0
@@ -108,13 +136,26 @@ impl Spread {
     pub fn df_for(&self, n: usize) -> f64 {
         let (b, w) = (self.between.powi(2), self.within.powi(2) / n.max(1) as f64);
         match self.how {
-            "whole" => self.between_df,
-            "estimated" if b + w > 0.0 => {
+            How::Whole => self.between_df,
+            How::Estimated if b + w > 0.0 => {
                 let denom = b.powi(2) / self.between_df.max(1.0) + w.powi(2) / self.within_df.max(1.0);
                 (b + w).powi(2) / denom
             }
             _ => self.within_df,
         }
+    }
+
+    /// The spread of paired rounds' log ratios (each round's own level cancels): their SD on
+    /// `rounds − 1` degrees of freedom. `None` before two rounds.
+    pub fn paired(ratios: &[f64]) -> Option<Spread> {
+        let sd = variance(ratios).sqrt();
+        (ratios.len() >= 2 && sd.is_finite()).then_some(Spread {
+            between: 0.0,
+            within: sd,
+            between_df: 0.0,
+            within_df: ratios.len() as f64 - 1.0,
+            how: How::Paired,
+        })
     }
 
     /// The standard error of a level measured by `runs` runs in `sittings` sittings, as a
@@ -132,6 +173,20 @@ pub struct Levels {
     pub after: f64,
     pub after_se: f64,
     pub higher_is_worse: bool,
+}
+
+impl Levels {
+    /// The change as levels of a paired ratio: before 0 (no difference), after the change's
+    /// log ratio, whose error is both levels'.
+    pub fn difference(&self) -> Levels {
+        Levels {
+            before: 0.0,
+            before_se: 0.0,
+            after: self.after - self.before,
+            after_se: self.before_se.hypot(self.after_se),
+            higher_is_worse: self.higher_is_worse,
+        }
+    }
 }
 
 /// One look at the fresh runs.
@@ -286,18 +341,88 @@ mod tests {
         assert!(lower(confirmed_20, cases / 4) >= 0.3, "{confirmed_20}");
     }
 
+    /// A paired confirmation of a 10 % change (its levels each known to 2 %) in rounds whose
+    /// level moves by 5 % (both configurations alike) and runs by 3 %, the configuration after
+    /// now `now` (log) from the one before: the verdict after up to 5 rounds, each a look from
+    /// the second on at α / `per`.
+    fn paired_verdict(rng: &mut Pcg64Mcg, now: f64, per: usize) -> Verdict {
+        let levels = Levels {
+            before: 0.0,
+            before_se: 0.02,
+            after: 0.10,
+            after_se: 0.02,
+            higher_is_worse: true,
+        }
+        .difference();
+        let mut ratios = Vec::new();
+        for _ in 0..5 {
+            let round = 0.05 * normal(rng);
+            let before = round + 0.03 * normal(rng);
+            let after = round + now + 0.03 * normal(rng);
+            ratios.push(after - before);
+            let Some(spread) = Spread::paired(&ratios) else {
+                continue;
+            };
+            let l = look(&levels, &spread, &ratios, per, 0.05);
+            if l.verdict != Verdict::Open {
+                return l.verdict;
+            }
+        }
+        Verdict::Open
+    }
+
+    fn paired_share(seed: u64, cases: usize, now: f64, per: usize, verdict: Verdict) -> f64 {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        (0..cases)
+            .filter(|_| paired_verdict(&mut rng, now, per) == verdict)
+            .count() as f64
+            / cases as f64
+    }
+
+    /// The paired design's errors, on seeds used for nothing else: a 10 % change found, the
+    /// configuration after now as good as the one before (the change was noise) is confirmed in
+    /// at most 5 % of 2,000 cases, and now 10 % worse (real) is called not confirmed in at most
+    /// 5 %, as estimate + 3 SE. Looking at α every round (not α / 5) must confirm noise in more
+    /// than 5 %. Power printed: a real 20 % change confirmed.
+    #[test]
+    fn a_paired_confirmation_errs_either_way_in_at_most_five_percent() {
+        use Verdict::{Confirmed, NotConfirmed};
+        let cases = 2000;
+        let false_confirmed = paired_share(4531, cases, 0.0, 5, Confirmed);
+        let false_cleared = paired_share(4532, cases, 0.10, 5, NotConfirmed);
+        let wrong = paired_share(4533, cases / 2, 0.0, 1, Confirmed);
+        let confirmed_20 = paired_share(4534, cases / 2, 0.20, 5, Confirmed);
+        let confirmed_10 = paired_share(4535, cases / 2, 0.10, 5, Confirmed);
+        println!(
+            "paired confirmation, rounds SD 5 %, runs 3 %, a 10 % change found: noise confirmed {:.2} % of {cases} \
+             (α every look: {:.1} % of {}); real called not confirmed {:.2} %; real confirmed {:.1} %, a real 20 % \
+             confirmed {:.1} % (of {})",
+            100.0 * false_confirmed,
+            100.0 * wrong,
+            cases / 2,
+            100.0 * false_cleared,
+            100.0 * confirmed_10,
+            100.0 * confirmed_20,
+            cases / 2
+        );
+        assert!(bound(false_confirmed, cases) <= 0.05, "{false_confirmed}");
+        assert!(bound(false_cleared, cases) <= 0.05, "{false_cleared}");
+        assert!(lower(wrong, cases / 2) > 0.05, "α every look: {wrong}");
+        assert!(lower(confirmed_20, cases / 2) >= 0.5, "{confirmed_20}");
+    }
+
     #[test]
     fn the_spread_splits_sittings_from_runs_where_the_history_can() {
         let logs = [0.0, 0.02, 0.1, 0.12, -0.1, -0.08];
         let s = Spread::of(&logs, &[0, 0, 1, 1, 2, 2], None).unwrap();
-        assert_eq!(s.how, "estimated");
+        assert_eq!(s.how, How::Estimated);
         assert!((s.within - 0.0141).abs() < 1e-3, "{s:?}");
         assert!((s.between - 0.1).abs() < 1e-3, "{s:?}");
         let one = Spread::of(&logs, &[0; 6], Some(0)).unwrap();
-        assert_eq!((one.how, one.between), ("none", 0.0));
-        assert_eq!(Spread::of(&logs, &[0; 6], Some(1)).unwrap().how, "assumed");
+        assert_eq!((one.how, one.between), (How::SameSitting, 0.0));
+        assert_eq!(Spread::of(&logs, &[0; 6], Some(1)).unwrap().how, How::Assumed);
         let nightly = Spread::of(&logs, &[0, 1, 2, 3, 4, 5], None).unwrap();
-        assert_eq!((nightly.how, nightly.within), ("whole", 0.0));
+        assert_eq!((nightly.how, nightly.within), (How::Whole, 0.0));
         assert_eq!(nightly.df_for(3), 5.0);
         // Sittings 10 % apart against runs 1.4 % apart: the sittings' 2 df; sittings that
         // agree: the runs' 3.

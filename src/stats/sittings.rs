@@ -19,7 +19,8 @@ use super::changes::{Change, Settings, changes};
 use super::maxt;
 
 /// Where a change was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// Every sitting one run: the runs were the points.
     Runs,
