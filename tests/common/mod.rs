@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 static JVM_LOCK: Mutex<()> = Mutex::new(());
 
-/// Serialises tests that start Cassandra nodes.
+/// Serialises tests that start Cassandra nodes. Every such test takes it: `scripts/test.sh
+/// --fast` runs the test files that never name it.
 pub fn jvm_lock() -> MutexGuard<'static, ()> {
     JVM_LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
