@@ -313,3 +313,69 @@ fn a_run_names_its_local_node_and_starts_it_anew_when_asked() {
     assert_eq!(count_rows(&lab.cql(), "caplab.e1_insert"), 1000);
     ok(lab.caplab(&["node", "wipe", "--force"]));
 }
+
+/// A user's own build runs as any release does: a Cassandra source tree as `ant jar` leaves it
+/// (the main jar under build/, the libraries under lib/; here 5.0.9's jars laid out so) is
+/// gathered into one folder and run by `caplab run --jars TREE --wipe`, the release read from
+/// the main jar's name. A folder without Cassandra is refused, naming what to give.
+#[test]
+fn a_node_runs_from_jars_a_user_built() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("own-jars");
+    ok(lab.start(&[]));
+    let lib = std::path::PathBuf::from(state_file(&lab, "node1")["classpath"].as_str().unwrap());
+    let tree = lab.home.join("cassandra-src");
+    for d in ["build", "lib"] {
+        std::fs::create_dir_all(tree.join(d)).unwrap();
+    }
+    for jar in std::fs::read_dir(&lib).unwrap().map(|e| e.unwrap().path()) {
+        let name = jar.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".jar") {
+            continue;
+        }
+        let to = match name.starts_with("cassandra-all-") {
+            true => tree.join("build/apache-cassandra-5.0.9-SNAPSHOT.jar"),
+            false => tree.join("lib").join(&name),
+        };
+        std::os::unix::fs::symlink(&jar, to).unwrap();
+    }
+    let out = lab.dir("own");
+    let tree_arg = tree.to_str().unwrap();
+    let args = [
+        "run",
+        "-q",
+        "--no-history",
+        "--warmup",
+        "0s",
+        "-n",
+        "2000",
+        "--jars",
+        tree_arg,
+        "--wipe",
+        "--out",
+        &out,
+    ];
+    let ran = ok(lab.caplab(&args));
+    let doc = result_json(std::path::Path::new(&out));
+    let env = &doc["environment"];
+    assert_eq!(env["cassandra_release_version"], "5.0.9", "{}", stderr(&ran));
+    let spec = &env["local_nodes"][0]["spec"];
+    assert_eq!(
+        spec["version"], "5.0.9-SNAPSHOT",
+        "the release the main jar's name says"
+    );
+    assert_eq!(spec["jars"], std::fs::canonicalize(&tree).unwrap().to_str().unwrap());
+    let classpath = state_file(&lab, "node1")["classpath"].as_str().unwrap().to_string();
+    assert!(
+        classpath.contains("/cassandra/built-"),
+        "gathered under the cache: {classpath}"
+    );
+    assert_eq!(count_rows(&lab.cql(), "caplab.e1_insert"), 2000);
+
+    let refused = fails(lab.caplab(&["node", "start", "--jars", "/no/such/build", "--address", &lab.address]));
+    assert!(
+        refused.contains("no Cassandra jars there") && refused.contains("ant jar"),
+        "{refused}"
+    );
+    ok(lab.caplab(&["node", "wipe", "--force"]));
+}

@@ -112,7 +112,7 @@ pub fn start(home: &Home, spec: &ClusterSpec, opts: StartOptions, say: &mut dyn 
         return Ok(Started { nodes, reused: true });
     }
 
-    let classpath = maven::resolve(home, &spec.version, say)?;
+    let classpath = super::jars::of_spec(home, spec, say)?;
     // A cluster created by this start has no data to stream: its nodes join without
     // bootstrapping, which also avoids bootstrap's race with gossip on a loaded machine.
     let fresh = (1..=spec.nodes).all(|i| !home.node_dir(&ClusterSpec::node_name(i)).join("data").exists());

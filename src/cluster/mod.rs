@@ -1,8 +1,10 @@
-//! Provisioning local Cassandra nodes: resolving jars from Maven Central, choosing a JDK,
+//! Provisioning local Cassandra nodes: resolving jars from Maven Central (or a user's build:
+//! jars.rs), choosing a JDK,
 //! writing cassandra.yaml and the JVM command line, starting, watching and stopping the
 //! processes, and the state files that later stages (runs, telemetry) read.
 
 pub mod home;
+pub mod jars;
 pub mod java;
 pub mod jvm;
 pub mod local;
@@ -24,6 +26,9 @@ pub use jvm::Gc;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterSpec {
     pub version: String,
+    /// Cassandra's jars from this folder (a user's build) instead of Maven Central's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jars: Option<std::path::PathBuf>,
     pub jdk: Jdk,
     pub gc: Gc,
     /// Heap per node, bytes.
@@ -68,6 +73,12 @@ impl ClusterSpec {
             }
         };
         cmp("version", self.version.clone(), other.version.clone());
+        let jars = |s: &ClusterSpec| {
+            s.jars
+                .as_ref()
+                .map_or("Maven Central's".to_string(), |j| j.display().to_string())
+        };
+        cmp("jars", jars(self), jars(other));
         cmp(
             "java",
             self.jdk.java.display().to_string(),

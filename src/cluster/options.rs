@@ -5,15 +5,22 @@
 use anyhow::{Result, bail};
 use clap::Args;
 use std::net::Ipv4Addr;
+use std::path::PathBuf;
 
-use super::{ClusterSpec, Gc, java, jvm, yaml};
+use super::{ClusterSpec, Gc, jars, java, jvm, yaml};
 use crate::procfs;
 
 #[derive(Debug, Clone, Args)]
 pub struct NodeOptions {
-    /// Cassandra version: any org.apache.cassandra:cassandra-all version on Maven Central.
-    #[arg(long = "version", value_name = "VERSION", default_value = "5.0.9")]
-    pub cassandra_version: String,
+    /// Cassandra version: any org.apache.cassandra:cassandra-all version on Maven Central
+    /// (default 5.0.9; with --jars, the one their main jar's name says).
+    #[arg(long = "version", value_name = "VERSION")]
+    pub cassandra_version: Option<String>,
+    /// Run Cassandra from these jars instead of Maven Central's: a folder holding cassandra-all
+    /// (or apache-cassandra) and its dependencies, or a Cassandra source tree built with `ant
+    /// jar` (build/apache-cassandra-*.jar and lib/), e.g. a build of your own.
+    #[arg(long, value_name = "DIR")]
+    pub jars: Option<PathBuf>,
     /// JDK to run on: a major version found on the machine (17, 21…) or a path to a JDK.
     /// Default: JAVA_HOME or `java` on PATH, if this Cassandra version supports it.
     #[arg(long, value_name = "MAJOR|PATH")]
@@ -59,7 +66,19 @@ pub struct NodeOptions {
     pub cpus: Option<String>,
 }
 
+/// The release a node runs when none is named.
+pub const DEFAULT_VERSION: &str = "5.0.9";
+
 impl NodeOptions {
+    /// The release: named, else the one --jars holds, else the default.
+    pub fn version(&self) -> Result<String> {
+        match (&self.cassandra_version, &self.jars) {
+            (Some(v), _) => Ok(v.clone()),
+            (None, Some(dir)) => jars::version_of(dir),
+            (None, None) => Ok(DEFAULT_VERSION.to_string()),
+        }
+    }
+
     /// The cluster `caplab node start` starts with no flags.
     pub fn default_spec() -> Result<ClusterSpec> {
         default_options().spec()
@@ -77,8 +96,8 @@ impl NodeOptions {
             jvm::parse_heap(h)?;
         }
         if let Some(major) = self.java.as_deref().and_then(|j| j.parse::<u32>().ok()) {
-            if !self.unsupported_java {
-                java::check_major(&self.cassandra_version, major)?;
+            if !self.unsupported_java && (self.jars.is_none() || self.cassandra_version.is_some()) {
+                java::check_major(self.cassandra_version.as_deref().unwrap_or(DEFAULT_VERSION), major)?;
             }
             jvm::Gc::flags(self.gc, major)?;
         }
@@ -93,9 +112,10 @@ impl NodeOptions {
     /// Validates the flags, on this machine, and turns them into a cluster specification.
     pub fn spec(&self) -> Result<ClusterSpec> {
         self.check()?;
-        let jdk = java::find(self.java.as_deref(), &self.cassandra_version)?;
+        let version = self.version()?;
+        let jdk = java::find(self.java.as_deref(), &version)?;
         if !self.unsupported_java {
-            java::check_supported(&self.cassandra_version, &jdk)?;
+            java::check_supported(&version, &jdk)?;
         }
         let heap = match &self.heap {
             Some(h) => {
@@ -118,7 +138,8 @@ impl NodeOptions {
         };
         jvm::Gc::flags(self.gc, jdk.major)?;
         Ok(ClusterSpec {
-            version: self.cassandra_version.clone(),
+            version,
+            jars: self.jars.as_deref().map(jars::folder).transpose()?,
             jdk,
             gc: self.gc,
             heap,
@@ -150,6 +171,10 @@ pub struct LocalNode {
     /// a node running another version is refused unless --restart or --wipe.
     #[arg(long = "version", value_name = "VERSION", conflicts_with = "hosts")]
     pub cassandra_version: Option<String>,
+    /// Cassandra's jars for the local node instead of Maven Central's, as `caplab node start
+    /// --jars` takes them: a folder of jars, or a source tree built with `ant jar`.
+    #[arg(long, value_name = "DIR", conflicts_with = "hosts")]
+    pub jars: Option<PathBuf>,
     /// cassandra.yaml override of the local node, KEY=VALUE as `caplab node start --set` takes
     /// it, in place of the node's own for that key (repeatable); a node running without it is
     /// refused unless --restart or --wipe.
@@ -168,7 +193,11 @@ pub struct LocalNode {
 impl LocalNode {
     /// Whether any of these options was given.
     pub fn given(&self) -> bool {
-        self.cassandra_version.is_some() || !self.overrides.is_empty() || self.restart || self.wipe
+        self.cassandra_version.is_some()
+            || self.jars.is_some()
+            || !self.overrides.is_empty()
+            || self.restart
+            || self.wipe
     }
 
     /// The nodes to start: `base` (the local nodes' configuration; `caplab node start`'s
@@ -179,7 +208,22 @@ impl LocalNode {
             Some(b) => b.clone(),
             None => NodeOptions::default_spec()?,
         };
-        if let Some(v) = self.cassandra_version.as_ref().filter(|v| **v != spec.version) {
+        // Jars named, or a version alone (from Maven Central, whatever jars ran before).
+        let version = match (&self.jars, &self.cassandra_version) {
+            (Some(dir), v) => {
+                spec.jars = Some(jars::folder(dir)?);
+                Some(match v {
+                    Some(v) => v.clone(),
+                    None => jars::version_of(dir)?,
+                })
+            }
+            (None, Some(v)) => {
+                spec.jars = None;
+                Some(v.clone())
+            }
+            (None, None) => None,
+        };
+        if let Some(v) = version.as_ref().filter(|v| **v != spec.version) {
             let keep = java::check_supported(v, &spec.jdk).is_ok();
             if !keep {
                 spec.jdk = java::find(None, v)?;

@@ -470,6 +470,16 @@ fn parse_node(opts: &Options) -> Result<NodeOptions> {
     Ok(o)
 }
 
+/// A run's own local node options have no place in an experiment: its nodes are the variants'.
+fn refuse_local_node(node: &crate::cluster::options::LocalNode) -> Result<()> {
+    anyhow::ensure!(
+        !node.given(),
+        "version, jars, set, restart and wipe choose a single run's local node; an experiment's steps run on their \
+         variant's fresh nodes: put version, jars and set under node: (of the file or a variant)"
+    );
+    Ok(())
+}
+
 fn parse_what(capacity: bool, opts: &Options) -> Result<What> {
     let args = to_args(opts)?;
     Ok(if capacity {
@@ -478,10 +488,12 @@ fn parse_what(capacity: bool, opts: &Options) -> Result<What> {
             bail!("a capacity search needs a service level: add sla: 'p99.9<100ms/10s'");
         }
         crate::measure::options::resolve_warmup(o.warmup, o.warmup_max)?;
+        refuse_local_node(&o.common.node)?;
         What::Capacity(Box::new(o))
     } else {
         let o = RunArgs::try_parse_from(args).map_err(clap_error)?.o;
         crate::measure::options::resolve_warmup(o.warmup, o.warmup_max)?;
+        refuse_local_node(&o.common.node)?;
         What::Run(Box::new(o))
     })
 }
@@ -584,6 +596,11 @@ measure:
             "{name: insert, workload: insert, hosts: x}",
         ));
         assert!(e.contains("'hosts' is set by the experiment"), "{e}");
+        let e = err(&E1.replace(
+            "{name: insert, workload: insert}",
+            "{name: insert, workload: insert, version: 5.0.4}",
+        ));
+        assert!(e.contains("put version, jars and set under node:"), "{e}");
         let e = err(&E1.replace(", sla: \"p99<10ms/5s\"", ""));
         assert!(e.contains("needs a service level"), "{e}");
         let e = err(&E1.replace(
