@@ -84,6 +84,7 @@ fn bad_run_flags_are_refused() {
         &["--version", "5.0.4"][..],
         &["--wipe"],
         &["--set", "concurrent_writes=8"],
+        &["--jars", "/x"],
     ] {
         let said = bad(&[&["run", "--hosts", "x"][..], flag].concat());
         assert!(
