@@ -20,7 +20,7 @@ pub fn of_spec(home: &Home, spec: &ClusterSpec, say: &mut dyn FnMut(&str)) -> Re
 
 /// The folder of jars a node started from `dir` runs with.
 pub fn classpath(home: &Home, dir: &Path) -> Result<PathBuf> {
-    let dir = checked(dir)?;
+    let dir = folder(dir)?;
     if jars_in(&dir)?.iter().any(|j| main_jar_version(j).is_some()) {
         return Ok(dir);
     }
@@ -51,7 +51,7 @@ pub fn classpath(home: &Home, dir: &Path) -> Result<PathBuf> {
 /// The Cassandra release the jars in `dir` are, from the main jar's name
 /// (`apache-cassandra-5.0.9.jar`, `cassandra-all-5.1-SNAPSHOT.jar`).
 pub fn version_of(dir: &Path) -> Result<String> {
-    let dir = checked(dir)?;
+    let dir = folder(dir)?;
     let mut jars = jars_in(&dir)?;
     for sub in ["build", "lib"] {
         jars.extend(jars_in(&dir.join(sub)).unwrap_or_default());
@@ -66,10 +66,6 @@ pub fn version_of(dir: &Path) -> Result<String> {
 
 /// `dir` as an absolute path, refused when it is no folder.
 pub fn folder(dir: &Path) -> Result<PathBuf> {
-    checked(dir)
-}
-
-fn checked(dir: &Path) -> Result<PathBuf> {
     let abs = std::fs::canonicalize(dir).map_err(|_| anyhow::anyhow!("{}", no_jars(dir)))?;
     if !abs.is_dir() {
         bail!("{}", no_jars(dir));

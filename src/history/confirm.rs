@@ -250,6 +250,7 @@ fn plan<'a>(req: &Request, change: &'a Found) -> Result<Plan<'a>> {
 }
 
 /// Where one change stands while the rounds go on.
+#[derive(Default)]
 struct Track {
     fresh: Vec<f64>,
     looks: Vec<Look>,
@@ -257,6 +258,12 @@ struct Track {
     /// Rounds and seconds when decided.
     rounds: usize,
     elapsed_s: f64,
+}
+
+impl Track {
+    fn decided(&self) -> bool {
+        self.looks.last().is_some_and(|l| l.verdict != Verdict::Open)
+    }
 }
 
 /// Reruns and decides every change asked; `say` is told each look as it comes.
@@ -307,17 +314,8 @@ fn confirm_group(
     let rounds = req.runs.max(if design == Design::Paired { 2 } else { 1 });
     let began = Instant::now();
     let mut rng = Pcg64Mcg::seed_from_u64(rand::rng().random());
-    let mut tracks: Vec<Track> = group
-        .iter()
-        .map(|_| Track {
-            fresh: Vec::new(),
-            looks: Vec::new(),
-            spread: None,
-            rounds: 0,
-            elapsed_s: 0.0,
-        })
-        .collect();
-    let (mut dirs, mut canary_runs): (Vec<Vec<PathBuf>>, Vec<(Record, PathBuf)>) = (Vec::new(), Vec::new());
+    let mut tracks: Vec<Track> = group.iter().map(|_| Track::default()).collect();
+    let (mut dirs, mut canary_runs) = (Vec::new(), Vec::new());
     for k in 1..=rounds {
         let mut round_dirs = Vec::new();
         let mut run = |args: &[String], name: String| -> Result<(Record, PathBuf)> {
@@ -326,50 +324,13 @@ fn confirm_group(
             round_dirs.push(dir.clone());
             Ok((rec, dir))
         };
-        // This round's value of each change: a log (alone, relative to the canary's level in
-        // this sitting so far), or the log ratio after / before (paired).
-        let values: Vec<f64> = match design {
-            Design::Alone => {
-                let (rec, dir) = run(&group[0].command, format!("run-{k}"))?;
-                if let Some(c) = canary {
-                    canary_runs.push(run(c, format!("canary-{k}"))?);
-                }
-                let canary_level = |col: usize| -> Result<f64> {
-                    let logs = canary_runs
-                        .iter()
-                        .map(|(r, d)| log_of(r, col, d))
-                        .collect::<Result<Vec<_>>>()?;
-                    Ok(if logs.is_empty() {
-                        0.0
-                    } else {
-                        crate::stats::mean(&logs)
-                    })
-                };
-                group
-                    .iter()
-                    .map(|p| Ok(log_of(&rec, p.col, &dir)? - canary_level(p.col)?))
-                    .collect::<Result<_>>()?
-            }
-            Design::Paired => {
-                let mut order = [0usize, 1];
-                order.shuffle(&mut rng);
-                let mut got: [Option<(Record, PathBuf)>; 2] = [None, None];
-                for i in order {
-                    let (name, args) = [("before", &group[0].before_command), ("after", &group[0].command)][i];
-                    got[i] = Some(run(args, format!("round-{k}-{name}"))?);
-                }
-                let [Some((b, bd)), Some((a, ad))] = got else {
-                    unreachable!("both ran")
-                };
-                group
-                    .iter()
-                    .map(|p| Ok(log_of(&a, p.col, &ad)? - log_of(&b, p.col, &bd)?))
-                    .collect::<Result<_>>()?
-            }
+        let values = match design {
+            Design::Alone => alone_round(group, k, canary, &mut canary_runs, &mut run)?,
+            Design::Paired => paired_round(group, k, &mut rng, &mut run)?,
         };
         dirs.push(round_dirs);
         for ((p, t), v) in group.iter().zip(&mut tracks).zip(values) {
-            if t.looks.last().is_some_and(|l| l.verdict != Verdict::Open) {
+            if t.decided() {
                 continue;
             }
             t.fresh.push(v);
@@ -407,10 +368,7 @@ fn confirm_group(
             t.looks.push(l);
             t.spread = Some(spread);
         }
-        if tracks
-            .iter()
-            .all(|t| t.looks.last().is_some_and(|l| l.verdict != Verdict::Open))
-        {
+        if tracks.iter().all(Track::decided) {
             break;
         }
     }
@@ -439,4 +397,57 @@ fn confirm_group(
             elapsed_s: t.elapsed_s,
         })
         .collect())
+}
+
+/// One round of the configuration after the change alone (and the canary's, if any): each
+/// change's log, relative to the canary's level in this sitting so far.
+fn alone_round(
+    group: &[Plan],
+    k: usize,
+    canary: Option<&[String]>,
+    canary_runs: &mut Vec<(Record, PathBuf)>,
+    run: &mut impl FnMut(&[String], String) -> Result<(Record, PathBuf)>,
+) -> Result<Vec<f64>> {
+    let (rec, dir) = run(&group[0].command, format!("run-{k}"))?;
+    if let Some(c) = canary {
+        canary_runs.push(run(c, format!("canary-{k}"))?);
+    }
+    let canary_level = |col: usize| -> Result<f64> {
+        let logs = canary_runs
+            .iter()
+            .map(|(r, d)| log_of(r, col, d))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(if logs.is_empty() {
+            0.0
+        } else {
+            crate::stats::mean(&logs)
+        })
+    };
+    group
+        .iter()
+        .map(|p| Ok(log_of(&rec, p.col, &dir)? - canary_level(p.col)?))
+        .collect()
+}
+
+/// One round of both configurations in a random order: each change's log ratio after / before.
+fn paired_round(
+    group: &[Plan],
+    k: usize,
+    rng: &mut Pcg64Mcg,
+    run: &mut impl FnMut(&[String], String) -> Result<(Record, PathBuf)>,
+) -> Result<Vec<f64>> {
+    let mut order = [0usize, 1];
+    order.shuffle(rng);
+    let mut got: [Option<(Record, PathBuf)>; 2] = [None, None];
+    for i in order {
+        let (name, args) = [("before", &group[0].before_command), ("after", &group[0].command)][i];
+        got[i] = Some(run(args, format!("round-{k}-{name}"))?);
+    }
+    let [Some((b, bd)), Some((a, ad))] = got else {
+        unreachable!("both ran")
+    };
+    group
+        .iter()
+        .map(|p| Ok(log_of(&a, p.col, &ad)? - log_of(&b, p.col, &bd)?))
+        .collect()
 }
