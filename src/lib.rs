@@ -2,16 +2,18 @@
 //!
 //! Data flows one way: a workload (`workload`) is driven by the engine (`engine`) over a CQL
 //! session (`client`), measurements are recorded and written (`metrics`), and `measure` runs
-//! one measured step (or a capacity search made of steps) with all of that attached and
-//! leaves a typed result on disk. `steady` decides when warm-up ends and whether a measured window
-//! was steady; `sla` judges results against service levels and plans
-//! capacity searches; `telemetry` reads what the server did meanwhile, and `server_profile` where its
-//! time went (async-profiler over the measured window); `cluster` provisions the nodes being
-//! measured; `live` serves and pushes a run's figures to Prometheus while it runs. `experiment` runs measurements per configuration on fresh nodes and compares them
-//! with `stats`; `history` keeps every result's key figures in a database, by series, for
-//! finding regressions over time; `report` turns any of those results on disk into an HTML page. The command
-//! line (`cli`) only parses options into settings, calls, and prints. `console` (printing and
-//! number formats), `cpus` (CPU placement), `files` (writing a file whole) and `procfs` (/proc) are
+//! one measured step with all of that attached and leaves a typed result on disk; `capacity`
+//! searches for the highest rate that meets a service level, step by step; `readback` reads
+//! back what a run's cluster acknowledged. `steady` decides when warm-up ends and whether a
+//! measured window was steady; `sla` judges results against service levels; `telemetry` reads
+//! what the server did meanwhile, and `server_profile` where its time went (async-profiler over
+//! the measured window); `cluster` provisions the nodes being measured; `live` serves and pushes
+//! a run's figures to Prometheus while it runs. `experiment` runs measurements per configuration
+//! on fresh nodes and compares them with `stats`; `history` keeps every result's key figures in
+//! a database, by series, for finding regressions over time, and decides what a nightly check
+//! fails on; `report` turns any of those results on disk into an HTML page. The command line
+//! (`cli`) only parses options into settings, calls, and prints. `console` (printing and number
+//! formats), `cpus` (CPU placement), `files` (writing a file whole) and `procfs` (/proc) are
 //! small helpers any folder may use.
 //!
 //! Layers, highest first: a folder imports only folders on lower lines, never one on its own
@@ -23,14 +25,16 @@
 //! report
 //! experiment merge
 //! history
+//! capacity
 //! measure
-//! server_profile
+//! server_profile readback
 //! workload telemetry sla faults live
 //! client engine cluster
 //! metrics stats steady
 //! console cpus files procfs
 //! ```
 
+pub mod capacity;
 pub mod cli;
 pub mod client;
 pub mod cluster;
@@ -46,6 +50,7 @@ pub mod measure;
 pub mod merge;
 pub mod metrics;
 pub mod procfs;
+pub mod readback;
 pub mod report;
 pub mod server_profile;
 pub mod sla;

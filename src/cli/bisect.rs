@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::cluster::Home;
 use crate::experiment::bisect::{Answer, Bisection, Settings, bisect, default_dir, side_name};
 use crate::history::Store;
-use crate::history::events::{self, Event};
+use crate::history::events::{self, Event, EventKind};
 
 #[derive(Debug, Args)]
 pub struct BisectArgs {
@@ -52,7 +52,7 @@ fn record(args: &BisectArgs, home: &Home, b: &Bisection, answer: &Answer, dir: &
     };
     let s = &b.settings;
     let event = Event {
-        kind: "bisection".into(),
+        kind: EventKind::Bisection,
         series: None,
         figure: s.figure.clone(),
         change_at: None,

@@ -1,16 +1,16 @@
 //! `caplab capacity`: the highest rate a cluster carries within a service level. The options
 //! become a `Plan` (adaptive search or `--rates` sweep) and a `Capacity` search's settings
-//! (`measure::commands`); the search itself is `measure::capacity`.
+//! (`capacity::command`); the search itself is `capacity::run`.
 
 use anyhow::Result;
 use clap::Args;
 
+use crate::capacity::{self, CapacityOptions};
 use crate::cluster::Home;
 use crate::history::HistoryArgs;
-use crate::measure::options::CapacityOptions;
+use crate::measure::RunStatus;
 use crate::measure::result::CAPACITY_FILE;
 use crate::measure::signal::stop_on_signals;
-use crate::measure::{RunStatus, commands};
 
 /// `caplab capacity`'s options: the search's, and where it is recorded.
 #[derive(Debug, Args)]
@@ -27,7 +27,7 @@ pub fn run(home: &Home, cmd: CapacityCommand) -> Result<u8> {
     let args = cmd.search;
     let history = cmd.history.location(&home.data);
     let stop = stop_on_signals(args.common.load.drain);
-    let (report, out, cost_without_nodes) = commands::capacity(home, &args, &stop)?;
+    let (report, out, cost_without_nodes) = capacity::command::capacity(home, &args, &stop)?;
     // Searches cut short are recorded too: what they found so far is a result (status
     // interrupted or failed), and detection leaves them out.
     crate::history::record_finished(history.as_ref(), &out, &Default::default());

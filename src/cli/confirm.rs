@@ -1,16 +1,13 @@
-//! `caplab history confirm SERIES` and `history check --confirm`: rerun a change's
-//! configuration now (history::confirm) and print what that says.
+//! `caplab history confirm SERIES`: rerun a change's configuration now (`history::gate`,
+//! `history::confirm`) and print what that says; the exit code is the verdict.
 
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 
-use super::detect::DetectArgs;
-use crate::history::confirm::{Confirmation, Request, confirm};
-use crate::history::detect::{Found, Kind, Points};
-use crate::history::events::{self, Event};
+use crate::history::gate::{confirm_and_record, which};
+use crate::history::look::DetectArgs;
 use crate::history::series::{by_series, one_series};
-use crate::history::{Location, Store, Stored};
-use crate::stats::changes::Settings;
+use crate::history::{Location, Stored};
 use crate::stats::confirm::Verdict;
 
 /// Exit codes of `caplab history confirm`.
@@ -38,7 +35,7 @@ pub fn series(data: &Path, at: &Location, all: &[Stored], prefix: &str, d: &Dete
             &id[..8]
         );
     };
-    let done = run(
+    let done = confirm_and_record(
         data,
         at,
         recs,
@@ -58,101 +55,4 @@ pub fn series(data: &Path, at: &Location, all: &[Stored], prefix: &str, d: &Dete
         Verdict::NotConfirmed => NOT_CONFIRMED,
         Verdict::Open => OPEN,
     })
-}
-
-/// The change of a series to confirm: its latest sure regression, else its latest sure change.
-pub fn which(found: &[Found]) -> Option<&Found> {
-    let sure = || found.iter().filter(|f| !f.weak);
-    sure()
-        .filter(|f| f.kind == Kind::Regression)
-        .max_by_key(|f| f.run_id)
-        .or_else(|| sure().max_by_key(|f| f.run_id))
-}
-
-/// Reruns to confirm `changes` of the series `recs` (those that rerun the same commands share
-/// their runs), into `out` (default: a directory named for them under `confirm/` in caplab's
-/// data directory `data`), saying each look on stderr; writes confirmation.json there (an
-/// object for one change, else a list) and records each in the history's events.
-pub fn run(
-    data: &Path,
-    at: &Location,
-    recs: &[&Stored],
-    changes: &[&Found],
-    points: Points<'_>,
-    (runs, settings): (usize, Settings),
-    out: Option<&Path>,
-) -> Result<Vec<Confirmation>> {
-    let alpha = settings.alpha;
-    let first = changes.first().context("no change to confirm")?;
-    let figures: Vec<&str> = changes.iter().map(|c| c.figure.as_str()).collect();
-    let out = out.map_or_else(
-        || {
-            let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-            data.join("confirm").join(format!(
-                "{}-{}-{}",
-                &first.series[..8],
-                figures.join("+"),
-                now.replace(':', "")
-            ))
-        },
-        Path::to_path_buf,
-    );
-    let history = match at {
-        Location::Sqlite(p) => p.display().to_string(),
-        Location::Postgres(url) => url.clone(),
-    };
-    crate::console::say(&format!(
-        "Confirming {} of {}: up to {runs} fresh run{} (rounds) into {}",
-        changes
-            .iter()
-            .map(|c| format!(
-                "{} {} ({:+.1} % from the run of {})",
-                c.kind,
-                c.figure,
-                (c.ratio - 1.0) * 100.0,
-                c.started_at
-            ))
-            .collect::<Vec<_>>()
-            .join(", "),
-        &first.series[..8],
-        if runs == 1 { "" } else { "s" },
-        out.display()
-    ));
-    let req = Request {
-        series: recs,
-        changes,
-        points,
-        runs,
-        alpha,
-        out: out.clone(),
-        history,
-        home: data.to_path_buf(),
-        settings,
-    };
-    let exe = std::env::current_exe().context("cannot find caplab's own program to rerun")?;
-    let done = confirm(&req, &exe, crate::console::say)?;
-    let file = out.join("confirmation.json");
-    match done.as_slice() {
-        [one] => crate::files::write_json(&file, one)?,
-        all => crate::files::write_json(&file, &all)?,
-    }
-    for c in &done {
-        let event = Event {
-            kind: "confirmation".into(),
-            series: Some(c.series.clone()),
-            figure: c.figure.clone(),
-            change_at: Some(c.change.started_at.clone()),
-            outcome: c.verdict.name().into(),
-            summary: c.render().lines().next().unwrap_or_default().to_string(),
-            dir: std::path::absolute(&out).unwrap_or(out.clone()).display().to_string(),
-            recorded_at: Event::now(),
-        };
-        if let Err(e) = Store::open(at).and_then(|mut s| events::insert(&mut s, &event)) {
-            eprintln!(
-                "warning: the confirmation is not in the history ({e:#}); it is in {}",
-                file.display()
-            );
-        }
-    }
-    Ok(done)
 }

@@ -1,17 +1,17 @@
 //! `caplab history [SERIES]`, `import DIR...` and `page`: the series the history holds (each
 //! with its records and last figures), one series' records, results written earlier added to
 //! it, its page; `check` (check.rs) and `confirm` (confirm.rs) are dispatched from here, and
-//! every subcommand finds change points with detect.rs' options.
+//! every subcommand finds change points with `history::look`'s options.
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
-use super::check::FailOn;
-use super::detect::DetectArgs;
 use crate::cluster::Home;
 use crate::history::detect::{CHECKED, Points};
-use crate::history::events::Event;
+use crate::history::events::{Event, EventKind};
+use crate::history::gate::FailOn;
+use crate::history::look::DetectArgs;
 use crate::history::series::{by_series, one_series};
 use crate::history::{Location, Store, Stored, import};
 
@@ -260,7 +260,7 @@ fn show(all: &[Stored], events: &[Event], prefix: &str, d: &DetectArgs, json: bo
     let (id, recs) = one_series(&series, prefix)?;
     let confirmations: Vec<&Event> = events
         .iter()
-        .filter(|e| e.kind == "confirmation" && e.series.as_deref() == Some(id.as_str()))
+        .filter(|e| e.kind == EventKind::Confirmation && e.series.as_deref() == Some(id.as_str()))
         .collect();
     let canary = d.canary(&series)?.filter(|(c, _)| c != id).map(|c| c.1);
     let first = &recs[0].record;

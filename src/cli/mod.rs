@@ -4,7 +4,6 @@ pub mod bisect;
 pub mod capacity;
 pub mod check;
 pub mod confirm;
-pub mod detect;
 pub mod experiment;
 pub mod history;
 pub mod merge;

@@ -1,12 +1,13 @@
 //! `caplab validate DIR`: reads back a finished run's acknowledged writes again, later (after a
 //! repair, a node replacement, an upgrade), from what its results directory keeps (see
-//! `measure::validate`).
+//! `readback`).
 
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 
-use crate::measure::validate::{ValidateOptions, parse_fraction, validate_dir};
+use crate::measure::validated::validate_dir;
+use crate::readback::{ValidateOptions, parse_fraction};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {

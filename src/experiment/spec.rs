@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::question::{self, PRIMARY_CAPACITY, PRIMARY_RUN, Repeats};
 use crate::cluster::options::NodeOptions;
-use crate::measure::options::{CapacityOptions, RunOptions};
+use crate::measure::options::RunOptions;
 use crate::workload::profile::from_yaml;
 
 /// Option keys as in a file: `key: value` for `--key value`, `key: true` for a flag, a list
@@ -167,7 +167,7 @@ pub struct Cell {
 #[derive(Debug, Clone)]
 pub enum What {
     Run(Box<RunOptions>),
-    Capacity(Box<CapacityOptions>),
+    Capacity(Box<crate::capacity::CapacityOptions>),
 }
 
 impl What {
@@ -430,7 +430,7 @@ struct RunArgs {
 #[command(name = "capacity", no_binary_name = true)]
 struct CapacityArgs {
     #[command(flatten)]
-    o: CapacityOptions,
+    o: crate::capacity::CapacityOptions,
 }
 
 /// The keys of `opts` that `caplab run` (or `capacity`) takes.

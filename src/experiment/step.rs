@@ -78,7 +78,7 @@ pub fn run_step(
             o.common.out = Some(dir.to_path_buf());
             o.common.force = true;
             o.common.quiet = true;
-            let (r, _, _) = commands::capacity(home, &o, stop)?;
+            let (r, _, _) = crate::capacity::command::capacity(home, &o, stop)?;
             let unsteady = r.steps.iter().filter(|s| s.steady == Some(false)).count();
             let values = Observation::load(dir).map(|o| units::values_of(&o)).unwrap_or_default();
             Ok(StepOutcome {

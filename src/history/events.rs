@@ -8,11 +8,36 @@ use serde::{Deserialize, Serialize};
 
 use super::store::Store;
 
+/// What was done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A change's configuration rerun (`caplab history confirm`, `check --confirm`).
+    Confirmation,
+    /// A figure bisected along ordered values (`caplab bisect`).
+    Bisection,
+}
+
+impl EventKind {
+    /// The word kept in the table (and in JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Confirmation => "confirmation",
+            EventKind::Bisection => "bisection",
+        }
+    }
+
+    fn parse(word: &str) -> Option<EventKind> {
+        [EventKind::Confirmation, EventKind::Bisection]
+            .into_iter()
+            .find(|k| k.name() == word)
+    }
+}
+
 /// One event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
-    /// `confirmation` or `bisection`.
-    pub kind: String,
+    pub kind: EventKind,
     /// The series and figure (a bisection: no series).
     pub series: Option<String>,
     pub figure: String,
@@ -43,7 +68,7 @@ pub fn insert(store: &mut Store, e: &Event) -> Result<()> {
             c.execute(
                 &sql.replace('$', "?"),
                 rusqlite::params![
-                    e.kind,
+                    e.kind.name(),
                     e.series,
                     e.figure,
                     e.change_at,
@@ -58,7 +83,7 @@ pub fn insert(store: &mut Store, e: &Event) -> Result<()> {
             c.execute(
                 sql.as_str(),
                 &[
-                    &e.kind,
+                    &e.kind.name(),
                     &e.series,
                     &e.figure,
                     &e.change_at,
@@ -81,8 +106,13 @@ pub fn all(store: &mut Store) -> Result<Vec<Event>> {
         Store::Sqlite(c) => {
             let mut stmt = c.prepare(&sql)?;
             let rows = stmt.query_map([], |r| {
+                let kind: String = r.get(0)?;
                 Ok(Event {
-                    kind: r.get(0)?,
+                    kind: EventKind::parse(&kind).ok_or(rusqlite::Error::InvalidColumnType(
+                        0,
+                        kind,
+                        rusqlite::types::Type::Text,
+                    ))?,
                     series: r.get(1)?,
                     figure: r.get(2)?,
                     change_at: r.get(3)?,
@@ -98,8 +128,10 @@ pub fn all(store: &mut Store) -> Result<Vec<Event>> {
         }
         Store::Postgres(c) => {
             for r in c.query(sql.as_str(), &[])? {
+                let kind: String = r.get(0);
                 out.push(Event {
-                    kind: r.get(0),
+                    kind: EventKind::parse(&kind)
+                        .with_context(|| format!("a history event of kind '{kind}' is not caplab's"))?,
                     series: r.get(1),
                     figure: r.get(2),
                     change_at: r.get(3),

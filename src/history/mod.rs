@@ -3,12 +3,16 @@
 //! PostgreSQL server (`--history postgres://…`), with what identifies its series (record.rs)
 //! and the user's labels (`--label commit=abc123`). `caplab history import DIR…` adds results
 //! written earlier. The store and its schema: store.rs; walking result directories: import.rs;
-//! change points: detect.rs; confirming them by rerunning: confirm.rs and rerun.rs.
+//! change points: detect.rs, looked for with look.rs' settings; confirming them by rerunning:
+//! confirm.rs and rerun.rs; what a nightly check fails on, and its confirmations recorded:
+//! gate.rs; confirmations and bisections kept: events.rs.
 
 pub mod confirm;
 pub mod detect;
 pub mod events;
+pub mod gate;
 pub mod import;
+pub mod look;
 pub mod record;
 pub mod rerun;
 pub mod series;

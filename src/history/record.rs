@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::capacity::CapacityReport;
+use crate::measure::RunResult;
 use crate::measure::result::{CAPACITY_FILE, RESULT_FILE};
-use crate::measure::{CapacityReport, RunResult};
 
 /// What makes two results comparable over time: everything here is the same for every record
 /// of a series. Labels (a commit, a build) are not: they say which run is which.

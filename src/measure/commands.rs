@@ -1,6 +1,7 @@
-//! A whole measurement from its options, as `caplab run` and `caplab capacity` (and each step
-//! of an experiment) take them: the targets (a local node started if there is none), the
-//! connection, the workload prepared and populated, then the step, or the capacity search.
+//! A whole measurement from its options, as `caplab run` (and each step of an experiment) takes
+//! them: the targets (a local node started if there is none), the connection, the workload
+//! prepared and populated, then the step. The pieces a capacity search prepares the same way
+//! (`capacity::command`) are public here.
 //! Blocking: each builds the client runtime its options ask for; `stop` (signals) ends it.
 
 use anyhow::{Result, bail};
@@ -8,9 +9,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::options::{CapacityOptions, DriveOptions, RunOptions, resolve_warmup};
-use super::target::{jmx_targets, targets};
-use super::{Capacity, CapacityReport, Choice, Prepared, Pricing, RunResult, Show, Step, Target};
+use super::options::{DriveOptions, RunOptions, resolve_warmup};
+pub use super::target::{jmx_targets, targets};
+use super::{Choice, Prepared, RunResult, Show, Step, Target};
 use crate::client::ClientOptions;
 use crate::cluster::Home;
 use crate::cluster::node::NodeState;
@@ -18,7 +19,6 @@ use crate::engine::Stop;
 use crate::faults::Injector;
 use crate::live::{Identity, Live};
 use crate::server_profile::Profiler;
-use crate::sla::{Plan, parse_rates};
 
 /// Runs one measured step as `caplab run` does; returns its result and results directory.
 /// A run's measured window when neither a duration nor a count is given.
@@ -85,93 +85,15 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
 }
 
 /// Pins caplab (this process, and the threads it starts from now on) to `--client-cpus`.
-fn pin_client(common: &crate::measure::options::DriveOptions) -> Result<()> {
+pub fn pin_client(common: &crate::measure::options::DriveOptions) -> Result<()> {
     match &common.client_cpus {
         Some(list) => crate::cpus::pin_self(&crate::cpus::parse(list)?),
         None => Ok(()),
     }
 }
 
-/// Runs a capacity search as `caplab capacity` does; returns its report, its results
-/// directory, and whether a price was asked for with no node count to apply it to.
-pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result<(CapacityReport, PathBuf, bool)> {
-    let common = &args.common;
-    let Some(sla) = common.sla.build()? else {
-        bail!("capacity needs a service level to meet: add --sla, e.g. --sla 'p99.9<100ms/10s'");
-    };
-    let longest = sla.windows().last().copied().unwrap_or_default();
-    if args.measure < longest {
-        bail!(
-            "--measure {} is shorter than the SLA's {}s window: no window could be judged; measure at least one window",
-            humantime::format_duration(args.measure),
-            longest.as_secs()
-        );
-    }
-    let plan = match args.rates.as_deref() {
-        Some(rates) => Plan::sweep(parse_rates(rates).map_err(|e| anyhow::anyhow!(e))?, args.repeats),
-        None => Plan::adaptive(args.start, args.precision, !args.no_probe, args.repeats),
-    };
-    common.conn.options(Vec::new(), common.load.threads)?;
-    let choice = Choice::of(&common.workload)?;
-    refuse_validation(common, &choice)?;
-    common.metrics.check()?;
-    pin_client(common)?;
-    let (hosts, local_nodes) = targets(home, &common.conn.hosts, &common.node)?;
-    let faults = fault_schedule(home, common, &local_nodes, Some(args.measure), "--measure")?;
-    let local_nodes = common.telemetry.watched(local_nodes);
-    if args.fresh_node && local_nodes.is_empty() {
-        bail!(
-            "--fresh-node wipes and restarts local nodes caplab runs; it cannot restart --hosts. Drop --hosts or --fresh-node"
-        );
-    }
-    let server_profile = profiler(home, common, &local_nodes, &hosts)?;
-    let copts = common.conn.options(hosts, common.load.threads)?;
-    let nodes = args.nodes.map(|n| n as usize).unwrap_or(local_nodes.len());
-    let confirm = args.confirm.unwrap_or_else(|| default_confirm(&sla));
-    let mut search = Capacity {
-        sla,
-        load: common.load(),
-        warmup: resolve_warmup(args.warmup, args.warmup_max)?,
-        measure: args.measure,
-        confirm,
-        fresh_node: args.fresh_node,
-        populate_each: args.populate,
-        no_populate: common.workload.no_populate,
-        loader: common.workload.loader,
-        quiet: common.quiet,
-        out: common.out_dir(&format!("capacity-{}", choice.name()))?,
-        jmx: Vec::new(),
-        command: crate::measure::out::command_line(),
-        server_profile,
-        pools: common.telemetry.pools(),
-        pricing: args.cost.map(|price| Pricing {
-            price,
-            nodes,
-            target: args.target,
-        }),
-        faults: faults.as_ref().map(|(f, _)| f.clone()),
-        labels: common.labels.iter().cloned().collect(),
-        validate: common.validation()?,
-        live: None,
-    };
-
-    let out = search.out.clone();
-    let live = start_live(common, &choice, &out)?;
-    search.live = live.as_ref().map(Live::feed);
-    let rt = common.load.runtime()?;
-    let report = rt.block_on(async {
-        let target = Target::connect(through_proxies(copts, faults.as_ref()).await?, local_nodes).await?;
-        search.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
-        search.run(plan, home, target, &choice, stop.clone()).await
-    })?;
-    if let Some(live) = live {
-        live.finish();
-    }
-    Ok((report, out, args.cost.is_some() && nodes == 0))
-}
-
 /// The live metrics `--metrics-listen` and `--metrics-push` ask for, labelled with who measures.
-fn start_live(common: &DriveOptions, choice: &Choice, out: &std::path::Path) -> Result<Option<Live>> {
+pub fn start_live(common: &DriveOptions, choice: &Choice, out: &std::path::Path) -> Result<Option<Live>> {
     let run = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -189,7 +111,7 @@ fn start_live(common: &DriveOptions, choice: &Choice, out: &std::path::Path) -> 
 /// every node caplab runs here when the targets are among them (a home holds one cluster).
 /// `window` is each measured window's length, set by `flag`. Returns the injector and the
 /// nodes a network fault puts proxies in front of.
-fn fault_schedule(
+pub fn fault_schedule(
     home: &Home,
     common: &DriveOptions,
     local_nodes: &[NodeState],
@@ -214,7 +136,7 @@ fn fault_schedule(
 
 /// The connection, through a proxy in front of every node when the schedule has a network
 /// fault (a run without one does not go through proxies at all).
-async fn through_proxies(
+pub async fn through_proxies(
     mut copts: ClientOptions,
     faults: Option<&(Arc<Injector>, Vec<NodeState>)>,
 ) -> Result<ClientOptions> {
@@ -225,7 +147,7 @@ async fn through_proxies(
 }
 
 /// The server profiler `--server-profile` asks for, ready (tools fetched, nodes checked).
-fn profiler(
+pub fn profiler(
     home: &Home,
     common: &DriveOptions,
     local_nodes: &[NodeState],
@@ -238,25 +160,9 @@ fn profiler(
     Ok(Some(Arc::new(p)))
 }
 
-/// Windows of the service level a confirmation holds the capacity for, unless `--confirm`
-/// says otherwise: twelve (two minutes at E3's 10 s windows), so that it spans at least one of
-/// the once-a-minute mixed G1 pauses of 140-170 ms seen here, which a 30 s step meets or not by
-/// chance (G1's capacity came out 2,550 and 16,370 op/s in two searches of one configuration).
-pub const CONFIRM_WINDOWS: u32 = 12;
-
-/// `CONFIRM_WINDOWS` of the service level's longest window.
-pub fn default_confirm(sla: &crate::sla::Sla) -> Duration {
-    sla.objectives
-        .iter()
-        .map(|o| o.window)
-        .max()
-        .unwrap_or(Duration::from_secs(10))
-        * CONFIRM_WINDOWS
-}
-
 /// `--validate` reads back E1's rows and counter workloads' totals (a profile whose writes are not
 /// all counter increments is refused once its schema is known, before it runs).
-fn refuse_validation(common: &DriveOptions, choice: &Choice) -> Result<()> {
+pub fn refuse_validation(common: &DriveOptions, choice: &Choice) -> Result<()> {
     if let (Some(_), Choice::Profile { profile, origin, .. }) = (&common.validate, choice)
         && profile.operations.values().all(|o| o.is_read())
     {

@@ -61,7 +61,7 @@ pub struct DriveOptions {
     /// there, won once); exit 1 if any is. A share reads back that share of the writes, the
     /// same ones each time: --validate 10%.
     #[arg(long, value_name = "SHARE", num_args = 0..=1, default_missing_value = "all",
-          value_parser = crate::measure::validation::parse_fraction)]
+          value_parser = crate::readback::parse_fraction)]
     pub validate: Option<f64>,
     /// The read-back's consistency (default: the write's where two of it overlap, R + W > RF;
     /// else ALL).
@@ -73,16 +73,13 @@ pub struct DriveOptions {
 
 impl DriveOptions {
     /// What `--validate` asks (None: no read-back).
-    pub fn validation(&self) -> Result<Option<crate::measure::validation::ValidateOptions>> {
+    pub fn validation(&self) -> Result<Option<crate::readback::ValidateOptions>> {
         let Some(fraction) = self.validate else { return Ok(None) };
         let consistency = match &self.validate_consistency {
             Some(c) => Some(client::parse_consistency(c)?),
             None => None,
         };
-        Ok(Some(crate::measure::validation::ValidateOptions {
-            fraction,
-            consistency,
-        }))
+        Ok(Some(crate::readback::ValidateOptions { fraction, consistency }))
     }
 
     /// The results directory: --out (checked), or a new one named after `name`.
@@ -370,75 +367,6 @@ pub struct RunOptions {
     pub start_at: Option<crate::engine::StartAt>,
     #[command(flatten)]
     pub common: DriveOptions,
-}
-
-/// `--rates` as written, once it has parsed: a bad list is refused with the options, before
-/// any node starts.
-fn checked_rates(s: &str) -> Result<String, String> {
-    crate::sla::parse_rates(s).map(|_| s.to_string())
-}
-
-/// `caplab capacity`'s options.
-#[derive(Debug, Clone, Args)]
-pub struct CapacityOptions {
-    /// Sweep these rates instead of searching: from:to:step (20k:120k:10k) or a list (5k,10k,20k).
-    /// (Checked as it is read; kept as written, as results record it.)
-    #[arg(long, value_name = "RATES", value_parser = checked_rates)]
-    pub rates: Option<String>,
-    /// First rate the adaptive search tries (default: half the flat-out throughput).
-    #[arg(long, value_parser = parse_rate)]
-    pub start: Option<f64>,
-    /// The search stops when the failing rate is within this share above the passing one.
-    #[arg(long, value_parser = parse_share, default_value = "5%")]
-    pub precision: f64,
-    /// Warm-up before each step's measured window: auto (until it settles), a time, or 0.
-    #[arg(long, value_parser = parse_warmup, default_value = "auto")]
-    pub warmup: Warmup,
-    /// The longest each step's automatic warm-up waits.
-    #[arg(long, value_parser = parse_duration, value_name = "TIME")]
-    pub warmup_max: Option<Duration>,
-    /// Measured window of each step.
-    #[arg(long, value_parser = parse_duration, default_value = "60s")]
-    pub measure: Duration,
-    /// Hold the capacity found this long to confirm it, stepping down through the rates that
-    /// passed until one holds (default: 12 of the SLA's windows, 2m at 10 s windows; 0 to skip).
-    #[arg(long, value_parser = parse_duration, value_name = "TIME")]
-    pub confirm: Option<Duration>,
-    /// Runs per rate; a rate passes only if every repeat passes (later repeats are skipped
-    /// once one fails).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub repeats: u32,
-    /// Do not measure the flat-out throughput first (the search then grows from --start).
-    #[arg(long)]
-    pub no_probe: bool,
-    /// Wipe and restart the local node(s) before each step, as E3 did (profiles are populated
-    /// again unless --no-populate).
-    #[arg(long)]
-    pub fresh_node: bool,
-    /// Run the profile's populate phase before each step (default: once, before the first).
-    #[arg(long)]
-    pub populate: bool,
-    /// Price of one node per hour (e.g. 0.576/h): prints the cost per 1k op/s of capacity.
-    #[arg(long, value_parser = parse_cost)]
-    pub cost: Option<f64>,
-    /// Nodes in the cluster, for --cost and --target (default: the local nodes caplab runs).
-    #[arg(long)]
-    pub nodes: Option<u32>,
-    /// A load to size for: prints how many nodes it needs at the capacity found.
-    #[arg(long, value_parser = parse_rate)]
-    pub target: Option<f64>,
-    #[command(flatten)]
-    pub common: DriveOptions,
-}
-
-fn parse_cost(s: &str) -> Result<f64, String> {
-    let t = s.trim().trim_end_matches("/h").trim_end_matches("/hour");
-    match t.trim().trim_start_matches('$').parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not a price: write the price of one node per hour, e.g. 0.576/h"
-        )),
-    }
 }
 
 /// Parses `KEY=VALUE` (`--label`): a key of letters, digits, `_`, `-` and `.`.

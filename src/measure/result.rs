@@ -244,7 +244,7 @@ pub struct RunResult {
     pub labels: BTreeMap<String, String>,
     /// What reading back the acknowledged writes found (`--validate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validation: Option<super::validation::Validation>,
+    pub validation: Option<crate::readback::Validation>,
     /// Recall@k of the workload's ANN queries, one per ANN operation (profiles with
     /// `ORDER BY … ANN OF ? LIMIT k`), measured on a sample after the window.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -61,7 +61,7 @@ pub struct Step {
     /// The user's labels, kept in result.json.
     pub labels: std::collections::BTreeMap<String, String>,
     /// Read back the acknowledged writes after the step (`--validate`).
-    pub validate: Option<super::validation::ValidateOptions>,
+    pub validate: Option<crate::readback::ValidateOptions>,
     /// The live metrics (`--metrics-listen`, `--metrics-push`) this step adds to.
     pub live: Option<crate::live::Feed>,
 }

@@ -14,9 +14,9 @@ use super::target::{Site, Target};
 use crate::console::{group, say};
 use crate::engine::{self, Anchor, EndReason, EngineConfig, IntervalSink, LoaderSlice, Sliced, Stop, Warmup};
 use crate::metrics::Interval;
-use crate::workload::dynamic::{Dynamic, Populate};
 use crate::workload::e1::{E1, E1Options, Kind};
 use crate::workload::profile::Profile;
+use crate::workload::profile_workload::{Populate, ProfileWorkload};
 use crate::workload::schema;
 use crate::workload::stress;
 use crate::workload::{ann, builtin};
@@ -205,7 +205,7 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
 pub enum Prepared {
     E1(Arc<E1>, About),
     /// The workload, and its populate operation with an optional row count and concurrency.
-    Profile(Arc<Dynamic>, About, Option<Populating>),
+    Profile(Arc<ProfileWorkload>, About, Option<Populating>),
 }
 
 impl Prepared {
@@ -234,7 +234,7 @@ impl Prepared {
                 recreate,
             } => {
                 profile.check_release(target.site.release.as_deref())?;
-                let workload = Arc::new(Dynamic::setup(session.clone(), profile, *recreate).await?);
+                let workload = Arc::new(ProfileWorkload::setup(session.clone(), profile, *recreate).await?);
                 let about = About {
                     name: profile.name.clone().unwrap_or_else(|| origin.clone()),
                     record: WorkloadRecord::Profile {
@@ -280,7 +280,7 @@ impl Prepared {
     pub async fn run(&self, step: &Step, site: &Site, stop: Arc<Stop>) -> Result<RunResult> {
         match self {
             Prepared::E1(w, about) => match step.validate {
-                Some(v) => super::validate::run_validated(step, site, w, about, v, stop).await,
+                Some(v) => super::validated::run_validated_e1(step, site, w, about, v, stop).await,
                 None => step.run(site, w.clone(), about.clone(), stop).await,
             },
             Prepared::Profile(w, about, _) => {
@@ -289,9 +289,7 @@ impl Prepared {
                         "--validate reads back the built-in insert and batch workloads, counter workloads (every write a counter increment, such as --workload counter) and claims (every write conditional, some INSERT … IF NOT EXISTS, such as --workload lwt); {} writes other rows: drop --validate",
                         about.name
                     ),
-                    Some(v) => {
-                        super::validate_profile::run_validated_profile(step, site, w, about, v, stop.clone()).await?
-                    }
+                    Some(v) => super::validated::run_validated_profile(step, site, w, about, v, stop.clone()).await?,
                     None => step.run(site, w.clone(), about.clone(), stop.clone()).await?,
                 };
                 if let WorkloadRecord::Profile { definition, .. } = &about.record
@@ -309,7 +307,7 @@ impl Prepared {
 /// saves it in the step's result.json; a failure is recorded as incomplete, not fatal.
 async fn recall(
     result: &mut RunResult,
-    workload: &Dynamic,
+    workload: &ProfileWorkload,
     profile: &Profile,
     out: &std::path::Path,
     stop: &Arc<Stop>,
@@ -348,7 +346,7 @@ pub struct Populating {
 /// before measuring (only the first `rows` of each when the profile bounds them); progress
 /// goes to stderr, nothing to the results.
 async fn populate(
-    workload: &Arc<Dynamic>,
+    workload: &Arc<ProfileWorkload>,
     how: &Populating,
     base: &EngineConfig,
     loader: LoaderSlice,

@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 use super::{html, link};
-use crate::measure::capacity_report::{CapacityReport, SearchStep};
+use crate::capacity::{CapacityReport, SearchStep};
 
 #[derive(Serialize)]
 struct SearchStepView {

@@ -176,10 +176,7 @@ fn bars(row: &Row) -> Option<String> {
         // one planned look's verdict.
         let (better, worse) = match c.answer {
             Some(d) => (d == Decision::Better, d == Decision::Worse),
-            None => (
-                c.verdict.starts_with("significant, better"),
-                c.verdict.starts_with("significant, worse"),
-            ),
+            None => (c.verdict.better(), c.verdict.worse()),
         };
         let color = if better {
             "#4caf6a"

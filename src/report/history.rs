@@ -13,7 +13,7 @@ use super::{html, link};
 use crate::history::Stored;
 use crate::history::detect::Found;
 use crate::history::detect::{CHECKED, Points, higher_is_better, series_changes, value};
-use crate::history::events::Event;
+use crate::history::events::{Event, EventKind};
 use crate::history::record::FIGURES;
 use crate::stats::changes::{Settings, changes, level_of};
 
@@ -95,7 +95,7 @@ pub fn write(
             changes: found.iter().map(|f| with_confirmations(f, events)).collect(),
             confirmations: events
                 .iter()
-                .filter(|e| e.kind == "confirmation" && e.series.as_deref() == Some(id.as_str()))
+                .filter(|e| e.kind == EventKind::Confirmation && e.series.as_deref() == Some(id.as_str()))
                 .map(|e| format!("{} ({}; {})", e.summary, e.recorded_at, e.dir))
                 .collect(),
             charts: Vec::new(),
@@ -111,7 +111,7 @@ pub fn write(
     let page = PageView {
         bisections: events
             .iter()
-            .filter(|e| e.kind == "bisection")
+            .filter(|e| e.kind == EventKind::Bisection)
             .map(|e| format!("{} ({}; {})", e.summary, e.recorded_at, e.dir))
             .collect(),
         records: groups.iter().map(|(_, r)| r.len()).sum(),
@@ -136,7 +136,7 @@ fn with_confirmations(f: &Found, events: &[Event]) -> String {
     let verdicts: Vec<String> = events
         .iter()
         .filter(|e| {
-            e.kind == "confirmation"
+            e.kind == EventKind::Confirmation
                 && e.series.as_deref() == Some(f.series.as_str())
                 && e.figure == f.figure
                 && e.change_at.as_deref() == Some(f.started_at.as_str())

@@ -19,8 +19,8 @@ mod series;
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
+use crate::capacity::CapacityReport;
 use crate::experiment::record::{EXPERIMENT_FILE, ExperimentRecord};
-use crate::measure::CapacityReport;
 use crate::measure::result::{CAPACITY_FILE, RESULT_FILE};
 
 /// The file name of a results directory's page.

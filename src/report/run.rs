@@ -75,13 +75,13 @@ fn view(label: String, r: RunResult, link_base: String) -> RunView {
     let (mut cpu_us_per_op, mut flushes, mut flush_cpu_us_per_flushed_op) = (None, 0, None);
     if let Some(s) = r.server.as_ref().filter(|s| s.not_collected.is_none()) {
         if ops > 0 {
-            cpu_us_per_op = Some(s.server_cpu_cores * s.window_s * 1e6 / ops as f64);
+            cpu_us_per_op = Some(s.server_cpu_cores * s.measured_s * 1e6 / ops as f64);
         }
         flush_cpu_us_per_flushed_op = s.flush_cpu_us_per_flushed_op();
         flushes = s.nodes.iter().map(|n| n.flushes.count).sum();
     }
     let profile_window = r.server_profile.as_ref().map(|p| {
-        let secs = p.window_to_ms.saturating_sub(p.window_from_ms) as f64 / 1e3;
+        let secs = p.measured_to_ms.saturating_sub(p.measured_from_ms) as f64 / 1e3;
         format!("{} ({secs:.0} s)", p.window())
     });
     RunView {

@@ -245,7 +245,7 @@ impl RunSeries {
         point.flush(&mut s);
         s.t.iter_mut().for_each(|t| *t += base.as_secs_f64());
         if let Some(server) = &r.server {
-            let (from, to) = (server.window_from_ms, server.window_to_ms);
+            let (from, to) = (server.measured_from_ms, server.measured_to_ms);
             let inside = |at: u64| at >= from && at <= to;
             for node in &server.nodes {
                 for p in node.gc.pauses.iter().filter(|p| inside(p.at_ms)) {

@@ -241,8 +241,8 @@ impl Profiler {
             note: self.note.clone(),
             recording_from_ms: epoch_ms(rec.from),
             recording_to_ms: epoch_ms(to),
-            window_from_ms: epoch_ms(wf),
-            window_to_ms: epoch_ms(wt),
+            measured_from_ms: epoch_ms(wf),
+            measured_to_ms: epoch_ms(wt),
             nodes: Vec::new(),
             errors: std::mem::take(&mut rec.errors),
         };
@@ -287,7 +287,7 @@ impl Profiler {
         let name = e.kind.name();
         let node_dir = r.jfr.parent().expect("in the node's folder");
         let title = |what: &str| format!("{} {name} ({} every {}), {what}", r.name, e.kind.unit(), e.interval);
-        let window = (report.window_from_ms, report.window_to_ms);
+        let window = (report.measured_from_ms, report.measured_to_ms);
         let (stacks, html) = self.flame_graph(
             r,
             e.kind,

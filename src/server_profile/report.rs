@@ -57,8 +57,10 @@ pub struct ProfileReport {
     /// Epoch milliseconds: the recording ran from..to; the profiles cover the window only.
     pub recording_from_ms: u64,
     pub recording_to_ms: u64,
-    pub window_from_ms: u64,
-    pub window_to_ms: u64,
+    #[serde(rename = "window_from_ms")]
+    pub measured_from_ms: u64,
+    #[serde(rename = "window_to_ms")]
+    pub measured_to_ms: u64,
     pub nodes: Vec<NodeProfile>,
     /// What went wrong with a node's profile (the run's results stand regardless).
     pub errors: Vec<String>,
@@ -73,7 +75,7 @@ pub fn window_text((from, to): (u64, u64)) -> String {
 impl ProfileReport {
     /// The profiled window for people, e.g. `2026-11-23T18:51:08Z to 2026-11-23T18:51:13Z`.
     pub fn window(&self) -> String {
-        window_text((self.window_from_ms, self.window_to_ms))
+        window_text((self.measured_from_ms, self.measured_to_ms))
     }
 
     /// The summary's lines: per node and event, samples and the top frames.

@@ -134,7 +134,9 @@ pub struct SteadyState {
     pub class: Option<Class>,
     /// Whether the window is steady: flat (or too short to say otherwise).
     pub steady: bool,
-    pub window_s: f64,
+    /// The measured span's length (`window_s` in result.json).
+    #[serde(rename = "window_s")]
+    pub measured_s: f64,
     pub series: Vec<SeriesVerdict>,
     /// One line for people.
     pub summary: String,
@@ -189,7 +191,7 @@ impl Load {
 
 /// Judges a measured window from its seconds.
 pub fn judge(seconds: &[Second], load: Load) -> SteadyState {
-    let window_s = seconds.len() as f64;
+    let measured_s = seconds.len() as f64;
     let series: Vec<SeriesVerdict> = [
         (
             THROUGHPUT,
@@ -211,9 +213,9 @@ pub fn judge(seconds: &[Second], load: Load) -> SteadyState {
         return SteadyState {
             class: None,
             steady: true,
-            window_s,
+            measured_s,
             series,
-            summary: format!("not judged: {window_s:.0} s measured, at least {MIN_WINDOW} s are needed"),
+            summary: format!("not judged: {measured_s:.0} s measured, at least {MIN_WINDOW} s are needed"),
             rule: rule(),
         };
     }
@@ -248,13 +250,17 @@ pub fn judge(seconds: &[Second], load: Load) -> SteadyState {
         })
         .collect();
     let summary = match class {
-        Class::Flat => format!("flat over {window_s:.0} s ({})", notes.join("; ")),
-        c => format!("{} over {window_s:.0} s: {}", c.name().to_uppercase(), notes.join("; ")),
+        Class::Flat => format!("flat over {measured_s:.0} s ({})", notes.join("; ")),
+        c => format!(
+            "{} over {measured_s:.0} s: {}",
+            c.name().to_uppercase(),
+            notes.join("; ")
+        ),
     };
     SteadyState {
         class: Some(class),
         steady: class == Class::Flat,
-        window_s,
+        measured_s,
         series,
         summary,
         rule: rule(),

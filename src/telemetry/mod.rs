@@ -7,13 +7,14 @@
 //! GC, CPU and flushes are read for nodes caplab runs on this machine only; for other clusters
 //! the report says once that they were not collected, and why, and `--jmx` reads GCInspector
 //! (`jmx`) and, during an automatic warm-up, the JIT (`jit_jmx`). Every cluster's thread pools
-//! and dropped messages are read over CQL (`pools`).
+//! and dropped messages are read over CQL (`pools`). `render` says it all in lines for people.
 
 pub mod flush;
 pub mod gclog;
 pub mod jit_jmx;
 pub mod jmx;
 pub mod pools;
+mod render;
 
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, SeekFrom};
@@ -21,7 +22,6 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::cluster::node::{Liveness, NodeState};
-use crate::console::group;
 use crate::procfs::{self, NamedThreads, ProcSample};
 use flush::FlushStats;
 use gclog::{GcStats, epoch_ms};
@@ -125,10 +125,14 @@ pub struct ServerReport {
     /// Why server facts are missing, when they are.
     pub not_collected: Option<String>,
     pub sources: serde_json::Value,
-    /// The measured window, epoch milliseconds.
-    pub window_from_ms: u64,
-    pub window_to_ms: u64,
-    pub window_s: f64,
+    /// The measured span, epoch milliseconds, and its length (`window_…` in result.json, from
+    /// before "window" meant the service level's only).
+    #[serde(rename = "window_from_ms")]
+    pub measured_from_ms: u64,
+    #[serde(rename = "window_to_ms")]
+    pub measured_to_ms: u64,
+    #[serde(rename = "window_s")]
+    pub measured_s: f64,
     pub nodes: Vec<NodeReport>,
     pub gc_count: usize,
     pub gc_total_ms: f64,
@@ -257,7 +261,7 @@ impl Watch {
 
     /// The report for the measured window `[from, to)`.
     pub fn report(self, from: SystemTime, to: SystemTime) -> ServerReport {
-        let window_s = to.duration_since(from).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let measured_s = to.duration_since(from).map(|d| d.as_secs_f64()).unwrap_or(0.0);
         let measured: Vec<&Second> = self.timeline.iter().filter(|s| s.measured).collect();
         let (from_ms, to_ms) = (epoch_ms(from), epoch_ms(to));
         let mut nodes = Vec::new();
@@ -274,11 +278,15 @@ impl Watch {
                 cpu_seconds,
                 cpu_user_seconds: n.measured_user_ticks as f64 / self.tck,
                 cpu_system_seconds: n.measured_system_ticks as f64 / self.tck,
-                cpu_cores: if window_s > 0.0 { cpu_seconds / window_s } else { 0.0 },
+                cpu_cores: if measured_s > 0.0 {
+                    cpu_seconds / measured_s
+                } else {
+                    0.0
+                },
                 rss_max_mb: n.rss_max as f64 / 1_048_576.0,
                 flush_cpu_us_per_op: us_per_flushed_op(flush_cpu_seconds, flushes.ops),
-                flushed_mb_per_s: if window_s > 0.0 {
-                    flushes.written_mb / window_s
+                flushed_mb_per_s: if measured_s > 0.0 {
+                    flushes.written_mb / measured_s
                 } else {
                     0.0
                 },
@@ -313,9 +321,9 @@ impl Watch {
                 "jit_cpu": "/proc/<pid>/task/*/stat of the JIT compiler threads (C1/C2 CompilerThread, JVMCI CompilerThread)",
                 "client_cpu": "/proc/self/stat utime+stime of caplab",
             }),
-            window_from_ms: from_ms,
-            window_to_ms: to_ms,
-            window_s,
+            measured_from_ms: from_ms,
+            measured_to_ms: to_ms,
+            measured_s,
             gc_count,
             gc_total_ms,
             gc_mean_ms,
@@ -324,8 +332,8 @@ impl Watch {
             gc_reclaimed_mb: total(nodes.iter().map(|n| n.gc.reclaimed_mb)),
             allocation_stalls: nodes.iter().map(|n| n.gc.allocation_stalls).sum(),
             allocation_stall_max_ms: nodes.iter().map(|n| n.gc.allocation_stall_max_ms).fold(0.0, f64::max),
-            server_cpu_cores: if window_s > 0.0 { server_cpu / window_s } else { 0.0 },
-            client_cpu_cores: if window_s > 0.0 { client_cpu / window_s } else { 0.0 },
+            server_cpu_cores: if measured_s > 0.0 { server_cpu / measured_s } else { 0.0 },
+            client_cpu_cores: if measured_s > 0.0 { client_cpu / measured_s } else { 0.0 },
             nodes,
             timeline: self.timeline,
             events: self.events,
@@ -382,9 +390,9 @@ impl ServerReport {
         ServerReport {
             not_collected: Some(why.to_string()),
             sources: serde_json::Value::Null,
-            window_from_ms: 0,
-            window_to_ms: 0,
-            window_s: 0.0,
+            measured_from_ms: 0,
+            measured_to_ms: 0,
+            measured_s: 0.0,
             nodes: Vec::new(),
             gc_count: 0,
             gc_total_ms: 0.0,
@@ -401,96 +409,6 @@ impl ServerReport {
             jmx: Vec::new(),
             pools: None,
         }
-    }
-
-    /// Summary lines in cassandra-stress's style.
-    pub fn render(&self) -> String {
-        let jmx: Vec<String> = self
-            .jmx
-            .iter()
-            .map(|j| match (&j.gc, &j.error) {
-                (Some(g), _) => format!(
-                    "GCInspector {:<17} : {:>12} collections, {} ms total, {} ms max, {:.3} GiB reclaimed over {:.1}s (whole run)",
-                    j.endpoint,
-                    g.collections,
-                    g.total_ms,
-                    g.max_ms,
-                    g.reclaimed_bytes as f64 / (1u64 << 30) as f64,
-                    g.interval_ms as f64 / 1e3
-                ),
-                (None, e) => format!(
-                    "GCInspector {:<17} : not collected ({})",
-                    j.endpoint,
-                    e.as_deref().unwrap_or("no reading")
-                ),
-            })
-            .collect();
-        let pools = self.pools.as_ref().map(pools::PoolReport::render);
-        if let Some(why) = &self.not_collected {
-            let mut out = format!("Server GC and CPU             : not collected ({why})");
-            for line in jmx.into_iter().chain(pools) {
-                out.push('\n');
-                out.push_str(&line);
-            }
-            return out;
-        }
-        let mut out = format!(
-            "Total GC count                : {:>12}\n\
-             Total GC memory               : {:>12}\n\
-             Total GC time                 : {:>12}\n\
-             Avg GC time                   : {:>12.3} ms\n\
-             StdDev GC time                : {:>12.3} ms\n\
-             Max GC pause                  : {:>12.3} ms\n\
-             Allocation stalls             : {:>12}",
-            self.gc_count,
-            format!("{:.3} GiB", self.gc_reclaimed_mb / 1024.0),
-            if self.gc_total_ms >= 1_000.0 {
-                format!("{:.3} s", self.gc_total_ms / 1e3)
-            } else {
-                format!("{:.3} ms", self.gc_total_ms)
-            },
-            self.gc_mean_ms,
-            self.gc_stddev_ms,
-            self.gc_max_ms,
-            if self.allocation_stalls > 0 {
-                format!(
-                    "{} (max {:.1} ms)",
-                    self.allocation_stalls, self.allocation_stall_max_ms
-                )
-            } else {
-                "0".into()
-            },
-        );
-        out.push_str(&format!(
-            "\nServer CPU                    : {:>12.2} cores\nClient CPU (caplab)           : {:>12.2} cores",
-            self.server_cpu_cores, self.client_cpu_cores
-        ));
-        let flushes: usize = self.nodes.iter().map(|n| n.flushes.count).sum();
-        if flushes > 0 {
-            let mb = total(self.nodes.iter().map(|n| n.flushes.written_mb));
-            let ops: u64 = self.nodes.iter().map(|n| n.flushes.ops).sum();
-            out.push_str(&format!(
-                "\nMemtable flushes              : {:>12} ({} ops, {:.1} MiB written, {:.2} MiB/s, {:.2} µs flush CPU per flushed op)",
-                flushes,
-                group(ops as f64),
-                mb,
-                mb / self.window_s.max(1e-9),
-                self.flush_cpu_us_per_flushed_op().unwrap_or(0.0)
-            ));
-        }
-        for e in &self.events {
-            out.push_str(&format!(
-                "\nNode event                    : {} {} at {}",
-                e.node,
-                e.event,
-                humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(e.at_ms))
-            ));
-        }
-        for line in jmx.into_iter().chain(pools) {
-            out.push('\n');
-            out.push_str(&line);
-        }
-        out
     }
 }
 
@@ -523,7 +441,7 @@ mod tests {
     fn flush_cost_is_the_writers_cpu_per_operation_they_flushed_on_every_node() {
         let mut s = ServerReport::not_collected("test");
         s.not_collected = None;
-        s.window_s = 60.0;
+        s.measured_s = 60.0;
         assert_eq!(s.flush_cpu_us_per_flushed_op(), None, "no nodes, no flushes");
         // A replica's flush counts its own operations: 3 s of CPU over 1.5M flushed ops is 2 µs,
         // whatever the client sent. A node that flushed nothing adds no cost and no operations.

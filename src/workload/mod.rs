@@ -4,10 +4,10 @@
 
 pub mod ann;
 pub mod builtin;
-pub mod dynamic;
 pub mod e1;
 pub mod generate;
 pub mod profile;
+pub mod profile_workload;
 pub mod schema;
 pub mod stress;
 pub mod values;

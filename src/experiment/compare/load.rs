@@ -5,7 +5,8 @@ use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use std::path::Path;
 
-use crate::measure::{CapacityReport, RunResult};
+use crate::capacity::CapacityReport;
+use crate::measure::RunResult;
 
 /// A run's per-second values over its measured window.
 #[derive(Debug, Clone, Default)]

@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod render;
 pub mod statistics;
 pub mod units;
+pub mod verdict;
 
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +39,7 @@ pub use load::{Observation, Series};
 pub use metrics::metric_keys;
 pub use statistics::{Ask, compare};
 pub use units::Unit;
+pub use verdict::Verdict;
 
 /// A run left out of a comparison because its window was not steady.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,7 +73,7 @@ pub struct Figure {
     pub p: Option<f64>,
     pub p_adjusted: Option<f64>,
     /// For one look planned in advance: significant (better, worse), negligible, not significant.
-    pub verdict: String,
+    pub verdict: Verdict,
     /// A primary metric's answer (better, worse, equivalent, open), which stays valid across the
     /// rounds looked at and so is the one to act on where it and `verdict` differ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,7 +86,7 @@ impl Figure {
     pub fn verdict_text(&self) -> String {
         match self.answer {
             Some(d) => format!("answer {}; one planned look: {}", d.name().to_uppercase(), self.verdict),
-            None => self.verdict.clone(),
+            None => self.verdict.to_string(),
         }
     }
 }

@@ -8,7 +8,7 @@
 use super::answer::{Answer, Question, pooled_answers, sitting_answers};
 use super::metrics::{Metric, metrics};
 use super::units::{Unit, blocked, pairs};
-use super::{Comparison, Excluded, Figure, Row};
+use super::{Comparison, Excluded, Figure, Row, Verdict};
 use crate::metrics::recorder::new_histogram;
 use crate::stats::{self, Estimate, meta, ratio};
 
@@ -64,7 +64,7 @@ pub fn compare(measurement: &str, variants: &[(String, Vec<Unit>)], ask: Ask) ->
     for row in &mut rows {
         let better_up = row.higher_is_better;
         let base_mean = row.cells[ask.baseline].mean;
-        for cell in row.cells.iter_mut().filter(|c| c.verdict.is_empty()) {
+        for cell in row.cells.iter_mut().filter(|c| c.verdict.is_pending()) {
             cell.verdict = verdict(cell, base_mean, ask.floor, better_up);
         }
     }
@@ -231,13 +231,11 @@ fn row(
             ratio_ci: None,
             p: None,
             p_adjusted: None,
-            verdict: String::new(),
+            verdict: Verdict::pending(),
             answer: None,
         };
         if i == baseline {
-            cell.verdict = short[i]
-                .as_ref()
-                .map_or_else(|| "baseline".into(), |why| format!("baseline: {why}"));
+            cell.verdict = Verdict::Baseline(short[i].clone());
         } else if let Some(why) = short[i].as_ref().or(short[baseline].as_ref()) {
             // Not tested: what would be compared is not steady enough.
             cell.ratio = match (base, est) {
@@ -245,9 +243,9 @@ fn row(
                 _ => None,
             };
             cell.verdict = if short[i].is_some() {
-                why.clone()
+                Verdict::Short(why.clone())
             } else {
-                format!("baseline has {why}")
+                Verdict::BaselineShort(why.clone())
             };
         } else if let (Some(b), Some(e)) = (base, est) {
             cell.ratio = (b.mean != 0.0).then(|| e.mean / b.mean);
@@ -256,9 +254,9 @@ fn row(
             // test, and no test to spend the correction on.
             let same_constant = b.variance == 0.0 && e.variance == 0.0 && b.mean == e.mean;
             if same_constant {
-                cell.verdict = "no difference (every value the same)".into();
+                cell.verdict = Verdict::NoDifference;
             } else if ask.tested.is_some_and(|t| !t.iter().any(|k| k == metric.key)) {
-                cell.verdict = "not tested (not in the experiment's metrics)".into();
+                cell.verdict = Verdict::NotTested;
             } else if testable {
                 let logs = by_repeats
                     .then(|| log_ratio(&variants[baseline].1, units, metric.key, ask.sittings.len().max(1)))
@@ -332,41 +330,39 @@ fn pooled(q: f64, units: &[Unit]) -> Option<f64> {
 
 /// `base_mean` gives the direction when there is no ratio (a baseline of 0: no GC pause in any
 /// repeat, say).
-fn verdict(cell: &Figure, base_mean: Option<f64>, floor: f64, higher_is_better: bool) -> String {
+fn verdict(cell: &Figure, base_mean: Option<f64>, floor: f64, higher_is_better: bool) -> Verdict {
     let Some(p) = cell.p_adjusted else {
-        return "too few repeats to test".into();
+        return Verdict::TooFew;
     };
     let within_floor = |r: f64| (r - 1.0).abs() < floor;
     if let Some((lo, hi)) = cell.ratio_ci
         && within_floor(lo)
         && within_floor(hi)
     {
-        return format!("negligible (within ±{:.0}%)", floor * 100.0);
+        return Verdict::Negligible { floor, bounded: true };
     }
     if p >= ALPHA {
-        return "not significant".into();
+        return Verdict::NotSignificant;
     }
     match cell.ratio {
-        Some(r) if within_floor(r) => format!("negligible (< {:.0}%)", floor * 100.0),
-        Some(r) => {
-            let better = (r > 1.0) == higher_is_better;
-            format!("significant, {}", if better { "better" } else { "worse" })
-        }
+        Some(r) if within_floor(r) => Verdict::Negligible { floor, bounded: false },
+        Some(r) => direction((r > 1.0) == higher_is_better),
         None => match (cell.mean, base_mean) {
-            (Some(m), Some(b)) if m != b => {
-                let better = (m > b) == higher_is_better;
-                format!("significant, {}", if better { "better" } else { "worse" })
-            }
-            _ => "significant".into(),
+            (Some(m), Some(b)) if m != b => direction((m > b) == higher_is_better),
+            _ => Verdict::Significant,
         },
     }
+}
+
+fn direction(better: bool) -> Verdict {
+    if better { Verdict::Better } else { Verdict::Worse }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capacity::CapacityReport;
     use crate::experiment::compare::{Observation, Question, Series};
-    use crate::measure::capacity_report::CapacityReport;
     use crate::metrics::recorder::new_histogram;
 
     const ONE: [String; 0] = [];
@@ -436,13 +432,16 @@ mod tests {
         let b = &row.cells[1];
         let (lo, hi) = b.ratio_ci.unwrap();
         assert!(lo < 2.0 && hi > 2.0 && (b.ratio.unwrap() - 2.0).abs() < 0.02, "{b:?}");
-        assert_eq!(b.verdict, "significant, better");
+        assert_eq!(b.verdict, Verdict::Better);
         assert!(
-            row.cells[2].verdict.starts_with("negligible") || row.cells[2].verdict == "not significant",
+            matches!(
+                row.cells[2].verdict,
+                Verdict::Negligible { .. } | Verdict::NotSignificant
+            ),
             "{:?}",
             row.cells[2]
         );
-        assert_eq!(row.cells[0].verdict, "baseline");
+        assert_eq!(row.cells[0].verdict, Verdict::Baseline(None));
         // Identical variants are never different.
         let aa = compare(
             "cap",
@@ -458,7 +457,7 @@ mod tests {
                 own: &[],
             },
         );
-        assert!(aa.rows.iter().all(|r| !r.cells[1].verdict.starts_with("significant")));
+        assert!(aa.rows.iter().all(|r| !r.cells[1].verdict.significant()));
         assert!(cmp.render().contains("×2.0"), "{}", cmp.render());
         // Metrics the experiment does not ask about keep their numbers but get no test.
         let b = vec![capacity(2000.0), capacity(2030.0), capacity(1985.0)];
@@ -477,10 +476,7 @@ mod tests {
             },
         );
         let cell = &only.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
-        assert_eq!(
-            (cell.p, cell.verdict.as_str()),
-            (None, "not tested (not in the experiment's metrics)")
-        );
+        assert_eq!((cell.p, &cell.verdict), (None, &Verdict::NotTested));
         assert!(cell.ratio.is_some() && cell.ratio_ci.is_none());
     }
 
@@ -577,7 +573,7 @@ mod tests {
         // question looked at every round must not be read by.
         let cell = |c: &Comparison, metric: &str| c.rows.iter().find(|r| r.metric == metric).unwrap().cells[1].clone();
         assert_eq!(cell(&early, "throughput").answer, Some(Decision::Open));
-        assert_eq!(cell(&early, "throughput").verdict, "significant, better");
+        assert_eq!(cell(&early, "throughput").verdict, Verdict::Better);
         assert_eq!(cell(&early, "p50").answer, None, "p50 is not a primary metric here");
         assert!(
             early
@@ -652,7 +648,7 @@ mod tests {
         );
         let t = &cmp.rows.iter().find(|r| r.metric == "throughput").unwrap().cells[1];
         assert!((t.ratio.unwrap() - 2003.3 / 1005.0).abs() < 0.01, "{t:?}");
-        assert_eq!(t.verdict, "significant, better");
+        assert_eq!(t.verdict, Verdict::Better);
         // Kept in, the warm-up run drags the baseline's mean down.
         let all = compare(
             "insert",
@@ -692,7 +688,7 @@ mod tests {
             },
         );
         let t = &cmp.rows.iter().find(|r| r.metric == "throughput").unwrap().cells[1];
-        assert_eq!(t.verdict, "too few steady repeats (1 of 3 steady)", "{t:?}");
+        assert_eq!(t.verdict.to_string(), "too few steady repeats (1 of 3 steady)", "{t:?}");
         assert_eq!((t.p, t.ratio_ci), (None, None));
         assert_eq!(cmp.excluded.len(), 2);
         // The header names each variant's count and does not claim a weaker test was made.
@@ -726,7 +722,7 @@ mod tests {
             },
         );
         let c = &cmp.rows.iter().find(|r| r.metric == "capacity").unwrap().cells[1];
-        assert_eq!((c.ratio, c.verdict.as_str()), (None, "significant, better"), "{c:?}");
+        assert_eq!((c.ratio, &c.verdict), (None, &Verdict::Better), "{c:?}");
     }
 
     #[test]
@@ -749,7 +745,7 @@ mod tests {
             },
         );
         let row = &cmp.rows[0];
-        assert_eq!(row.cells[1].verdict, "too few repeats to test");
+        assert_eq!(row.cells[1].verdict, Verdict::TooFew);
         assert_eq!(row.cells[1].ratio, Some(2.0));
         assert!(cmp.evidence.contains("weaker"));
     }

@@ -1,51 +1,10 @@
 //! Where a run keeps its operations' fates (`acks.bin`, written by `--validate`) and which of
-//! them a read-back samples: shared by E1's read-back (`validate`) and counter workloads'
-//! (`counts`).
+//! them a read-back samples: shared by E1's read-back and the counters' and claims'.
 
 use anyhow::{Context, Result, bail};
 use std::path::Path;
-use std::sync::Arc;
 
-use super::Step;
-use super::result::{About, RunResult};
-use super::sinks::Incomplete;
-use super::target::Site;
-use crate::console::say;
-use crate::engine::acks::{Acks, Tracked};
-use crate::engine::{Stop, Workload};
-
-/// Runs `step` with `workload`, keeping which operations were acknowledged, and saves that
-/// beside the results. None for the fates when the run was stopped: nothing is read back then
-/// (`caplab validate DIR` can, later), and the result is saved as it is.
-pub async fn run_tracked<W: Workload>(
-    step: &Step,
-    site: &Site,
-    workload: &Arc<W>,
-    about: &About,
-    stop: &Arc<Stop>,
-) -> Result<(RunResult, Option<Arc<Acks>>)> {
-    let acks = Arc::new(Acks::new());
-    let tracked = Arc::new(Tracked {
-        inner: workload.clone(),
-        acks: acks.clone(),
-    });
-    let mut result = step.run(site, tracked, about.clone(), stop.clone()).await?;
-    if let Err(e) = save_acks(&step.out, &acks) {
-        result.incomplete.push(Incomplete {
-            file: ACKS_FILE.into(),
-            reason: format!("{e:#}"),
-        });
-    }
-    if stop.is_requested() {
-        say(&format!(
-            "Not validated: the run was stopped. `caplab validate {}` reads its writes back later",
-            step.out.display()
-        ));
-        result.save(&step.out)?;
-        return Ok((result, None));
-    }
-    Ok((result, Some(acks)))
-}
+use crate::engine::acks::Acks;
 
 /// The file the operations' fates are kept in.
 pub const ACKS_FILE: &str = "acks.bin";

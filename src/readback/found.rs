@@ -1,5 +1,4 @@
-//! What `--validate` asks and what it found (result.json `validation`), apart from how the
-//! read-back runs (`validate`), so a result can hold it without depending on that.
+//! What `--validate` asks and what it found (result.json `validation`).
 
 use scylla::statement::Consistency;
 use serde::{Deserialize, Serialize};

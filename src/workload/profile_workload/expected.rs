@@ -1,5 +1,6 @@
 //! What a profile's tables should hold after a run, for the workloads whose writes say it
-//! whatever their order, and reading it back. Counters: each counter row touched should hold
+//! whatever their order, and how to read one of its rows: the workload's half of `--validate`
+//! (`readback` reads them all back and judges them). Counters: each counter row touched should hold
 //! the sum of its acknowledged increments, and at most that plus the increments sent and never
 //! acknowledged (a timed-out increment may have been applied, and counter writes are never
 //! retried); a row below its lower bound lost acknowledged increments, one above its upper bound
@@ -12,7 +13,7 @@ use scylla::statement::Consistency;
 use scylla::statement::prepared::PreparedStatement;
 use std::collections::HashMap;
 
-use super::{Dynamic, Op};
+use super::{Op, ProfileWorkload};
 use crate::client::classify;
 use crate::engine::acks::{Acks, Fate};
 use crate::metrics::ErrorKind;
@@ -74,7 +75,7 @@ impl Op {
     }
 }
 
-impl Dynamic {
+impl ProfileWorkload {
     /// Whether every write of the workload is a counter increment, so `--validate` can check
     /// its totals (and it has at least one).
     pub fn counts(&self) -> bool {

@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::result::{CAPACITY_FILE, RunResult, RunStatus};
+use super::plan::RateResult;
 use crate::console::group;
-use crate::sla::{RateResult, Sla};
+use crate::measure::result::{CAPACITY_FILE, RunResult, RunStatus};
+use crate::sla::Sla;
 
 /// One step as capacity.json records it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -178,7 +179,7 @@ impl CapacityReport {
         match self.status {
             RunStatus::Completed if self.held().is_some() => 0,
             RunStatus::Completed => 1,
-            RunStatus::Interrupted => super::signal::exit_code(self.interrupted_by.as_deref()),
+            RunStatus::Interrupted => crate::measure::signal::exit_code(self.interrupted_by.as_deref()),
             s => s.exit_code(),
         }
     }

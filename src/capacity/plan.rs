@@ -9,13 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::search::Search;
 use crate::console::group;
-
-/// One step to run: a rate and which repeat of it (from 1).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateStep {
-    pub rate: f64,
-    pub repeat: u32,
-}
+use crate::measure::result::CapacityStep;
 
 /// What a rate came to over its repeats.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,7 +38,7 @@ pub struct Plan {
     mode: Mode,
     repeats: u32,
     /// The rate being run, its last repeat, and whether every repeat so far passed.
-    current: Option<(RateStep, bool)>,
+    current: Option<(CapacityStep, bool)>,
     rates: Vec<RateResult>,
 }
 
@@ -128,10 +122,10 @@ impl Plan {
     }
 
     /// The next step to run, or None when the plan is done.
-    pub fn next_step(&mut self) -> Option<RateStep> {
+    pub fn next_step(&mut self) -> Option<CapacityStep> {
         if let Some((t, all_pass)) = self.current {
             if all_pass && t.repeat < self.repeats {
-                let next = RateStep {
+                let next = CapacityStep {
                     repeat: t.repeat + 1,
                     ..t
                 };
@@ -148,7 +142,7 @@ impl Plan {
                 r
             }
         };
-        let step = RateStep { rate, repeat: 1 };
+        let step = CapacityStep { rate, repeat: 1 };
         self.current = Some((step, true));
         Some(step)
     }
@@ -302,7 +296,7 @@ mod tests {
         let first = plan.next_step().unwrap();
         assert_eq!(
             first,
-            RateStep {
+            CapacityStep {
                 rate: 5_000.0,
                 repeat: 1
             }
@@ -311,7 +305,7 @@ mod tests {
         assert_eq!(plan.record(true), None, "one more repeat to go");
         assert_eq!(
             plan.next_step().unwrap(),
-            RateStep {
+            CapacityStep {
                 rate: 5_000.0,
                 repeat: 2
             }

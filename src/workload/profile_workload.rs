@@ -12,9 +12,9 @@
 //! reports whether the server applied it: one it did not counts as operation type
 //! `<name>_not_applied`, its latency and count apart from the applied ones.
 
-mod readback;
+mod expected;
 
-pub use readback::{Bounds, Claimed, Claims, Expected};
+pub use expected::{Bounds, Claimed, Claims, Expected};
 
 use anyhow::{Context, Result, bail};
 use scylla::client::session::Session;
@@ -59,7 +59,7 @@ pub fn is_conditional(cql: &str) -> bool {
     dml && words.any(|w| w.eq_ignore_ascii_case("IF"))
 }
 
-pub struct Dynamic {
+pub struct ProfileWorkload {
     session: Arc<Session>,
     ops: Vec<Op>,
     /// Cumulative weights, one per operation.
@@ -74,10 +74,10 @@ pub struct Dynamic {
 /// Per worker: for each operation, for each batch row, one value per bind marker.
 pub type Buffers = Vec<Vec<Vec<Value>>>;
 
-impl Dynamic {
+impl ProfileWorkload {
     /// Creates the keyspace and schema, prepares the operations and matches their binds;
     /// on any error, drops what it created.
-    pub async fn setup(session: Arc<Session>, profile: &Profile, recreate: bool) -> Result<Dynamic> {
+    pub async fn setup(session: Arc<Session>, profile: &Profile, recreate: bool) -> Result<ProfileWorkload> {
         let ks = &profile.keyspace;
         // What was there before (with --recreate, a differing keyspace is not kept).
         let before = match schema::keyspace(&session, ks).await? {
@@ -96,7 +96,7 @@ impl Dynamic {
         outcome
     }
 
-    async fn build(session: Arc<Session>, profile: &Profile) -> Result<Dynamic> {
+    async fn build(session: Arc<Session>, profile: &Profile) -> Result<ProfileWorkload> {
         let ks = &profile.keyspace;
         session.use_keyspace(ks, false).await?;
         for stmt in &profile.schema {
@@ -234,7 +234,7 @@ impl Dynamic {
                 sum
             })
             .collect();
-        Ok(Dynamic {
+        Ok(ProfileWorkload {
             session,
             ops,
             cumulative,
@@ -338,7 +338,7 @@ impl Dynamic {
     }
 }
 
-impl Workload for Dynamic {
+impl Workload for ProfileWorkload {
     type Worker = Buffers;
 
     fn op_names(&self) -> Vec<String> {
@@ -387,7 +387,7 @@ fn applied(r: scylla::response::query_result::QueryResult) -> bool {
 
 /// Writes every row of every partition with one operation, before measurement.
 pub struct Populate {
-    pub inner: Arc<Dynamic>,
+    pub inner: Arc<ProfileWorkload>,
     pub op: usize,
 }
 

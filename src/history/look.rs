@@ -1,13 +1,13 @@
-//! The options every `caplab history` command finds change points with (`--figure`,
-//! `--alpha`, `--weak`, `--min-change`, `--min-segment`, `--include-unsteady`, `--canary`), and
-//! the thresholds and points they make.
+//! How a look for change points is made: the options every `caplab history` command takes
+//! (`--figure`, `--alpha`, `--weak`, `--min-change`, `--min-segment`, `--include-unsteady`,
+//! `--canary`), and the thresholds, points and canary they make.
 
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::history::Stored;
-use crate::history::detect::{self, CHECKED, Found, Points};
-use crate::history::series::one_series;
+use super::Stored;
+use super::detect::{self, CHECKED, Found, Points};
+use super::series::one_series;
 use crate::stats::changes::Settings;
 
 /// How change points are found.

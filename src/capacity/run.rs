@@ -8,13 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::capacity_report::{CapacityReport, Cost, SearchStep};
-use super::load::Load;
-use super::result::{CAPACITY_FILE, CapacityStep, RunResult, RunStatus};
-use super::sinks::Show;
-use super::step::Step;
-use super::target::Target;
-use super::workload::{Choice, Prepared};
+use super::plan::Plan;
+use super::report::{CapacityReport, Cost, SearchStep};
 use crate::cluster::Home;
 use crate::cluster::local::{self, StartOptions, StopOptions};
 use crate::cluster::nodetool::JmxTarget;
@@ -22,7 +17,10 @@ use crate::console::{group, say};
 use crate::engine::{LoaderSlice, Stop, Warmup};
 use crate::faults::Injector;
 use crate::files::write_json;
-use crate::sla::{Plan, Sla};
+use crate::measure::load::Load;
+use crate::measure::result::{CAPACITY_FILE, CapacityStep, RunResult, RunStatus};
+use crate::measure::{Choice, Prepared, Show, Step, Target};
+use crate::sla::Sla;
 
 /// A price to put on the capacity found.
 #[derive(Debug, Clone, Copy)]
@@ -66,7 +64,7 @@ pub struct Capacity {
     /// The user's labels, kept in capacity.json and every step's result.json.
     pub labels: std::collections::BTreeMap<String, String>,
     /// Read back each step's acknowledged writes (`--validate`), into its result.json.
-    pub validate: Option<super::validation::ValidateOptions>,
+    pub validate: Option<crate::readback::ValidateOptions>,
     /// The live metrics every step adds to.
     pub live: Option<crate::live::Feed>,
 }

@@ -1,0 +1,108 @@
+//! E1's read-back: each acknowledged operation's rows are recomputed from its index and read
+//! back by key (`workload::e1`'s `read_back`), and compared with what was written.
+
+use anyhow::Result;
+use scylla::statement::Consistency;
+use scylla::statement::prepared::PreparedStatement;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::fates::sampled;
+use super::found::Validation;
+use super::readers::{Reader, read_all};
+use crate::engine::acks::{Acks, Fate};
+use crate::engine::{Stop, Workload};
+use crate::workload::e1::{E1, RowBuf};
+
+/// Examples of operations with missing or wrong rows kept in the result.
+const EXAMPLES: usize = 10;
+
+/// Reads back the acknowledged operations of `acks` from `workload` at `consistency`, `in_flight`
+/// reads at once; `stop` ends it early (what was read so far is returned).
+pub async fn read_back_e1(
+    workload: &Arc<E1>,
+    acks: &Arc<Acks>,
+    consistency: Consistency,
+    fraction: f64,
+    in_flight: usize,
+    stop: &Arc<Stop>,
+) -> Result<Validation> {
+    let began = Instant::now();
+    let stmt = Arc::new(workload.read_back_statement(consistency).await?);
+    let tallies = read_all(in_flight, stop, || Operations {
+        workload: workload.clone(),
+        acks: acks.clone(),
+        stmt: stmt.clone(),
+        fraction,
+        rows: workload.worker(0),
+        found: Validation::default(),
+    })
+    .await?;
+    let mut all = Validation {
+        consistency: format!("{consistency:?}"),
+        fraction,
+        ..Validation::default()
+    };
+    for v in tallies {
+        all.add(v);
+    }
+    all.examples.sort_unstable();
+    all.examples.truncate(EXAMPLES);
+    all.elapsed_s = began.elapsed().as_secs_f64();
+    all.stopped = stop.is_requested();
+    Ok(all)
+}
+
+/// A reader of operations by index.
+struct Operations {
+    workload: Arc<E1>,
+    acks: Arc<Acks>,
+    stmt: Arc<PreparedStatement>,
+    fraction: f64,
+    rows: Vec<RowBuf>,
+    found: Validation,
+}
+
+impl Reader for Operations {
+    type Tally = Validation;
+
+    async fn read(&mut self, i: u64) -> bool {
+        if i >= self.acks.extent() {
+            return false;
+        }
+        let v = &mut self.found;
+        match self.acks.fate(i) {
+            Fate::NotSent | Fate::NotApplied => return true,
+            Fate::Unknown => {
+                v.unknown += 1;
+                return true;
+            }
+            Fate::Acknowledged if !sampled(i, self.fraction) => return true,
+            Fate::Acknowledged => {}
+        }
+        v.operations += 1;
+        match self.workload.read_back(&self.stmt, &mut self.rows, i).await {
+            Ok(back) => {
+                let one = Validation {
+                    rows: back.rows,
+                    found: back.found,
+                    missing: back.missing,
+                    wrong: back.wrong,
+                    ..Validation::default()
+                };
+                // Each reader meets its indices in increasing order: its first EXAMPLES hold
+                // every one of the run's first EXAMPLES it read.
+                if one.lost() > 0 && v.examples.len() < EXAMPLES {
+                    v.examples.push(i);
+                }
+                v.add(one);
+            }
+            Err(kind) => *v.unreadable.entry(kind.name().to_string()).or_default() += 1,
+        }
+        true
+    }
+
+    fn tally(self) -> Validation {
+        self.found
+    }
+}
