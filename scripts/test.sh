@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # README's test command: installs what the tests need and the machine lacks (scripts/setup.sh
-# --test), then runs the whole suite, `cargo test` (arguments are passed on, e.g. `--test run`).
+# --test), then runs the whole suite, two test files at a time (scripts/lanes.py); with
+# arguments, `cargo test ARGS` instead (e.g. `--test run`, or `--test faults pause_at_quorum`).
 # The tests start and stop real Cassandra nodes; whatever happens, none outlives this script.
 #
 #   scripts/test.sh --fast   the fast loop: every test that needs no Cassandra node (the unit
-#                            tests, the layout checks, and the test files that never take
+#                            tests, the layout and link checks, and the test files that never take
 #                            common::jvm_lock: today refusals, gclog, hot_path_alloc, k8s),
 #                            about a minute after the build.
 #                            The full suite stays the command CI runs.
@@ -19,6 +20,7 @@ scripts/setup.sh --test
 if [ "${1:-}" = "--fast" ]; then
   shift
   python3 scripts/check-layout.py
+  python3 scripts/check-links.py
   # The rule: every test that starts a Cassandra node takes common::jvm_lock, so the files
   # that never name it are the ones that need no node.
   fast=()
@@ -35,4 +37,10 @@ cleanup() {
   pkill -KILL -f "$target/tmp/caplab-tests" 2>/dev/null || true
 }
 trap cleanup EXIT INT TERM
-cargo test "$@"
+if [ $# -eq 0 ]; then
+  # The whole suite: every test binary built once, the files run two at a time, longest first
+  # (scripts/lanes.py says why and how they are grouped).
+  python3 scripts/lanes.py
+else
+  cargo test "$@"
+fi

@@ -2,10 +2,11 @@
 //! server's (a keyspace left with other settings is refused or recreated), SIGTERM keeps the
 //! run, runs started in the same second never share a directory, secrets are never written, a
 //! full disk leaves whole files and a printed summary, and Unavailable is reported as such.
+//! Every scenario is a test of its own on one of two shared clusters (one node, three nodes).
 
 mod common;
 
-use common::{Args, Lab, Scenarios, fails, jvm_lock, ok, result_json, signal, stderr, stdout, wait_for_seconds};
+use common::{Args, Lab, Shared, fails, jvm_lock, ok, result_json, signal, stderr, stdout, wait_for_seconds};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
@@ -67,30 +68,22 @@ fn run(lab: &Lab, out: &str, extra: &[&str]) -> Output {
     lab.caplab(&args.refs())
 }
 
-/// One node: five scenarios in turn (each named when it fails; a later one may depend on the
-/// keyspace an earlier one left).
-#[test]
-fn results_survive_faults_and_record_what_ran() {
-    let _jvm = jvm_lock();
-    let lab = Lab::new("faults");
-    ok(lab.start(&[]));
-    let mut s = Scenarios::new();
-    s.run("a schema unlike the one asked for is refused", || {
-        a_schema_unlike_the_one_asked_for_is_refused(&lab)
-    });
-    s.run("SIGTERM is a Ctrl-C", || sigterm_is_a_ctrl_c(&lab));
-    s.run("loaders get their own directories", || {
-        loaders_get_their_own_directories_and_results_are_not_overwritten(&lab)
-    });
-    s.run("passwords never reach a file", || passwords_never_reach_a_file(&lab));
-    s.run("a full disk keeps every whole second", || {
-        a_full_disk_keeps_every_whole_second(&lab)
-    });
-    s.finish();
+static ONE: Shared<()> = Shared::new();
+
+/// One node, shared by the single-node tests; each uses a keyspace (or directory) of its own, so
+/// none depends on what another left.
+fn one() -> &'static Lab {
+    &ONE.get("faults", |lab| {
+        ok(lab.start(&[]));
+    })
+    .0
 }
 
 /// A keyspace left with RF 1 is not silently run on when RF 3 is asked for.
-fn a_schema_unlike_the_one_asked_for_is_refused(lab: &Lab) {
+#[test]
+fn a_schema_unlike_the_one_asked_for_is_refused() {
+    let _jvm = jvm_lock();
+    let lab = one();
     ok(run(lab, "rf1", &["-n", "100"]));
     let err = fails(run(lab, "rf3-refused", &["-n", "100", "--replication-factor", "3"]));
     assert!(
@@ -122,7 +115,10 @@ fn a_schema_unlike_the_one_asked_for_is_refused(lab: &Lab) {
 }
 
 /// SIGTERM is a Ctrl-C: in-flight operations finish, everything is written, exit 143.
-fn sigterm_is_a_ctrl_c(lab: &Lab) {
+#[test]
+fn sigterm_is_a_ctrl_c() {
+    let _jvm = jvm_lock();
+    let lab = one();
     let term = lab.home.join("sigterm");
     let child = lab.spawn(&lab.run_args("sigterm", &["--rate", "1000", "--duration", "60s"]));
     wait_for_seconds(&term, 3);
@@ -149,7 +145,10 @@ fn sigterm_is_a_ctrl_c(lab: &Lab) {
 
 /// Two loaders started in the same second each get their own directory; an --out that
 /// holds results is refused unless --force.
-fn loaders_get_their_own_directories_and_results_are_not_overwritten(lab: &Lab) {
+#[test]
+fn loaders_get_their_own_directories_and_results_are_not_overwritten() {
+    let _jvm = jvm_lock();
+    let lab = one();
     let loaders: Vec<Child> = ["1/2", "2/2"]
         .iter()
         .map(|slice| {
@@ -192,22 +191,27 @@ fn loaders_get_their_own_directories_and_results_are_not_overwritten(lab: &Lab) 
         .collect();
     slices.sort();
     assert_eq!(slices, ["1/2", "2/2"]);
-    let err = fails(run(lab, "rf3", &["-n", "10"]));
+    ok(lab.run("dirs", &["-n", "10"]));
+    let err = fails(lab.run("dirs", &["-n", "10"]));
     assert!(
         err.contains("already holds results") && err.contains("--force"),
         "{err}"
     );
-    ok(run(lab, "rf3", &["-n", "10", "--replication-factor", "3", "--force"]));
+    ok(lab.run("dirs", &["-n", "10", "--force"]));
 }
 
 /// Passwords never reach a file: not in result.json's command, not in a JMX password file.
-fn passwords_never_reach_a_file(lab: &Lab) {
+#[test]
+fn passwords_never_reach_a_file() {
+    let _jvm = jvm_lock();
+    let lab = one();
     let secret_out = lab.home.join("secrets");
     let jmx = format!("127.0.0.1:{}", lab.jmx_port);
-    let o = run(
-        lab,
+    let o = lab.run(
         "secrets",
         &[
+            "--keyspace",
+            "secrets",
             "-n",
             "200",
             "--replication-factor",
@@ -242,7 +246,10 @@ fn passwords_never_reach_a_file(lab: &Lab) {
 /// A disk that fills up during the run: measuring goes on, the summary is printed, the
 /// interval log and CSV keep every whole second written, no temporary file is left, and
 /// the run says what is incomplete and exits 1.
-fn a_full_disk_keeps_every_whole_second(lab: &Lab) {
+#[test]
+fn a_full_disk_keeps_every_whole_second() {
+    let _jvm = jvm_lock();
+    let lab = one();
     let disk = SmallDisk::mount(lab.home.join("small-disk"), 64);
     let full = disk.0.join("r");
     let o = lab.run("small-disk/r", &["--rate", "1000", "--duration", "25s"]);
@@ -278,38 +285,32 @@ fn proc_state(lab: &Lab, node: &str) -> Option<char> {
     stat.rsplit(')').next()?.trim().chars().next()
 }
 
-/// 3 nodes, RF 3: faults on schedule, judged (a pause at QUORUM, a kill and restart at ALL,
-/// Ctrl-C in the middle of a fault, bad schedules refused); then two nodes stopped by hand, and
-/// QUORUM reports Unavailable as such.
-#[test]
-fn faults_on_schedule_are_measured_and_undone_and_unavailable_is_reported_as_unavailable() {
-    let _jvm = jvm_lock();
-    let lab = Lab::new("faults-three");
-    ok(lab.start(&["--nodes", "3"]));
-    let hosts = lab.cql();
-    ok(lab.run(
-        "create",
-        &["--replication-factor", "3", "--keyspace", "rf3", "-n", "100"],
-    ));
-    let mut s = Scenarios::new();
-    s.run("refused schedules", || refused_schedules(&lab, &hosts));
-    s.run("pause at QUORUM", || pause_at_quorum(&lab, &hosts));
-    s.run("kill at ALL", || kill_at_all(&lab, &hosts));
-    s.run("kill at ONE in a capacity search", || {
-        kill_at_one_in_a_capacity_search(&lab, &hosts)
-    });
-    s.run("Ctrl-C in a fault", || interrupted_in_a_fault(&lab, &hosts));
-    s.run("delay through the proxy", || delay_through_the_proxy(&lab, &hosts));
-    s.run("QUORUM with two of three down is unavailable", || {
-        unavailable_at_quorum(&lab, &hosts)
-    });
-    s.finish();
+static THREE: Shared<()> = Shared::new();
+
+/// 3 nodes and a keyspace rf3 with RF 3, shared by the tests of faults on schedule (a pause at
+/// QUORUM, a kill and restart at ALL, Ctrl-C in the middle of a fault, bad schedules refused, a
+/// delay through the proxy) and of two nodes stopped by hand; each leaves all three up.
+fn three() -> &'static Lab {
+    &THREE
+        .get("faults-three", |lab| {
+            ok(lab.start(&["--nodes", "3"]));
+            ok(lab.run(
+                "create",
+                &["--replication-factor", "3", "--keyspace", "rf3", "-n", "100"],
+            ));
+        })
+        .0
 }
 
 /// Two of three nodes stopped by hand: QUORUM reports Unavailable, not timeouts or
 /// connection errors.
-fn unavailable_at_quorum(lab: &Lab, hosts: &str) {
+#[test]
+fn unavailable_at_quorum() {
+    let _jvm = jvm_lock();
+    let lab = three();
+    let hosts = &lab.cql();
     ok(lab.caplab(&["node", "stop", "node2", "node3", "--no-drain", "--timeout", "20"]));
+    let _whole = StartAgain(lab);
     // Until node1's failure detector marks them down, writes time out instead: asks node1
     // until it answers a QUORUM write with Unavailable.
     let began = std::time::Instant::now();
@@ -353,7 +354,17 @@ fn unavailable_at_quorum(lab: &Lab, hosts: &str) {
     );
 }
 
-/// `caplab run` against the RF 3 keyspace, 10 s of warm-up, into `name`.
+/// Starts the stopped nodes again when dropped (`node start` starts only those), so the other
+/// tests find all three up even when this one fails.
+struct StartAgain<'a>(&'a Lab);
+
+impl Drop for StartAgain<'_> {
+    fn drop(&mut self) {
+        let o = self.0.start(&["--nodes", "3"]);
+        assert!(o.status.success() || std::thread::panicking(), "{}", stderr(&o));
+    }
+}
+
 /// A run on the 3 nodes, RF 3, in keyspace rf3 unless `extra` names another (a fresh one, for
 /// reading back exactly this run's writes).
 fn fault_run(lab: &Lab, hosts: &str, name: &str, extra: &[&str]) -> Output {
@@ -396,7 +407,11 @@ fn quorum_write_error(hosts: &str) -> Option<String> {
     })
 }
 
-fn refused_schedules(lab: &Lab, hosts: &str) {
+#[test]
+fn refused_schedules() {
+    let _jvm = jvm_lock();
+    let lab = three();
+    let hosts = &lab.cql();
     let run = |name: &str, extra: &[&str]| fault_run(lab, hosts, name, extra);
     // Bad schedules are refused before anything runs, naming the fix.
     for (fault, why) in [
@@ -435,7 +450,11 @@ fn refused_schedules(lab: &Lab, hosts: &str) {
     assert!(!lab.home.join("refused/result.json").exists());
 }
 
-fn pause_at_quorum(lab: &Lab, hosts: &str) {
+#[test]
+fn pause_at_quorum() {
+    let _jvm = jvm_lock();
+    let lab = three();
+    let hosts = &lab.cql();
     let run = |name: &str, extra: &[&str]| fault_run(lab, hosts, name, extra);
     // A pause at QUORUM: operations coordinated by the paused node wait or time out; the
     // client sees it at once, and recovers after the node resumes. 300 op/s: three nodes on
@@ -498,7 +517,11 @@ fn lost_nothing(doc: &serde_json::Value, consistency: &str) {
     assert_eq!(v["table_had_rows"], false, "a fresh keyspace: {v}");
 }
 
-fn kill_at_all(lab: &Lab, hosts: &str) {
+#[test]
+fn kill_at_all() {
+    let _jvm = jvm_lock();
+    let lab = three();
+    let hosts = &lab.cql();
     let run = |name: &str, extra: &[&str]| fault_run(lab, hosts, name, extra);
     // A kill at ALL, restarted after 5 s: until node3 is back every write fails, as unavailable
     // or a timeout, never as anything else (nothing succeeds for longer than the default 10 s
@@ -544,7 +567,11 @@ fn kill_at_all(lab: &Lab, hosts: &str) {
     assert!(proc_state(lab, "node3").is_some_and(|s| s != 'T'), "node3 runs again");
 }
 
-fn kill_at_one_in_a_capacity_search(lab: &Lab, hosts: &str) {
+#[test]
+fn kill_at_one_in_a_capacity_search() {
+    let _jvm = jvm_lock();
+    let lab = three();
+    let hosts = &lab.cql();
     // A capacity search whose every step carries a kill: at ONE, with the token-aware client,
     // every row has two more replicas and the driver sends to them, so only what was in flight
     // on node3 when it died fails.
@@ -597,7 +624,11 @@ fn kill_at_one_in_a_capacity_search(lab: &Lab, hosts: &str) {
     assert!(proc_state(lab, "node3").is_some_and(|s| s != 'T'), "node3 runs again");
 }
 
-fn interrupted_in_a_fault(lab: &Lab, hosts: &str) {
+#[test]
+fn interrupted_in_a_fault() {
+    let _jvm = jvm_lock();
+    let lab = three();
+    let hosts = &lab.cql();
     // Ctrl-C in the middle of a pause: the run stops and the node is resumed.
     let mut child = lab.spawn(&Args::new(&[
         "run",
@@ -629,7 +660,11 @@ fn interrupted_in_a_fault(lab: &Lab, hosts: &str) {
     assert!(doc["faults"][0]["start_s"].as_f64().is_some(), "{}", doc["faults"]);
 }
 
-fn delay_through_the_proxy(lab: &Lab, hosts: &str) {
+#[test]
+fn delay_through_the_proxy() {
+    let _jvm = jvm_lock();
+    let lab = three();
+    let hosts = &lab.cql();
     let run = |name: &str, extra: &[&str]| fault_run(lab, hosts, name, extra);
     // 50 ms on node2's responses, through a proxy, at ONE: the operations node2 coordinates
     // (a third: every node is a replica of every row) take 50 ms more, and the others do not.

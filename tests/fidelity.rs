@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Args, Lab, Scenarios, jvm_lock, ok, result_json, signal, wait_for_seconds};
+use common::{Args, Lab, Shared, jvm_lock, ok, result_json, signal, wait_for_seconds};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
@@ -15,9 +15,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn node_pid(lab: &Lab) -> Pid {
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(lab.home.join("nodes/node1/state.json")).unwrap()).unwrap();
-    Pid::from_raw(state["pid"].as_u64().unwrap() as i32)
+    Pid::from_raw(common::node_pid(lab) as i32)
 }
 
 /// Stops the node's process for `pause`, then lets it go on.
@@ -38,8 +36,7 @@ fn f(v: &serde_json::Value) -> f64 {
 #[test]
 fn a_rare_slow_read_delays_only_itself() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("fidelity-hol");
-    ok(lab.start(&[]));
+    let lab = lab();
     let out = lab.home.join("hol");
     // bench/profiles/rare-slow-read.yaml with scans of 40,000 rows: 1,000 op/s with 256 in
     // flight, each worker lane of the old engine came round every 256 ms, and a scan must take
@@ -90,48 +87,37 @@ fn a_rare_slow_read_delays_only_itself() {
     );
 }
 
-#[test]
-fn every_due_operation_is_accounted_for() {
-    let _jvm = jvm_lock();
-    let lab = Lab::new("fidelity");
-    ok(lab.start(&[]));
-    let hosts = lab.cql();
-    let pid = node_pid(&lab);
-    let dir = |name: &str| lab.home.join(name);
-    // Warm the node so the runs below measure stalls, not a cold JIT.
-    ok(lab.caplab(&[
-        "run",
-        "--warmup",
-        "0s",
-        "--hosts",
-        &hosts,
-        "--duration",
-        "5s",
-        "-q",
-        "--out",
-        dir("warm").to_str().unwrap(),
-    ]));
+static LAB: Shared<()> = Shared::new();
 
-    let mut s = Scenarios::new();
-    s.run("a stall at the end is in the percentiles", || {
-        a_stall_at_the_end_is_in_the_percentiles(&lab, &hosts, pid)
-    });
-    s.run("timeouts are in p99 and fail the window", || {
-        timeouts_are_in_p99_and_fail_the_window(&lab, &hosts, pid)
-    });
-    s.run("Ctrl-C ends the window with nothing due left out", || {
-        ctrl_c_ends_the_window_with_nothing_due_left_out(&lab, &hosts)
-    });
-    s.run("two loaders log the same wall-clock seconds", || {
-        two_loaders_log_the_same_wall_clock_seconds(&lab, &hosts)
-    });
-    s.finish();
+/// The file's node, shared by its tests, warmed so the runs measure stalls, not a cold JIT.
+fn lab() -> &'static Lab {
+    &LAB.get("fidelity", |lab| {
+        ok(lab.start(&[]));
+        ok(lab.caplab(&[
+            "run",
+            "--warmup",
+            "0s",
+            "--hosts",
+            &lab.cql(),
+            "--duration",
+            "5s",
+            "-q",
+            "--out",
+            lab.home.join("warm").to_str().unwrap(),
+        ]));
+    })
+    .0
 }
 
 /// A stall at the very end: the node stops at 7 s of a 10 s run and resumes at 12 s. The
 /// 256 operations in flight complete in the drain; the rest of those due never went out.
 /// They are all in the percentiles, and the window (and the op rate) is the schedule's 10 s.
-fn a_stall_at_the_end_is_in_the_percentiles(lab: &Lab, hosts: &str, pid: Pid) {
+#[test]
+fn a_stall_at_the_end_is_in_the_percentiles() {
+    let _jvm = jvm_lock();
+    let (lab, pid) = (lab(), node_pid(lab()));
+    let hosts = &lab.cql();
+
     let dir = |name: &str| lab.home.join(name);
     let end_stall = dir("end-stall");
     let run = lab.spawn(&Args::new(&[
@@ -187,7 +173,12 @@ fn a_stall_at_the_end_is_in_the_percentiles(lab: &Lab, hosts: &str, pid: Pid) {
 
 /// Timeouts: the node stops for 3 s from 2 s into the run; with a 1 s client timeout the
 /// operations due meanwhile fail, and their latency is in p99 and in the SLA's window.
-fn timeouts_are_in_p99_and_fail_the_window(lab: &Lab, hosts: &str, pid: Pid) {
+#[test]
+fn timeouts_are_in_p99_and_fail_the_window() {
+    let _jvm = jvm_lock();
+    let (lab, pid) = (lab(), node_pid(lab()));
+    let hosts = &lab.cql();
+
     let dir = |name: &str| lab.home.join(name);
     let timeouts = dir("timeouts");
     let run = lab.spawn(&Args::new(&[
@@ -240,7 +231,12 @@ fn timeouts_are_in_p99_and_fail_the_window(lab: &Lab, hosts: &str, pid: Pid) {
 }
 
 /// Ctrl-C 10 s into 60 s: the window is those 10 s and nothing due is left out.
-fn ctrl_c_ends_the_window_with_nothing_due_left_out(lab: &Lab, hosts: &str) {
+#[test]
+fn ctrl_c_ends_the_window_with_nothing_due_left_out() {
+    let _jvm = jvm_lock();
+    let lab = lab();
+    let hosts = &lab.cql();
+
     let dir = |name: &str| lab.home.join(name);
     let interrupted = dir("interrupted");
     let run = lab.spawn(&Args::new(&[
@@ -278,7 +274,12 @@ fn ctrl_c_ends_the_window_with_nothing_due_left_out(lab: &Lab, hosts: &str) {
 
 /// Two loaders started 300 ms apart: their intervals are the same wall-clock seconds, so
 /// the two interval logs add up second by second.
-fn two_loaders_log_the_same_wall_clock_seconds(lab: &Lab, hosts: &str) {
+#[test]
+fn two_loaders_log_the_same_wall_clock_seconds() {
+    let _jvm = jvm_lock();
+    let lab = lab();
+    let hosts = &lab.cql();
+
     let dir = |name: &str| lab.home.join(name);
     let loaders: Vec<_> = ["1/2", "2/2"]
         .iter()

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Lab, Scenarios, fails, jvm_lock, ok, result_json, stderr, stdout};
+use common::{Lab, Shared, fails, jvm_lock, ok, result_json, stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -34,8 +34,13 @@ fn rows(db: &Path) -> i64 {
 /// The records in `db` as another process sees them now; 0 when it has no table yet (a
 /// writer killed while creating the schema leaves none: that transaction never committed).
 fn rows_so_far(db: &Path) -> i64 {
+    // A writer stopped while it holds a lock (switching a new file to WAL) answers busy at
+    // once: 0 so far, rather than waiting on a process that is not running.
     rusqlite::Connection::open(db)
-        .and_then(|c| c.query_row("SELECT count(*) FROM runs", [], |r| r.get(0)))
+        .and_then(|c| {
+            c.busy_timeout(Duration::ZERO)?;
+            c.query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        })
         .unwrap_or(0)
 }
 
@@ -56,76 +61,40 @@ fn copies(from: &Path, under: &Path, n: usize) -> Vec<PathBuf> {
         .collect()
 }
 
+static LAB: Shared<String> = Shared::new();
+
+/// The file's node and three runs recorded in the lab's own history: two of one configuration
+/// (labels differ), one at another rate, so two series. The first is long enough (10 whole
+/// seconds) for its own interval by sectioning. Returns the first run's stderr.
+fn lab() -> &'static Lab {
+    &shared().0
+}
+
+fn shared() -> &'static (Lab, String) {
+    LAB.get("history", |lab| {
+        ok(lab.start(&[]));
+        let a = ok(lab.run(
+            "run-a",
+            &["--rate", "1000", "--duration", "10s", "--label", "commit=aaa"],
+        ));
+        ok(lab.run(
+            "run-b",
+            &["--rate", "1000", "--duration", "10s", "--label", "commit=bbb"],
+        ));
+        ok(lab.run("run-c", &["--rate", "500", "--duration", "3s"]));
+        stderr(&a)
+    })
+}
+
 #[test]
-fn results_are_recorded_by_series_once_each_and_survive_writers() {
+fn a_run_says_where_it_was_recorded_with_its_series() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("history");
-    ok(lab.start(&[]));
+    let (lab, err) = shared();
     let db = lab.home.join("history.db");
-    let mut s = Scenarios::new();
-
-    // Two runs of one configuration (labels differ), one at another rate: two series. The
-    // first is long enough (10 whole seconds) for its own interval by sectioning.
-    let a = ok(lab.run(
-        "run-a",
-        &["--rate", "1000", "--duration", "10s", "--label", "commit=aaa"],
-    ));
-    ok(lab.run(
-        "run-b",
-        &["--rate", "1000", "--duration", "10s", "--label", "commit=bbb"],
-    ));
-    ok(lab.run("run-c", &["--rate", "500", "--duration", "3s"]));
-
-    s.run("a run says where it was recorded, with its series", || {
-        let err = stderr(&a);
-        assert!(
-            err.contains(&format!("History: recorded in {} (series ", db.display())),
-            "{err}"
-        );
-    });
-
-    s.run(
-        "one series per configuration, figures and labels as result.json has them",
-        || one_series_per_configuration(&lab),
+    assert!(
+        err.contains(&format!("History: recorded in {} (series ", db.display())),
+        "{err}"
     );
-
-    s.run("importing what is already there adds nothing", || {
-        importing_again_adds_nothing(&lab)
-    });
-
-    s.run("two writers at once: every result once", || two_writers_at_once(&lab));
-
-    s.run(
-        "a writer killed mid-import leaves whole records, and importing again completes it",
-        || a_killed_writer_leaves_whole_records(&lab),
-    );
-
-    s.run("a newer caplab's schema is refused, naming both versions", || {
-        a_newer_schema_is_refused(&lab)
-    });
-
-    s.run(
-        "an older schema is migrated forward with its rows; importing again fills in the intervals, drawn on the page",
-        || an_older_schema_is_migrated(&lab),
-    );
-
-    s.run(
-        "a CI check passes on a stationary series and fails at a real regression",
-        || a_ci_check_fails_at_a_real_regression(&lab),
-    );
-
-    s.run(
-        "runs carry their sitting; a canary run in the same sittings cancels a slower night",
-        || a_canary_cancels_a_slower_night(&lab),
-    );
-
-    s.run(
-        "check --confirm: a slowdown of the machine is confirmed by rerunning, the same change once the machine is itself again is not",
-        || a_slowdown_is_confirmed_and_a_noisy_night_is_not(&lab),
-    );
-
-    s.run("the same history in a real PostgreSQL server", || in_postgresql(&lab));
-    s.finish();
 }
 
 /// A PostgreSQL server of the test's own (initdb, trust on loopback), stopped when dropped.
@@ -222,7 +191,10 @@ impl Drop for Postgres {
     }
 }
 
-fn one_series_per_configuration(lab: &Lab) {
+#[test]
+fn one_series_per_configuration() {
+    let _jvm = jvm_lock();
+    let lab = lab();
     let list = history_json(lab, &[]);
     let series = list.as_array().unwrap();
     assert_eq!(series.len(), 2, "{list:#}");
@@ -260,7 +232,10 @@ fn one_series_per_configuration(lab: &Lab) {
     assert!(text.contains("commit=aaa") && text.contains("commit=bbb"), "{text}");
 }
 
-fn importing_again_adds_nothing(lab: &Lab) {
+#[test]
+fn importing_again_adds_nothing() {
+    let _jvm = jvm_lock();
+    let lab = lab();
     let again = stdout(&ok(lab.caplab(&["history", "import", &lab.dir("run-a")])));
     assert!(again.contains("0 added, 1 already there"), "{again}");
     let other = lab.dir("other.db");
@@ -270,7 +245,10 @@ fn importing_again_adds_nothing(lab: &Lab) {
     assert!(second.contains("0 added, 3 already there"), "{second}");
 }
 
-fn two_writers_at_once(lab: &Lab) {
+#[test]
+fn two_writers_at_once() {
+    let _jvm = jvm_lock();
+    let lab = lab();
     let many = copies(&lab.home.join("run-a"), &lab.home.join("copies"), 60);
     let shared = lab.dir("shared.db");
     let spawn = || {
@@ -288,7 +266,10 @@ fn two_writers_at_once(lab: &Lab) {
     assert_eq!(rows(Path::new(&shared)), 60);
 }
 
-fn a_killed_writer_leaves_whole_records(lab: &Lab) {
+#[test]
+fn a_killed_writer_leaves_whole_records() {
+    let _jvm = jvm_lock();
+    let lab = lab();
     let many = copies(&lab.home.join("run-a"), &lab.home.join("more"), 400);
     let killed = lab.dir("killed.db");
     let mut child = Command::new(env!("CARGO_BIN_EXE_caplab"))
@@ -296,20 +277,31 @@ fn a_killed_writer_leaves_whole_records(lab: &Lab) {
         .args(&many)
         .spawn()
         .unwrap();
-    // Kill it once it has written some records (or finished: then nothing was cut, which the
-    // assertions below allow). Killed while it created the schema, it would leave no table at
-    // all (a clean-clone CI did): whole, but not what this scenario is about.
+    // Let it run in slices of 200 µs, stopped between them, until some records are there; then
+    // kill it while it is stopped: it never finishes first (each record is a committed
+    // transaction, far longer than a slice apart), and it is killed mid-import every time.
+    // Killed while it created the schema, it would leave no table at all (a clean-clone CI
+    // did): whole, but not what this scenario is about, so it is not killed before a record.
+    let pid = child.id() as i32;
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while std::time::Instant::now() < deadline && child.try_wait().unwrap().is_none() {
-        if Path::new(&killed).exists() && rows_so_far(Path::new(&killed)) > 0 {
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    loop {
+        assert!(std::time::Instant::now() < deadline, "no record written in 60 s");
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        std::thread::sleep(Duration::from_micros(200));
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the import finished between two looks"
+        );
+        if rows_so_far(Path::new(&killed)) > 0 {
             break;
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    child.kill().unwrap();
+    child.wait().unwrap();
     let before = rows_so_far(Path::new(&killed));
-    assert!((0..=400).contains(&before), "{before}");
+    assert!((1..400).contains(&before), "killed mid-import: {before} of 400 records");
     let rest = import(lab, &killed, &[&lab.dir("more")]);
     assert!(
         rest.contains(&format!("{} added, {before} already there", 400 - before)),
@@ -318,7 +310,10 @@ fn a_killed_writer_leaves_whole_records(lab: &Lab) {
     assert_eq!(rows(Path::new(&killed)), 400);
 }
 
-fn a_newer_schema_is_refused(lab: &Lab) {
+#[test]
+fn a_newer_schema_is_refused() {
+    let _jvm = jvm_lock();
+    let lab = lab();
     let newer = lab.dir("newer.db");
     import(lab, &newer, &[&lab.dir("run-c")]);
     let c = rusqlite::Connection::open(&newer).unwrap();
@@ -341,7 +336,10 @@ fn a_newer_schema_is_refused(lab: &Lab) {
 
 /// A history as caplab wrote it at schema 1 (no intervals, sittings or events): caplab takes it
 /// forward, keeping every row; a run recorded then gets its intervals when imported again.
-fn an_older_schema_is_migrated(lab: &Lab) {
+#[test]
+fn an_older_schema_is_migrated() {
+    let _jvm = jvm_lock();
+    let lab = lab();
     let old = lab.dir("old.db");
     import(lab, &old, &[&lab.dir("run-a"), &lab.dir("run-c")]);
     let c = rusqlite::Connection::open(&old).unwrap();
@@ -399,7 +397,10 @@ fn an_older_schema_is_migrated(lab: &Lab) {
     );
 }
 
-fn a_ci_check_fails_at_a_real_regression(lab: &Lab) {
+#[test]
+fn a_ci_check_fails_at_a_real_regression() {
+    let _jvm = jvm_lock();
+    let lab = lab();
     let db = lab.dir("ci.db");
     let run = |name: &str, extra: &[&str]| {
         let mut args = vec!["--rate", "1000", "--duration", "3s", "--history", &db];
@@ -523,7 +524,10 @@ fn a_ci_check_fails_at_a_real_regression(lab: &Lab) {
 /// operation is 2 ms later (through the fault proxy: the night is slower, for both). Checked
 /// alone, the series regresses from the fourth sitting; relative to the canary it does not,
 /// and the canary is not checked.
-fn a_canary_cancels_a_slower_night(lab: &Lab) {
+#[test]
+fn a_canary_cancels_a_slower_night() {
+    let _jvm = jvm_lock();
+    let lab = lab();
     let db = lab.dir("canary.db");
     for night in 0..6 {
         for window in ["2s", "3s"] {
@@ -632,7 +636,10 @@ impl Drop for Slower {
 /// it. Then, the machine itself again, the same check reruns and finds the level before: not
 /// confirmed, and the check passes. The reruns are in the history, labelled `confirm`, their
 /// results in caplab's home.
-fn a_slowdown_is_confirmed_and_a_noisy_night_is_not(lab: &Lab) {
+#[test]
+fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
+    let _jvm = jvm_lock();
+    let lab = lab();
     let db = lab.dir("confirm.db");
     let run = |name: &str| ok(lab.run(name, &["--rate", "1000", "--duration", "2s", "--history", &db]));
     for i in 0..5 {
@@ -700,7 +707,10 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not(lab: &Lab) {
     );
 }
 
-fn in_postgresql(lab: &Lab) {
+#[test]
+fn in_postgresql() {
+    let _jvm = jvm_lock();
+    let lab = lab();
     // Under /tmp: the server's user must reach its directory, which a home under /root hides.
     let Some(pg) = Postgres::start(&std::env::temp_dir().join(format!("caplab-history-pg-{}", std::process::id())))
     else {

@@ -263,9 +263,7 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
     let _jvm = jvm_lock();
     let lab = Lab::new("run-node-dies");
     ok(lab.start(&[]));
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(lab.home.join("nodes/node1/state.json")).unwrap()).unwrap();
-    let pid = state["pid"].as_u64().unwrap() as i32;
+    let pid = common::node_pid(&lab) as i32;
     let out = lab.home.join("results");
     let child = lab.spawn(&lab.run_args(
         "results",

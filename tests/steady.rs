@@ -9,6 +9,9 @@
 //! slowdown of 17 %, a 9 % rise; a run here rose by 40 % with the JIT quiet). So what is
 //! asserted is what the mechanisms promise: the JIT settled before the window, and a window
 //! that moved in one step by a fifth is not called flat.
+//!
+//! Test group: alone (scripts/lanes.py runs this file with the machine to itself: a neighbouring
+//! test file's load would be part of what it measures).
 
 mod common;
 

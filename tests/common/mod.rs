@@ -1,8 +1,8 @@
 //! Helpers for integration tests: each test gets its own caplab home, loopback address and
 //! JMX ports (from one allocator, `Lab::new`), drives the real `caplab` binary, and stops its
 //! nodes when it ends (even on a failed assertion). Tests that start JVMs take a lock so two
-//! never boot at once on a 2-core machine. Tests that run several scenarios on one cluster run
-//! each through `Scenarios`, so one failure neither hides the others nor goes unnamed.
+//! never boot at once on a 2-core machine. The tests of a file that can share a cluster share
+//! one (`Shared`), each scenario a test of its own.
 
 #![allow(dead_code)]
 
@@ -11,7 +11,7 @@ pub mod prometheus;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 static JVM_LOCK: Mutex<()> = Mutex::new(());
@@ -201,44 +201,57 @@ pub fn wait_until(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) 
     }
 }
 
-/// Several scenarios on one (expensive) cluster: each runs whatever the others did, its
-/// failure is printed with its name as it happens, and `finish` fails the test naming every
-/// scenario that failed.
-pub struct Scenarios {
-    failed: Vec<String>,
+/// A lab every test of a file shares, so each scenario is a test of its own (`cargo test NAME`
+/// runs one) and the node starts once: the first test to ask makes it (`setup` starts its nodes
+/// and leaves what the tests read; a setup that fails is tried again by the next test), later
+/// ones get the same. A static is never dropped, so its nodes are stopped by a watcher process
+/// when the test process ends, however it ends (a failed assertion, Ctrl-C, SIGKILL). Tests
+/// that share it take `jvm_lock` as every node test does, so they run one at a time; each
+/// leaves the cluster as it found it.
+pub struct Shared<T: 'static> {
+    cell: OnceLock<(Lab, T)>,
 }
 
-impl Scenarios {
-    pub fn new() -> Scenarios {
-        Scenarios { failed: Vec::new() }
+impl<T: Send + Sync + 'static> Shared<T> {
+    pub const fn new() -> Shared<T> {
+        Shared { cell: OnceLock::new() }
     }
 
-    pub fn run(&mut self, name: &str, scenario: impl FnOnce()) {
-        let began = Instant::now();
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(scenario)) {
-            Ok(()) => eprintln!("scenario {name}: ok ({:.0} s)", began.elapsed().as_secs_f64()),
-            Err(e) => {
-                let why = e
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                eprintln!("scenario {name}: FAILED: {why}");
-                self.failed.push(name.to_string());
-            }
-        }
-    }
-
-    #[track_caller]
-    pub fn finish(self) {
-        assert!(self.failed.is_empty(), "scenarios failed: {}", self.failed.join(", "));
+    pub fn get(&'static self, name: &str, setup: impl FnOnce(&Lab) -> T) -> &'static (Lab, T) {
+        self.cell.get_or_init(|| {
+            let lab = Lab::new(name);
+            stop_when_this_process_ends(&lab);
+            let made = setup(&lab);
+            (lab, made)
+        })
     }
 }
 
-impl Default for Scenarios {
+impl<T: Send + Sync + 'static> Default for Shared<T> {
     fn default() -> Self {
-        Scenarios::new()
+        Shared::new()
     }
+}
+
+/// Starts a process, in a session of its own (so Ctrl-C to the tests does not reach it), that
+/// waits for this test process to end and then stops the lab's nodes.
+fn stop_when_this_process_ends(lab: &Lab) {
+    let script = format!(
+        "while kill -0 {} 2>/dev/null; do sleep 0.5; done; exec \"$0\" node stop --no-drain --timeout 20",
+        std::process::id()
+    );
+    let started = Command::new("setsid")
+        .args(["-f", "sh", "-c", &script, env!("CARGO_BIN_EXE_caplab")])
+        .env("CAPLAB_HOME", &lab.home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        started,
+        "cannot start the watcher that stops the shared lab's nodes (setsid, sh)"
+    );
 }
 
 impl Drop for Lab {
@@ -297,6 +310,13 @@ pub fn op(doc: &serde_json::Value, name: &str) -> (u64, u64, u64) {
         .unwrap_or_else(|| panic!("no operation {name} in {}", doc["summary"]["per_op"]));
     let n = |k: &str| p[k].as_u64().unwrap();
     (n("ops"), n("rows"), n("partitions"))
+}
+
+/// The process id of the lab's first node (from caplab's own state file).
+pub fn node_pid(lab: &Lab) -> u32 {
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(lab.home.join("nodes/node1/state.json")).unwrap()).unwrap();
+    state["pid"].as_u64().unwrap() as u32
 }
 
 /// Rows in a table, counted through a fresh session.

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""The whole suite in two lanes: README's test command (scripts/test.sh) runs this.
+
+`cargo test` runs its test files one after another, and most of a real-node test's time is
+waiting (a node booting, a run at a fixed rate, a warm-up that has to last): on two cores, two
+files at once take little more than one. So this builds every test binary once, then runs them
+two at a time, the longest first, each into a log of its own that is printed whole, in one piece,
+when the file ends (a failure's output is never interleaved with another file's).
+
+The rules, read from the test files themselves (no hand-kept list):
+- a file that never names `jvm_lock` starts no node: it runs in whichever lane is free;
+- a file whose module doc says `Test group: alone` runs after both lanes have finished, with the
+  machine to itself (today tests/steady.rs, which measures how a fresh node's throughput and
+  JIT settle, so another file's load would be part of what it measures);
+- every other file shares the machine with one other file at most.
+The order: the last measured duration of each file (scripts/test-durations.tsv, rewritten into
+the target directory after every run: copy it over to keep the order current), longest first,
+each onto the lane with less work; a file with no duration yet counts as 60 s.
+
+    scripts/lanes.py [--lanes N] [--list]
+
+--lanes 1 runs the files one by one, as `cargo test` would. Exits 1 if any file failed, after
+all have run, naming them.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DURATIONS = ROOT / "scripts" / "test-durations.tsv"
+UNKNOWN_S = 60.0
+
+
+def build():
+    """Builds every test binary; returns {name: executable} (name: `lib` or the test file's stem)."""
+    out = subprocess.run(
+        ["cargo", "test", "--no-run", "--message-format=json-render-diagnostics"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        check=True,
+        text=True,
+    ).stdout
+    binaries = {}
+    for line in out.splitlines():
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
+            continue
+        if not msg.get("profile", {}).get("test"):
+            continue
+        kinds = msg["target"]["kind"]
+        if "test" in kinds:
+            binaries[msg["target"]["name"]] = msg["executable"]
+        elif "lib" in kinds:
+            binaries["lib"] = msg["executable"]
+        # The binary's own unit tests (src/main.rs) hold none: skipped.
+    return binaries
+
+
+def group_of(name):
+    """`alone`, `node` or `free`, from the test file's own text."""
+    if name == "lib":
+        return "free"
+    text = (ROOT / "tests" / f"{name}.rs").read_text()
+    doc = "\n".join(line for line in text.splitlines() if line.startswith("//!"))
+    if "Test group: alone" in doc:
+        return "alone"
+    return "node" if "jvm_lock" in text else "free"
+
+
+def durations():
+    known = {}
+    if DURATIONS.exists():
+        for line in DURATIONS.read_text().splitlines():
+            if line and not line.startswith("#"):
+                name, seconds = line.split("\t")
+                known[name] = float(seconds)
+    return known
+
+
+def plan(names, lanes, known):
+    """Longest first, each onto the lane with the least planned work."""
+    queues = [[] for _ in range(lanes)]
+    load = [0.0] * lanes
+    for name in sorted(names, key=lambda n: -known.get(n, UNKNOWN_S)):
+        i = load.index(min(load))
+        queues[i].append(name)
+        load[i] += known.get(name, UNKNOWN_S)
+    return queues, load
+
+
+class Runner:
+    def __init__(self, binaries, logs):
+        self.binaries = binaries
+        self.logs = logs
+        self.print_lock = threading.Lock()
+        self.failed = []
+        self.took = {}
+
+    def run(self, name):
+        log = self.logs / f"{name}.log"
+        began = time.monotonic()
+        with open(log, "w") as f:
+            code = subprocess.run([self.binaries[name]], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT).returncode
+        took = time.monotonic() - began
+        self.took[name] = took
+        with self.print_lock:
+            word = "ok" if code == 0 else f"FAILED (exit {code})"
+            print(f"\n== {name}: {word} in {took:.0f} s (log {log})", flush=True)
+            sys.stdout.write(log.read_text())
+            sys.stdout.flush()
+            if code != 0:
+                self.failed.append(name)
+
+    def lane(self, queue):
+        for name in queue:
+            self.run(name)
+
+
+def main():
+    args = sys.argv[1:]
+    lanes = 2
+    if "--lanes" in args:
+        lanes = int(args[args.index("--lanes") + 1])
+    binaries = build()
+    known = durations()
+    shared = [n for n in binaries if group_of(n) != "alone"]
+    alone = sorted(n for n in binaries if group_of(n) == "alone")
+    queues, load = plan(shared, lanes, known)
+    for i, (queue, seconds) in enumerate(zip(queues, load)):
+        print(f"lane {i + 1} (about {seconds:.0f} s): {' '.join(queue)}")
+    print(f"then alone: {' '.join(alone) or 'nothing'}", flush=True)
+    if "--list" in args:
+        return 0
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    if not target.is_absolute():
+        target = ROOT / target
+    logs = target / "test-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    runner = Runner(binaries, logs)
+    began = time.monotonic()
+    threads = [threading.Thread(target=runner.lane, args=(q,)) for q in queues]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for name in alone:
+        runner.run(name)
+    measured = target / "test-durations.tsv"
+    merged = {**known, **runner.took}
+    measured.write_text(
+        "# seconds each test file took in its last run (scripts/lanes.py orders by these)\n"
+        + "".join(f"{n}\t{s:.0f}\n" for n, s in sorted(merged.items()))
+    )
+    print(f"\n{len(runner.took)} test files in {time.monotonic() - began:.0f} s; durations in {measured}")
+    if runner.failed:
+        print(f"FAILED: {' '.join(sorted(runner.failed))}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
