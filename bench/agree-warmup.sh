@@ -6,14 +6,15 @@
 # length, whether it settled and the rule's last reading, for $N fresh nodes.
 #   RATE=3000 FLAT=30s N=3 bash bench/agree-warmup.sh
 set -u
-B=${CAPLAB:-./target/release/caplab}
+cd "$(dirname "$0")/.."
+source bench/fresh-node.sh
+B=$CAPLAB
 export CAPLAB_HOME=${CAPLAB_HOME:-/tmp/agree-warmup}
 RATE=${RATE:-3000}
 mkdir -p "$CAPLAB_HOME"
 for it in $(seq 1 "${N:-3}"); do
-  $B node stop >/dev/null 2>&1; $B node wipe >/dev/null 2>&1
   rm -rf "$CAPLAB_HOME"/runs && mkdir -p "$CAPLAB_HOME"/runs
-  $B node start --address 127.0.0.50 --jmx-port 7250 --heap 1G >/dev/null || exit 1
+  fresh_node --address 127.0.0.50 --jmx-port 7250 --heap 1G || exit 1
   $B run --hosts 127.0.0.50:9042 -q --rate 1000 --warmup 3s --duration 20s \
     --out "$CAPLAB_HOME"/runs/pre >/dev/null
   if [ -n "${FLAT:-}" ]; then

@@ -20,8 +20,8 @@ export CAPLAB_HOME=${EFFICIENCY_HOME:-/tmp/caplab-efficiency}
 addr=127.0.50.1
 work=$(mktemp -d /tmp/caplab-eff.XXXX)
 
-cargo build --release -q
-caplab=$PWD/target/release/caplab
+source bench/fresh-node.sh
+caplab=$CAPLAB
 latte=$(command -v latte || echo "$HOME/.cargo/bin/latte")
 if ! [ -x "$latte" ]; then
   echo "installing latte-cli 0.29 (cargo install; several minutes)"
@@ -30,9 +30,7 @@ if ! [ -x "$latte" ]; then
 fi
 "$latte" --version
 
-"$caplab" node stop --no-drain >/dev/null 2>&1 || true
-"$caplab" node wipe >/dev/null 2>&1 || true
-"$caplab" node start --address "$addr" --jmx-port 7750 --heap 2G >/dev/null
+fresh_node --address "$addr" --jmx-port 7750 --heap 2G
 pid=$("$caplab" node status | awk 'NR==1{for(i=1;i<=NF;i++) if($i=="PID") c=i} NR==2{print $c}')
 ticks() { awk '{sub(/.*\) /,""); print $12+$13}' "/proc/$pid/stat"; }
 (cd "$work" && "$latte" schema "$root/bench/latte/e1_insert.rn" "$addr" >/dev/null)

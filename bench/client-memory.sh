@@ -16,15 +16,9 @@ secs=${1:-60}
 export CAPLAB_HOME=${MEMORY_HOME:-/tmp/caplab-memory}
 addr=127.0.51.1
 work=$(mktemp -d /tmp/caplab-mem.XXXX)
-if [ -z "${CAPLAB:-}" ]; then
-  cargo build --release -q
-  CAPLAB=$PWD/target/release/caplab
-fi
+source bench/fresh-node.sh
 
-"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true
-"$CAPLAB" node wipe >/dev/null 2>&1 || true
-"$CAPLAB" node start --address "$addr" --jmx-port 7760 --heap 2G >/dev/null
-trap '"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true' EXIT
+fresh_node --address "$addr" --jmx-port 7760 --heap 2G
 "$CAPLAB" run --hosts "$addr" --warmup 0s --duration 20s -q --out "$work/warm-up" >/dev/null
 
 # run NAME ARGS...: peak RSS while measuring (VmHWM 1 s before the window ends), and at exit.

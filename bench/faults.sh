@@ -15,14 +15,8 @@ rate=${1:-300}
 cl=${2:-quorum}
 export CAPLAB_HOME=${FAULTS_HOME:-/tmp/caplab-faults-bench}
 work=$(mktemp -d /tmp/caplab-faults.XXXX)
-if [ -z "${CAPLAB:-}" ]; then
-  cargo build --release -q
-  CAPLAB=$PWD/target/release/caplab
-fi
-"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true
-"$CAPLAB" node wipe >/dev/null 2>&1 || true
-"$CAPLAB" node start --nodes 3 --address 127.0.53.1 --jmx-port 7800 --heap 1G >/dev/null
-trap '"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true' EXIT
+source bench/fresh-node.sh
+fresh_node --nodes 3 --address 127.0.53.1 --jmx-port 7800 --heap 1G
 hosts=127.0.53.1,127.0.53.2,127.0.53.3
 common=(--hosts "$hosts" --replication-factor 3 --consistency "$cl" --rate "$rate"
   --timeout 2s --give-up-after 2m -q)

@@ -19,9 +19,9 @@ BEFORE=${1:-20}
 AFTER=${2:-10}
 OUT=${OUT:-/tmp/history-calibration}
 export CAPLAB_HOME=${CAPLAB_HOME:-$OUT/home}
-caplab=./target/release/caplab
 db="$OUT/history.db"
-cargo build --release -q
+source bench/fresh-node.sh
+caplab=$CAPLAB
 rm -f "$db" "$db-wal" "$db-shm"
 mkdir -p "$OUT"
 

@@ -16,8 +16,8 @@ cd "$(dirname "$0")/.."
 DIR=${1:?give a directory of caplab results, e.g. an experiment directory}
 N=${2:-10000}
 OUT=${OUT:-/tmp/history-cost}
-caplab=$PWD/target/release/caplab
-cargo build --release -q
+source bench/fresh-node.sh
+caplab=$CAPLAB
 rm -rf "$OUT"
 mkdir -p "$OUT"
 db="$OUT/history.db"

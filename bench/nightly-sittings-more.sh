@@ -5,7 +5,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/nightly-sittings}
 export CAPLAB_HOME=$OUT/home
-caplab=$(pwd)/target/release/caplab
+source bench/fresh-node.sh
+caplab=$CAPLAB
 db=$OUT/history.db
 log() { printf '== %s  %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 run() { $caplab run --warmup 10s --duration 20s -q --force --out "$OUT/$1-run-$2" --history "$db" \

@@ -19,9 +19,9 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-10}
 OUT=${OUT:-/tmp/nightly-sittings}
 export CAPLAB_HOME=${CAPLAB_HOME:-$OUT/home}
-caplab=$(pwd)/target/release/caplab
 db="$OUT/history.db"
-cargo build --release -q
+source bench/fresh-node.sh
+caplab=$CAPLAB
 rm -rf "$OUT"
 mkdir -p "$OUT"
 

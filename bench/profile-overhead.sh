@@ -17,11 +17,9 @@ prewarm=${PREWARM:-120}
 export CAPLAB_HOME=${OVERHEAD_HOME:-/tmp/caplab-overhead}
 work=$(mktemp -d /tmp/caplab-overhead.XXXX)
 
-cargo build --release -q
-caplab=$PWD/target/release/caplab
-"$caplab" node stop --no-drain >/dev/null 2>&1 || true
-"$caplab" node wipe --force >/dev/null 2>&1 || true
-"$caplab" node start --heap 2G >/dev/null
+source bench/fresh-node.sh
+caplab=$CAPLAB
+fresh_node --heap 2G
 "$caplab" run --warmup 0s --duration "${prewarm}s" -q --out "$work/prewarm" >/dev/null
 plain=() profiled=()
 run() { # name, extra args

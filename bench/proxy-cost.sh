@@ -14,14 +14,8 @@ repeats=${2:-2}
 export CAPLAB_HOME=${PROXY_HOME:-/tmp/caplab-proxy-cost}
 addr=127.0.52.9
 work=$(mktemp -d /tmp/caplab-proxy.XXXX)
-if [ -z "${CAPLAB:-}" ]; then
-  cargo build --release -q
-  CAPLAB=$PWD/target/release/caplab
-fi
-"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true
-"$CAPLAB" node wipe >/dev/null 2>&1 || true
-"$CAPLAB" node start --address "$addr" --jmx-port 7790 --heap 2G >/dev/null
-trap '"$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true' EXIT
+source bench/fresh-node.sh
+fresh_node --address "$addr" --jmx-port 7790 --heap 2G
 # A warm node first (JIT), so the pairs compare the client, not the server's warm-up.
 "$CAPLAB" run --hosts "$addr" --warmup 0s --rate "$rate" --duration 60s -q --out "$work/warm-up" >/dev/null
 

@@ -20,8 +20,8 @@ RUNS=${1:-8}
 MINUTES=${2:-30}
 OUT=${OUT:-/tmp/steady-calibration}
 export CAPLAB_HOME=${CAPLAB_HOME:-$OUT/home}
-caplab=./target/release/caplab
-cargo build --release -q
+source bench/fresh-node.sh
+caplab=$CAPLAB
 mkdir -p "$OUT"
 
 log() { printf '== %s\n' "$*" >&2; }

@@ -9,8 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/caplab-steady-state}
-cargo build --release -q
-caplab=$PWD/target/release/caplab
+source bench/fresh-node.sh
+caplab=$CAPLAB
 if [ ! -f "$out/experiment.json" ]; then
   "$caplab" experiment bench/steady-state.yaml --out "$out" --force >"$out.log" 2>&1 || true
 fi

@@ -14,16 +14,13 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-5}
 OUT=${OUT:-/tmp/warmup-cost}
 export CAPLAB_HOME=${CAPLAB_HOME:-$OUT/home}
-caplab=./target/release/caplab
-cargo build --release -q
+source bench/fresh-node.sh
+caplab=$CAPLAB
 mkdir -p "$OUT"
 log() { printf '== %s\n' "$*" >&2; }
 field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$1/result.json" "$2"; }
 
-$caplab node stop >/dev/null 2>&1 || true
-$caplab node wipe --force >/dev/null 2>&1 || true
-$caplab node start --heap 4G >/dev/null
-trap '$caplab node stop --no-drain >/dev/null 2>&1 || true' EXIT
+fresh_node --heap 4G
 if [ "${PART:-all}" != 2 ]; then
 log "settling the node: 5 minutes flat out"
 $caplab run --warmup 0s --duration 5m -q --force --out "$OUT/settle" >/dev/null
