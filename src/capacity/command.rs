@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::options::CapacityOptions;
 use super::plan::Plan;
-use super::report::CapacityReport;
+use super::result::CapacityResult;
 use super::run::{Capacity, Pricing};
 use super::search::parse_rates;
 use crate::cluster::Home;
@@ -23,7 +23,7 @@ use crate::measure::{Choice, Target};
 
 /// Runs a capacity search as `caplab capacity` does; returns its report, its results
 /// directory, and whether a price was asked for with no node count to apply it to.
-pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result<(CapacityReport, PathBuf, bool)> {
+pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result<(CapacityResult, PathBuf, bool)> {
     let common = &args.common;
     let Some(sla) = common.sla.build()? else {
         bail!("capacity needs a service level to meet: add --sla, e.g. --sla 'p99.9<100ms/10s'");

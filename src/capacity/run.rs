@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::plan::Plan;
-use super::report::{CapacityReport, Cost, SearchStep};
+use super::result::{CapacityResult, Cost, SearchStep};
 use crate::cluster::Home;
 use crate::cluster::local::{self, StartOptions, StopOptions};
 use crate::cluster::nodetool::JmxTarget;
@@ -90,7 +90,7 @@ impl Capacity {
         target: Target,
         choice: &Choice,
         stop: Arc<Stop>,
-    ) -> Result<CapacityReport> {
+    ) -> Result<CapacityResult> {
         let began = Instant::now();
         let cfg = self;
         let prepared = Prepared::new(&target, choice).await?;
@@ -148,9 +148,9 @@ impl Capacity {
     }
 
     /// The report of a search about to start: its settings, nothing measured.
-    fn new_report(&self, plan: &Plan, choice: &Choice) -> CapacityReport {
+    fn new_report(&self, plan: &Plan, choice: &Choice) -> CapacityResult {
         let cfg = self;
-        CapacityReport {
+        CapacityResult {
             caplab_version: env!("CARGO_PKG_VERSION").to_string(),
             command: cfg.command.clone(),
             status: RunStatus::Running,
@@ -219,7 +219,7 @@ impl StepEnd {
 /// (`confirm_capacity`).
 async fn search(
     plan: &mut Plan,
-    report: &mut CapacityReport,
+    report: &mut CapacityResult,
     out: &Path,
     began: Instant,
     confirm: Duration,
@@ -282,7 +282,7 @@ async fn search(
 /// `report.confirmed` is the rate that held (None: none did). False when a step ended the search.
 async fn confirm_capacity(
     plan: &Plan,
-    report: &mut CapacityReport,
+    report: &mut CapacityResult,
     out: &Path,
     began: Instant,
     step: &mut impl AsyncFnMut(f64, u32, String, bool) -> Result<(StepEnd, SearchStep)>,
@@ -340,7 +340,7 @@ fn cost(p: Pricing, capacity: f64) -> Option<Cost> {
 
 /// Records a step that ended the search (interrupted, or the cluster failed); false for one
 /// that completed.
-fn ended(step: &StepEnd, report: &mut CapacityReport) -> bool {
+fn ended(step: &StepEnd, report: &mut CapacityResult) -> bool {
     if step.status == RunStatus::Completed {
         return false;
     }
@@ -350,7 +350,7 @@ fn ended(step: &StepEnd, report: &mut CapacityReport) -> bool {
     true
 }
 
-fn save(report: &mut CapacityReport, out: &Path, began: Instant) -> Result<()> {
+fn save(report: &mut CapacityResult, out: &Path, began: Instant) -> Result<()> {
     report.elapsed_s = began.elapsed().as_secs_f64();
     report.highest_achieved_rate = report
         .steps
@@ -451,7 +451,7 @@ mod tests {
     use super::*;
 
     /// A report as a search starts it (settings elided), and a directory for capacity.json.
-    fn start() -> (CapacityReport, tempfile::TempDir) {
+    fn start() -> (CapacityResult, tempfile::TempDir) {
         let json = serde_json::json!({
             "caplab_version": "x", "command": [], "status": "running", "workload": "w",
             "sla": {"objectives": [], "min_rate_share": 0.97, "error_budget": 0.001},
@@ -522,7 +522,7 @@ mod tests {
         assert_eq!(report.steps.len(), rates.len() - 1);
         assert_eq!(report.highest_achieved_rate, 10_000.0);
         // What is on disk is what was returned.
-        let saved = CapacityReport::load(out.path()).unwrap();
+        let saved = CapacityResult::load(out.path()).unwrap();
         assert_eq!(
             (saved.capacity, saved.steps.len()),
             (report.capacity, report.steps.len())
@@ -559,7 +559,7 @@ mod tests {
             (RunStatus::Interrupted, Some("SIGINT"), None)
         );
         assert_eq!(report.steps.len(), 1);
-        assert_eq!(CapacityReport::load(out.path()).unwrap().status, RunStatus::Interrupted);
+        assert_eq!(CapacityResult::load(out.path()).unwrap().status, RunStatus::Interrupted);
 
         // A probe that fails ends it before any rate.
         let (mut report, out) = start();

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::measure::RunResult;
-use crate::steady::{self, Class, Second};
+use crate::steady::{self, Class, SecondFigures};
 
 #[derive(Debug, Args)]
 pub struct SteadyArgs {
@@ -50,9 +50,9 @@ pub fn run(args: SteadyArgs) -> Result<u8> {
         .chunks_exact(length)
         .map(|w| {
             let from = w[0].at_s;
-            let rebased: Vec<Second> = w
+            let rebased: Vec<SecondFigures> = w
                 .iter()
-                .map(|s| Second {
+                .map(|s| SecondFigures {
                     at_s: s.at_s - from,
                     ..*s
                 })

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::capacity::CapacityReport;
+use crate::capacity::CapacityResult;
 use crate::measure::RunResult;
 use crate::measure::result::{CAPACITY_FILE, RESULT_FILE};
 
@@ -208,7 +208,7 @@ pub struct Record {
 pub fn of_dir(dir: &Path, extra: &BTreeMap<String, String>) -> Result<Record> {
     let dir = std::path::absolute(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
     let mut rec = if dir.join(CAPACITY_FILE).exists() {
-        of_capacity(&dir, &CapacityReport::load(&dir)?)?
+        of_capacity(&dir, &CapacityResult::load(&dir)?)?
     } else if dir.join(RESULT_FILE).exists() {
         of_run(&dir, &RunResult::load(&dir)?)
     } else {
@@ -314,7 +314,7 @@ fn run_intervals(dir: &Path, r: &RunResult, f: &Figures) -> Intervals {
 
 /// A capacity search's record: the capacity it holds (confirmed where it was confirmed), the
 /// target and workload read from its first step's result.json.
-fn of_capacity(dir: &Path, c: &CapacityReport) -> Result<Record> {
+fn of_capacity(dir: &Path, c: &CapacityResult) -> Result<Record> {
     let first = c
         .probe
         .iter()
@@ -366,7 +366,7 @@ fn of_capacity(dir: &Path, c: &CapacityReport) -> Result<Record> {
 
 /// The search's bracket around the capacity held: it to the lowest rate that failed above it
 /// (none when no rate above failed: the capacity is only a lower bound).
-fn capacity_bracket(c: &CapacityReport) -> Intervals {
+fn capacity_bracket(c: &CapacityResult) -> Intervals {
     let Some(held) = c.held() else {
         return Intervals::new();
     };

@@ -18,7 +18,7 @@ use crate::metrics::hdrlog::{Encoded, TagKind};
 use crate::metrics::recorder::new_histogram;
 use crate::metrics::summary::Summary;
 use crate::sla::{Sla, SlaVerdict};
-use crate::telemetry::ServerReport;
+use crate::telemetry::ServerFacts;
 use crate::workload::e1::E1Options;
 use crate::workload::profile::Profile;
 
@@ -213,11 +213,11 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<crate::steady::SteadyState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<ServerReport>,
+    pub server: Option<ServerFacts>,
     /// The server profile of the measured window (`--server-profile`): its presence says the
     /// run was profiled.
     #[serde(rename = "profile", default, skip_serializing_if = "Option::is_none")]
-    pub server_profile: Option<crate::server_profile::ProfileReport>,
+    pub server_profile: Option<crate::server_profile::ProfileResult>,
     /// Requests the client retried on another node (`--retries`; warm-up included).
     #[serde(default)]
     pub retries: u64,
@@ -331,7 +331,7 @@ impl RunResult {
     /// log in `dir`: successes per second (`<op>.ok`), and p50 and p99 of every due operation
     /// (the untagged histogram). Seconds shorter than half a second (a partial last one) are
     /// left out; `at_s` counts from the window's first second.
-    pub fn seconds(&self, dir: &Path) -> Result<Vec<crate::steady::Second>> {
+    pub fn seconds(&self, dir: &Path) -> Result<Vec<crate::steady::SecondFigures>> {
         use std::collections::BTreeMap;
         // Per interval start (ms): length, successes, p50, p99.
         let mut at: BTreeMap<u64, (f64, f64, Option<f64>, Option<f64>)> = BTreeMap::new();
@@ -354,7 +354,7 @@ impl RunResult {
         let first = at.keys().next().copied().unwrap_or(0);
         Ok(at
             .into_iter()
-            .map(|(ms, (secs, ok, p50_ms, p99_ms))| crate::steady::Second {
+            .map(|(ms, (secs, ok, p50_ms, p99_ms))| crate::steady::SecondFigures {
                 at_s: (ms - first) as f64 / 1000.0,
                 ops_per_s: ok / secs,
                 p50_ms,

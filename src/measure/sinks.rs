@@ -61,7 +61,7 @@ pub struct Outputs {
     pub settle: Option<Settle>,
     pub check: Option<Check>,
     /// The measured seconds, for the window's steady-state verdict (times from the anchor).
-    pub seconds: Vec<steady::Second>,
+    pub seconds: Vec<steady::SecondFigures>,
     /// Scratch space for the merged histograms of a second.
     pub merged: Histogram<u64>,
     pub merged_warmup: Histogram<u64>,
@@ -263,7 +263,7 @@ impl Outputs {
             }
         }
         self.tallies.push(tally);
-        self.seconds.push(steady::Second {
+        self.seconds.push(steady::SecondFigures {
             at_s: iv.start.as_secs_f64(),
             ops_per_s: ok as f64 / iv.length.as_secs_f64(),
             p50_ms,

@@ -30,7 +30,7 @@ use crate::sla::{Judge, Sla, SlaVerdict};
 use crate::telemetry::gclog::epoch_ms;
 use crate::telemetry::jit_jmx::JitWatch;
 use crate::telemetry::pools::PoolWatch;
-use crate::telemetry::{ServerReport, Watch, jmx};
+use crate::telemetry::{ServerFacts, Watch, jmx};
 
 pub use super::result::{CSV, HDR_LOG};
 
@@ -358,11 +358,11 @@ impl Step {
         pools: Option<PoolWatch>,
         end: &RunEnd,
         started: SystemTime,
-    ) -> ServerReport {
+    ) -> ServerFacts {
         let mut server = match (watch, end.measured) {
             (Some(w), Some(s)) => w.report(started + s.from, started + s.to),
-            (Some(_), None) => ServerReport::not_collected("nothing was measured"),
-            (None, _) => ServerReport::not_collected(render::not_local(self.jmx.is_empty())),
+            (Some(_), None) => ServerFacts::not_collected("nothing was measured"),
+            (None, _) => ServerFacts::not_collected(render::not_local(self.jmx.is_empty())),
         };
         if let Some(p) = pools {
             // A reading at most a second after the window's end still describes its last second.
@@ -435,7 +435,11 @@ impl Step {
 
 /// The measured window's steady-state verdict, from its seconds (given from the run's start;
 /// None when nothing was measured). A warm-up that reached its maximum leaves it not steady.
-fn steady_state(end: &RunEnd, seconds: &mut [crate::steady::Second], rate: f64) -> Option<crate::steady::SteadyState> {
+fn steady_state(
+    end: &RunEnd,
+    seconds: &mut [crate::steady::SecondFigures],
+    rate: f64,
+) -> Option<crate::steady::SteadyState> {
     let from = end.measured?.from.as_secs_f64();
     for s in seconds.iter_mut() {
         s.at_s -= from;

@@ -30,7 +30,7 @@ pub fn write_logs(
     out: &Path,
     base_ms: i64,
     window: Option<(f64, f64)>,
-) -> Result<Vec<crate::steady::Second>> {
+) -> Result<Vec<crate::steady::SecondFigures>> {
     let first = &loaders[0];
     let ops: Vec<String> = first
         .result
@@ -106,7 +106,7 @@ pub fn write_logs(
                 .sum();
             let all = &sums[0];
             let q = |p: f64| (!all.is_empty()).then(|| all.value_at_quantile(p) as f64 / 1e6);
-            seconds.push(crate::steady::Second {
+            seconds.push(crate::steady::SecondFigures {
                 at_s: at_s - from,
                 ops_per_s: ok as f64 / length.as_secs_f64(),
                 p50_ms: q(0.5),

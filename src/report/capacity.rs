@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 use super::{html, link};
-use crate::capacity::{CapacityReport, SearchStep};
+use crate::capacity::{CapacityResult, SearchStep};
 
 #[derive(Serialize)]
 struct SearchStepView {
@@ -20,7 +20,7 @@ struct SearchStepView {
 
 #[derive(Serialize)]
 struct Page<'a> {
-    report: &'a CapacityReport,
+    report: &'a CapacityResult,
     steps: Vec<SearchStepView>,
     /// The capacity as it stands (confirmed, when confirmed) and the line that says so.
     held: Option<f64>,
@@ -59,7 +59,7 @@ fn step_dir(dir: &Path, step: &SearchStep) -> PathBuf {
 }
 
 /// The results directories of the search's steps (probe included).
-pub fn step_dirs(dir: &Path, report: &CapacityReport) -> Vec<PathBuf> {
+pub fn step_dirs(dir: &Path, report: &CapacityResult) -> Vec<PathBuf> {
     report
         .probe
         .iter()
@@ -69,7 +69,7 @@ pub fn step_dirs(dir: &Path, report: &CapacityReport) -> Vec<PathBuf> {
         .collect()
 }
 
-pub fn page(dir: &Path, report: &CapacityReport) -> Result<String> {
+pub fn page(dir: &Path, report: &CapacityResult) -> Result<String> {
     let labels: Vec<String> = report.sla.objectives.iter().map(|o| o.label.clone()).collect();
     let mut steps = Vec::new();
     let searched = usize::from(report.probe.is_some()) + report.steps.len();

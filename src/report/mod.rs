@@ -19,7 +19,7 @@ mod series;
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
-use crate::capacity::CapacityReport;
+use crate::capacity::CapacityResult;
 use crate::experiment::record::{EXPERIMENT_FILE, ExperimentRecord};
 use crate::measure::result::{CAPACITY_FILE, RESULT_FILE};
 
@@ -57,7 +57,7 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
     let page = match kind(dir)? {
         ResultsKind::Run => run::page(&[dir.to_path_buf()])?,
         ResultsKind::Capacity => {
-            let report = CapacityReport::load(dir)?;
+            let report = CapacityResult::load(dir)?;
             for step in capacity::step_dirs(dir, &report) {
                 write_step(&step);
             }

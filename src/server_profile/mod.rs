@@ -9,7 +9,7 @@
 //! JVMs); for others the error says how to attach it by hand.
 
 pub mod attach;
-pub mod report;
+pub mod result;
 pub mod spec;
 pub mod stacks;
 pub mod tools;
@@ -20,8 +20,8 @@ use std::time::SystemTime;
 
 use crate::cluster::node::NodeState;
 use crate::telemetry::gclog::epoch_ms;
-use report::window_text;
-pub use report::{EventProfile, NodeProfile, ProfileReport, SliceProfile, short};
+use result::window_text;
+pub use result::{EventProfile, NodeProfile, ProfileResult, SliceProfile, short};
 pub use spec::{Kind, ProfileSpec, Sampler};
 pub use stacks::{FrameChange, FrameShare, Stacks};
 pub use tools::Tools;
@@ -225,7 +225,7 @@ impl Profiler {
         mut rec: Recording,
         window: Option<(SystemTime, SystemTime)>,
         slices: &[Slice],
-    ) -> ProfileReport {
+    ) -> ProfileResult {
         for r in &rec.nodes {
             if let Err(e) = self.agent(r, &format!("stop,log={}", r.log.display())) {
                 rec.errors.push(format!("{}: stopping the profiler: {e:#}", r.name));
@@ -234,7 +234,7 @@ impl Profiler {
         rec.stopped = true;
         let to = SystemTime::now();
         let (wf, wt) = window.unwrap_or((to, to));
-        let mut report = ProfileReport {
+        let mut report = ProfileResult {
             spec: self.spec.text(),
             async_profiler: self.tools.version.clone(),
             cpu_sampler: self.cpu_sampler.clone(),
@@ -281,7 +281,7 @@ impl Profiler {
         dir: &Path,
         r: &Recorded,
         e: &spec::Event,
-        report: &ProfileReport,
+        report: &ProfileResult,
         slices: &[Slice],
     ) -> Result<EventProfile> {
         let name = e.kind.name();

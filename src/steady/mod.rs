@@ -10,4 +10,4 @@ pub mod settle;
 pub mod verdict;
 
 pub use settle::{Check, Sample, Settle};
-pub use verdict::{Class, Load, Second, SteadyState, judge};
+pub use verdict::{Class, Load, SecondFigures, SteadyState, judge};

@@ -93,7 +93,7 @@ pub const P99: Metric = Metric {
 
 /// One second of a measured window.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Second {
+pub struct SecondFigures {
     /// Its start, seconds after the window's start.
     pub at_s: f64,
     pub ops_per_s: f64,
@@ -190,7 +190,7 @@ impl Load {
 }
 
 /// Judges a measured window from its seconds.
-pub fn judge(seconds: &[Second], load: Load) -> SteadyState {
+pub fn judge(seconds: &[SecondFigures], load: Load) -> SteadyState {
     let measured_s = seconds.len() as f64;
     let series: Vec<SeriesVerdict> = [
         (
@@ -629,11 +629,11 @@ mod tests {
 
     #[test]
     fn a_window_combines_its_series_and_short_ones_are_not_judged() {
-        let seconds = |ops: &dyn Fn(f64) -> f64, p50: &dyn Fn(f64) -> f64| -> Vec<Second> {
+        let seconds = |ops: &dyn Fn(f64) -> f64, p50: &dyn Fn(f64) -> f64| -> Vec<SecondFigures> {
             (0..60)
                 .map(|t| {
                     let t = t as f64;
-                    Second {
+                    SecondFigures {
                         at_s: t,
                         ops_per_s: ops(t),
                         p50_ms: Some(p50(t)),
@@ -774,7 +774,7 @@ mod calibration {
     /// 1 / throughput^0.8) with its own noise (CV 8 %). At a fixed rate (`fixed`): throughput
     /// held within 0.5 %, p50 with the same noise (a pause of 100 ms moves a second's p50
     /// little; it moves p99, which does not decide).
-    fn seconds(rng: &mut Pcg64Mcg, n: usize, fixed: bool) -> Vec<Second> {
+    fn seconds(rng: &mut Pcg64Mcg, n: usize, fixed: bool) -> Vec<SecondFigures> {
         flat_out(rng, n, 0.0)
             .into_iter()
             .enumerate()
@@ -784,7 +784,7 @@ mod calibration {
                 } else {
                     (ops, 3.5 * (68_000.0 / ops).powf(0.8) * (0.08 * normal(rng)).exp())
                 };
-                Second {
+                SecondFigures {
                     at_s: t as f64,
                     ops_per_s: ops,
                     p50_ms: Some(p50),

@@ -66,7 +66,7 @@ struct NodeWatch {
 
 /// One interval's server and client figures.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Second {
+pub struct ServerSecond {
     /// Epoch milliseconds at the end of the interval.
     pub at_ms: u64,
     pub length_s: f64,
@@ -99,11 +99,11 @@ pub struct Watch {
     events: Vec<NodeEvent>,
     client_last: ProcSample,
     tck: f64,
-    timeline: Vec<Second>,
+    timeline: Vec<ServerSecond>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct NodeReport {
+pub struct NodeFacts {
     pub name: String,
     pub pid: u32,
     pub gc: GcStats,
@@ -121,7 +121,7 @@ pub struct NodeReport {
 
 /// `server` in result.json.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ServerReport {
+pub struct ServerFacts {
     /// Why server facts are missing, when they are.
     pub not_collected: Option<String>,
     pub sources: serde_json::Value,
@@ -133,7 +133,7 @@ pub struct ServerReport {
     pub measured_to_ms: u64,
     #[serde(rename = "window_s")]
     pub measured_s: f64,
-    pub nodes: Vec<NodeReport>,
+    pub nodes: Vec<NodeFacts>,
     pub gc_count: usize,
     pub gc_total_ms: f64,
     pub gc_mean_ms: f64,
@@ -144,7 +144,7 @@ pub struct ServerReport {
     pub allocation_stall_max_ms: f64,
     pub server_cpu_cores: f64,
     pub client_cpu_cores: f64,
-    pub timeline: Vec<Second>,
+    pub timeline: Vec<ServerSecond>,
     /// Nodes that exited while the run went on.
     #[serde(default)]
     pub events: Vec<NodeEvent>,
@@ -152,7 +152,7 @@ pub struct ServerReport {
     pub jmx: Vec<jmx::JmxGc>,
     /// Every node's thread pools over CQL, each second of the measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pools: Option<pools::PoolReport>,
+    pub pools: Option<pools::PoolFacts>,
 }
 
 impl Watch {
@@ -202,9 +202,9 @@ impl Watch {
     }
 
     /// Samples at the end of an interval of `length_s` seconds.
-    pub fn tick(&mut self, now: SystemTime, length_s: f64, measured: bool) -> &Second {
+    pub fn tick(&mut self, now: SystemTime, length_s: f64, measured: bool) -> &ServerSecond {
         let secs = length_s.max(1e-3);
-        let mut s = Second {
+        let mut s = ServerSecond {
             at_ms: epoch_ms(now),
             length_s,
             measured,
@@ -260,9 +260,9 @@ impl Watch {
     }
 
     /// The report for the measured window `[from, to)`.
-    pub fn report(self, from: SystemTime, to: SystemTime) -> ServerReport {
+    pub fn report(self, from: SystemTime, to: SystemTime) -> ServerFacts {
         let measured_s = to.duration_since(from).map(|d| d.as_secs_f64()).unwrap_or(0.0);
-        let measured: Vec<&Second> = self.timeline.iter().filter(|s| s.measured).collect();
+        let measured: Vec<&ServerSecond> = self.timeline.iter().filter(|s| s.measured).collect();
         let (from_ms, to_ms) = (epoch_ms(from), epoch_ms(to));
         let mut nodes = Vec::new();
         for n in &self.nodes {
@@ -272,7 +272,7 @@ impl Watch {
                 .unwrap_or_default();
             let cpu_seconds = n.measured_ticks as f64 / self.tck;
             let flush_cpu_seconds = n.measured_flush_ticks as f64 / self.tck;
-            nodes.push(NodeReport {
+            nodes.push(NodeFacts {
                 name: n.name.clone(),
                 pid: n.pid,
                 cpu_seconds,
@@ -310,7 +310,7 @@ impl Watch {
         };
         let server_cpu = total(nodes.iter().map(|n| n.cpu_seconds));
         let client_cpu = total(measured.iter().map(|s| s.client_cpu_cores * s.length_s));
-        ServerReport {
+        ServerFacts {
             not_collected: None,
             sources: serde_json::json!({
                 "gc": "each node's unified GC log (-Xlog:gc*), lines inside the measured window",
@@ -375,7 +375,7 @@ impl NodeWatch {
     }
 }
 
-impl ServerReport {
+impl ServerFacts {
     /// The flush writers' CPU per memtable operation they flushed, all nodes together (E4's
     /// "CPU per flushed partition": an insert writes one partition); None without flushes.
     pub fn flush_cpu_us_per_flushed_op(&self) -> Option<f64> {
@@ -386,8 +386,8 @@ impl ServerReport {
     }
 
     /// For runs against nodes caplab does not run here.
-    pub fn not_collected(why: &str) -> ServerReport {
-        ServerReport {
+    pub fn not_collected(why: &str) -> ServerFacts {
+        ServerFacts {
             not_collected: Some(why.to_string()),
             sources: serde_json::Value::Null,
             measured_from_ms: 0,
@@ -416,8 +416,8 @@ impl ServerReport {
 mod tests {
     use super::*;
 
-    fn node(name: &str, flushed_ops: u64, flush_cpu_seconds: f64) -> NodeReport {
-        NodeReport {
+    fn node(name: &str, flushed_ops: u64, flush_cpu_seconds: f64) -> NodeFacts {
+        NodeFacts {
             name: name.into(),
             pid: 1,
             gc: GcStats::default(),
@@ -439,7 +439,7 @@ mod tests {
 
     #[test]
     fn flush_cost_is_the_writers_cpu_per_operation_they_flushed_on_every_node() {
-        let mut s = ServerReport::not_collected("test");
+        let mut s = ServerFacts::not_collected("test");
         s.not_collected = None;
         s.measured_s = 60.0;
         assert_eq!(s.flush_cpu_us_per_flushed_op(), None, "no nodes, no flushes");

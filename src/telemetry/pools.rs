@@ -37,7 +37,7 @@ pub struct PoolSecond {
 
 /// `server.pools` in result.json: the thread pools over the measured window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PoolReport {
+pub struct PoolFacts {
     pub source: String,
     /// Why nothing was read, when nothing was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,7 +52,7 @@ pub struct PoolReport {
     pub timeline: Vec<PoolSecond>,
 }
 
-impl PoolReport {
+impl PoolFacts {
     pub fn render(&self) -> String {
         if let Some(why) = &self.not_collected {
             return format!("Thread pools                  : not collected ({why})");
@@ -125,7 +125,7 @@ impl PoolWatch {
     }
 
     /// Stops reading; the report of the seconds in `[from, to]` (epoch ms).
-    pub fn finish(self, from_ms: u64, to_ms: u64) -> PoolReport {
+    pub fn finish(self, from_ms: u64, to_ms: u64) -> PoolFacts {
         self.task.abort();
         let seconds = std::mem::take(&mut *self.seconds.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         let error = self
@@ -137,17 +137,17 @@ impl PoolWatch {
     }
 }
 
-fn report(seconds: Vec<PoolSecond>, error: Option<String>, from_ms: u64, to_ms: u64) -> PoolReport {
+fn report(seconds: Vec<PoolSecond>, error: Option<String>, from_ms: u64, to_ms: u64) -> PoolFacts {
     let timeline: Vec<PoolSecond> = seconds
         .into_iter()
         .filter(|s| s.at_ms >= from_ms && s.at_ms <= to_ms)
         .collect();
-    let mut r = PoolReport {
+    let mut r = PoolFacts {
         source: "system_views.thread_pools, internode_inbound and internode_outbound over CQL, every node, each second"
             .into(),
         not_collected: (timeline.is_empty())
             .then(|| error.unwrap_or_else(|| "no reading in the measured window".into())),
-        ..PoolReport::default()
+        ..PoolFacts::default()
     };
     for s in &timeline {
         r.max_pending = r.max_pending.max(s.pending);

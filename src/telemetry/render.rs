@@ -1,9 +1,9 @@
 //! What the server did, in lines for people (cassandra-stress's style), below a run's summary.
 
-use super::{ServerReport, pools, total};
+use super::{ServerFacts, pools, total};
 use crate::console::group;
 
-impl ServerReport {
+impl ServerFacts {
     /// Summary lines in cassandra-stress's style.
     pub fn render(&self) -> String {
         let jmx: Vec<String> = self
@@ -26,7 +26,7 @@ impl ServerReport {
                 ),
             })
             .collect();
-        let pools = self.pools.as_ref().map(pools::PoolReport::render);
+        let pools = self.pools.as_ref().map(pools::PoolFacts::render);
         if let Some(why) = &self.not_collected {
             let mut out = format!("Server GC and CPU             : not collected ({why})");
             for line in jmx.into_iter().chain(pools) {

@@ -414,7 +414,7 @@ fn pooled_text(p: &Pooled) -> String {
 mod tests {
     use super::*;
     use crate::stats::sim::normal;
-    use crate::steady::{Load, Second, judge};
+    use crate::steady::{Load, SecondFigures, judge};
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;
 
@@ -424,13 +424,13 @@ mod tests {
     /// on two shared cores. Its mean throughput and whether the verdict calls it steady.
     fn window(rng: &mut Pcg64Mcg, level: f64, flushes: bool, judged: bool) -> (f64, bool) {
         let flush = (flushes && rng.random::<f64>() < 0.5).then(|| rng.random_range(0..60) as f64);
-        let seconds: Vec<Second> = (0..60)
+        let seconds: Vec<SecondFigures> = (0..60)
             .map(|t| {
                 let t = t as f64;
                 let hit = flush.is_some_and(|f| t >= f && t < f + 20.0);
                 let ops = level * if hit { 0.65 } else { 1.0 } * (1.0 + 0.15 * normal(rng)).max(0.1);
                 let p50 = 3.0 * (level / ops).powf(0.8) * if hit { 1.5 } else { 1.0 };
-                Second {
+                SecondFigures {
                     at_s: t,
                     ops_per_s: ops,
                     p50_ms: Some(p50),

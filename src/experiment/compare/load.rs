@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use std::path::Path;
 
-use crate::capacity::CapacityReport;
+use crate::capacity::CapacityResult;
 use crate::measure::RunResult;
 
 /// A run's per-second values over its measured window.
@@ -29,7 +29,7 @@ pub enum Observation {
         /// Every operation type's response times, merged.
         response: Box<Histogram<u64>>,
     },
-    Capacity(Box<CapacityReport>),
+    Capacity(Box<CapacityResult>),
 }
 
 impl Observation {
@@ -38,7 +38,7 @@ impl Observation {
     /// series would test one repeat on nothing.
     pub fn load(dir: &Path) -> Result<Observation> {
         if dir.join(crate::measure::result::CAPACITY_FILE).exists() {
-            return Ok(Observation::Capacity(Box::new(CapacityReport::load(dir)?)));
+            return Ok(Observation::Capacity(Box::new(CapacityResult::load(dir)?)));
         }
         let mut result = RunResult::load(dir)?;
         let response = result.response_histogram();
@@ -77,7 +77,7 @@ impl Observation {
 /// The measured window's per-second throughput and percentiles (its `seconds`, as the
 /// steady-state verdict reads them) and server CPU and GC pause time (from the server's
 /// timeline).
-fn series(seconds: &[crate::steady::Second], r: &RunResult) -> Series {
+fn series(seconds: &[crate::steady::SecondFigures], r: &RunResult) -> Series {
     let mut s = Series::default();
     for sec in seconds {
         s.throughput.push(sec.ops_per_s);

@@ -5,7 +5,7 @@
 use super::load::{Observation, Series};
 use crate::measure::RunResult;
 use crate::metrics::summary::OpSummary;
-use crate::telemetry::ServerReport;
+use crate::telemetry::ServerFacts;
 
 /// One metric of the table.
 #[derive(Clone, Copy)]
@@ -78,7 +78,7 @@ fn total(o: &Observation) -> Option<&OpSummary> {
     o.result().and_then(|r| r.summary.as_ref()).map(|s| &s.total)
 }
 
-fn server(o: &Observation) -> Option<&ServerReport> {
+fn server(o: &Observation) -> Option<&ServerFacts> {
     o.result()
         .and_then(|r| r.server.as_ref())
         .filter(|s| s.not_collected.is_none())

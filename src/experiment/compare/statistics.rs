@@ -361,7 +361,7 @@ fn direction(better: bool) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capacity::CapacityReport;
+    use crate::capacity::CapacityResult;
     use crate::experiment::compare::{Observation, Question, Series};
     use crate::metrics::recorder::new_histogram;
 
@@ -376,7 +376,7 @@ mod tests {
             "highest_achieved_rate": cap * 1.1, "bracket": null, "stopped_early": null, "cost": null,
             "started_at": "", "elapsed_s": 0.0
         });
-        let o = Observation::Capacity(Box::new(serde_json::from_value::<CapacityReport>(json).unwrap()));
+        let o = Observation::Capacity(Box::new(serde_json::from_value::<CapacityResult>(json).unwrap()));
         Unit::from_observation(&o, 0, None)
     }
 

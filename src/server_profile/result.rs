@@ -46,7 +46,7 @@ pub struct NodeProfile {
 
 /// What was profiled in a step, and the result; in result.json as `profile`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ProfileReport {
+pub struct ProfileResult {
     /// `--server-profile` as understood, e.g. `cpu:10ms,alloc:512k`.
     pub spec: String,
     pub async_profiler: String,
@@ -72,7 +72,7 @@ pub fn window_text((from, to): (u64, u64)) -> String {
     format!("{} to {}", t(from), t(to))
 }
 
-impl ProfileReport {
+impl ProfileResult {
     /// The profiled window for people, e.g. `2026-11-23T18:51:08Z to 2026-11-23T18:51:13Z`.
     pub fn window(&self) -> String {
         window_text((self.measured_from_ms, self.measured_to_ms))

@@ -117,7 +117,7 @@ pub struct Cost {
 
 /// capacity.json.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CapacityReport {
+pub struct CapacityResult {
     pub caplab_version: String,
     pub command: Vec<String>,
     pub status: RunStatus,
@@ -172,7 +172,7 @@ pub struct CapacityReport {
     pub labels: std::collections::BTreeMap<String, String>,
 }
 
-impl CapacityReport {
+impl CapacityResult {
     /// The process exit code: 0 a capacity was found, 1 none (or the cluster failed), 130
     /// interrupted.
     pub fn exit_code(&self) -> u8 {
@@ -215,7 +215,7 @@ impl CapacityReport {
         }
     }
 
-    pub fn load(dir: &Path) -> Result<CapacityReport> {
+    pub fn load(dir: &Path) -> Result<CapacityResult> {
         let file = dir.join(CAPACITY_FILE);
         let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
         serde_json::from_str(&text)
