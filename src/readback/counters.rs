@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::fates::sampled;
 use super::found::{ClaimTotals, CounterTotals, ValidateOptions, Validation, read_consistency};
-use super::readers::{Reader, read_all};
+use super::readers::{Reader, again, read_all};
 use crate::console::say;
 use crate::engine::Stop;
 use crate::engine::acks::Acks;
@@ -89,7 +89,15 @@ impl Reader for Rows<Bounds> {
         let Some(&((op, p, r), b)) = self.rows.get(n as usize) else {
             return false;
         };
-        let read = match self.workload.read_row(&self.reads[&op], op, p, r, &mut self.keys).await {
+        let mut tries = 0;
+        let row = loop {
+            match self.workload.read_row(&self.reads[&op], op, p, r, &mut self.keys).await {
+                Err(kind) if again(kind, &mut tries).await => continue,
+                answer => break answer,
+            }
+        };
+        self.found.retried += u64::from(tries);
+        let read = match row {
             Ok(None | Some(None)) => Ok(0),
             Ok(Some(Some(CqlValue::Counter(c)))) => Ok(c.0),
             Ok(Some(Some(_))) => Err(ErrorKind::Other),
@@ -127,8 +135,15 @@ impl Reader for Rows<Claims> {
         let Some(&((op, p, r), c)) = self.rows.get(n as usize) else {
             return false;
         };
-        let row = self.workload.read_row(&self.reads[&op], op, p, r, &mut self.keys).await;
+        let mut tries = 0;
+        let row = loop {
+            match self.workload.read_row(&self.reads[&op], op, p, r, &mut self.keys).await {
+                Err(kind) if again(kind, &mut tries).await => continue,
+                answer => break answer,
+            }
+        };
         let v = &mut self.found;
+        v.retried += u64::from(tries);
         match row {
             Ok(row) => {
                 v.rows += 1;

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::fates::sampled;
 use super::found::Validation;
-use super::readers::{Reader, read_all};
+use super::readers::{Reader, again, read_all};
 use crate::engine::acks::{Acks, Fate};
 use crate::engine::{Stop, Workload};
 use crate::workload::e1::{E1, RowBuf};
@@ -81,7 +81,15 @@ impl Reader for Operations {
             Fate::Acknowledged => {}
         }
         v.operations += 1;
-        match self.workload.read_back(&self.stmt, &mut self.rows, i).await {
+        let mut tries = 0;
+        let back = loop {
+            match self.workload.read_back(&self.stmt, &mut self.rows, i).await {
+                Err(kind) if again(kind, &mut tries).await => continue,
+                answer => break answer,
+            }
+        };
+        v.retried += u64::from(tries);
+        match back {
             Ok(back) => {
                 let one = Validation {
                     rows: back.rows,

@@ -65,6 +65,10 @@ pub struct Validation {
     pub wrong: u64,
     /// Operations whose read failed, by error kind (their rows are in none of the counts).
     pub unreadable: BTreeMap<String, u64>,
+    /// Reads tried again after a timeout or an unavailable or overloaded coordinator (each
+    /// read at most `readers::TRIES` times; one that never answered is unreadable).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: u64,
     /// Operations sent and never acknowledged (failed, timed out, or cut off by the end): may
     /// or may not have been applied; not read back.
     pub unknown: u64,
@@ -89,6 +93,10 @@ pub struct Validation {
     /// `operations` the claims applied and `unknown` those sent without an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claims: Option<ClaimTotals>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A claims workload's claims: applied (each the winner of its row), and answered as not
@@ -117,6 +125,7 @@ impl Validation {
         self.missing += other.missing;
         self.wrong += other.wrong;
         self.unknown += other.unknown;
+        self.retried += other.retried;
         for (k, n) in other.unreadable {
             *self.unreadable.entry(k).or_default() += n;
         }
@@ -174,11 +183,7 @@ impl Validation {
             },
             self.missing,
             self.wrong,
-            if unreadable > 0 {
-                format!(", {unreadable} operations unreadable")
-            } else {
-                String::new()
-            },
+            self.unanswered(unreadable, "operations"),
             self.unknown,
             if self.table_had_rows {
                 "; the table held rows before the run, which can hide a lost write (--recreate)"
@@ -199,12 +204,20 @@ impl Validation {
             self.consistency,
             self.missing,
             self.wrong,
-            if unreadable > 0 {
-                format!(", {unreadable} rows unreadable")
-            } else {
-                String::new()
-            }
+            self.unanswered(unreadable, "rows")
         )
+    }
+
+    /// ", N `what` unreadable" and ", M reads tried again", where there are any.
+    fn unanswered(&self, unreadable: u64, what: &str) -> String {
+        let mut out = String::new();
+        if unreadable > 0 {
+            out += &format!(", {unreadable} {what} unreadable");
+        }
+        if self.retried > 0 {
+            out += &format!(", {} reads tried again after a timeout", self.retried);
+        }
+        out
     }
 
     fn verdict(&self, unreadable: u64) -> &'static str {
