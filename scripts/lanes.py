@@ -17,10 +17,11 @@ The order: the last measured duration of each file (scripts/test-durations.tsv, 
 the target directory after every run: copy it over to keep the order current), longest first,
 each onto the lane with less work; a file with no duration yet counts as 60 s.
 
-    scripts/lanes.py [--lanes N] [--list]
+    scripts/lanes.py [--lanes N] [--list] [FILE...]
 
---lanes 1 runs the files one by one, as `cargo test` would. Exits 1 if any file failed, after
-all have run, naming them.
+FILE names test files to run (`faults history`; `lib` is the unit tests), all of them when none
+is given. --lanes 1 runs the files one by one, as `cargo test` would. Exits 1 if any file
+failed, after all have run, naming them.
 """
 
 import json
@@ -130,6 +131,13 @@ def main():
     if "--lanes" in args:
         lanes = int(args[args.index("--lanes") + 1])
     binaries = build()
+    wanted = [a for i, a in enumerate(args) if not a.startswith("--") and (i == 0 or args[i - 1] != "--lanes")]
+    unknown = [w for w in wanted if w not in binaries]
+    if unknown:
+        print(f"no test file {' '.join(unknown)}: give some of {' '.join(sorted(binaries))}")
+        return 2
+    if wanted:
+        binaries = {n: b for n, b in binaries.items() if n in wanted}
     known = durations()
     shared = [n for n in binaries if group_of(n) != "alone"]
     alone = sorted(n for n in binaries if group_of(n) == "alone")
