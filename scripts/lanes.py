@@ -11,7 +11,9 @@ The rules, read from the test files themselves (no hand-kept list):
 - a file that never names `jvm_lock` starts no node: it runs in whichever lane is free;
 - a file whose module doc says `Test group: alone` runs after both lanes have finished, with the
   machine to itself (today tests/steady.rs, which measures how a fresh node's throughput and
-  JIT settle, so another file's load would be part of what it measures);
+  JIT settle, tests/history.rs, whose confirmation by rerunning must see the machine itself
+  again, and tests/loaders.rs, whose loaders wait for the node to settle: another file's load
+  would be part of what they measure);
 - every other file shares the machine with one other file at most.
 The order: the last measured duration of each file (scripts/test-durations.tsv, rewritten into
 the target directory after every run: copy it over to keep the order current), longest first,
