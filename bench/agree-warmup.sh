@@ -1,7 +1,8 @@
 #!/bin/bash
 # How long three loaders with an automatic warm-up take to settle on a fresh node, as in
-# tests/loaders.rs's agreed_warm_up: a node started fresh, a 20 s run at 1,000 op/s (the test's
-# first scenario), optionally a flat-out run of $FLAT (e.g. 30s), then three loaders 1 s apart
+# tests/loaders.rs's loaders_with_an_automatic_warm_up_agree_on_when_to_measure: a node started
+# fresh, a 20 s run at 1,000 op/s, optionally a flat-out run of $FLAT (e.g. 30s; the test runs
+# 30 s flat out), then three loaders 1 s apart
 # at $RATE op/s in all with `--warmup auto --warmup-max 120s`. Prints each loader's warm-up
 # length, whether it settled and the rule's last reading, for $N fresh nodes.
 #   RATE=3000 FLAT=30s N=3 bash bench/agree-warmup.sh

@@ -80,6 +80,20 @@ impl<T> Rows<T> {
             totals: CounterTotals::default(),
         }
     }
+
+    /// The first column of operation `op`'s row (partition `p`, row `r`), tried again while the
+    /// read says nothing of the row (the retries counted); None when the row is absent.
+    async fn read_row(&mut self, op: usize, p: u64, r: u64) -> Result<Option<Option<CqlValue>>, ErrorKind> {
+        let mut tries = 0;
+        let row = loop {
+            match self.workload.read_row(&self.reads[&op], op, p, r, &mut self.keys).await {
+                Err(kind) if again(kind, &mut tries).await => continue,
+                answer => break answer,
+            }
+        };
+        self.found.retried += u64::from(tries);
+        row
+    }
 }
 
 impl Reader for Rows<Bounds> {
@@ -89,15 +103,7 @@ impl Reader for Rows<Bounds> {
         let Some(&((op, p, r), b)) = self.rows.get(n as usize) else {
             return false;
         };
-        let mut tries = 0;
-        let row = loop {
-            match self.workload.read_row(&self.reads[&op], op, p, r, &mut self.keys).await {
-                Err(kind) if again(kind, &mut tries).await => continue,
-                answer => break answer,
-            }
-        };
-        self.found.retried += u64::from(tries);
-        let read = match row {
+        let read = match self.read_row(op, p, r).await {
             Ok(None | Some(None)) => Ok(0),
             Ok(Some(Some(CqlValue::Counter(c)))) => Ok(c.0),
             Ok(Some(Some(_))) => Err(ErrorKind::Other),
@@ -118,7 +124,7 @@ impl Reader for Rows<Bounds> {
                     v.found += 1;
                 }
             }
-            Err(kind) => *v.unreadable.entry(kind.name().to_string()).or_default() += 1,
+            Err(kind) => v.count_unreadable(kind),
         }
         true
     }
@@ -135,15 +141,8 @@ impl Reader for Rows<Claims> {
         let Some(&((op, p, r), c)) = self.rows.get(n as usize) else {
             return false;
         };
-        let mut tries = 0;
-        let row = loop {
-            match self.workload.read_row(&self.reads[&op], op, p, r, &mut self.keys).await {
-                Err(kind) if again(kind, &mut tries).await => continue,
-                answer => break answer,
-            }
-        };
+        let row = self.read_row(op, p, r).await;
         let v = &mut self.found;
-        v.retried += u64::from(tries);
         match row {
             Ok(row) => {
                 v.rows += 1;
@@ -155,7 +154,7 @@ impl Reader for Rows<Claims> {
                     v.found += 1;
                 }
             }
-            Err(kind) => *v.unreadable.entry(kind.name().to_string()).or_default() += 1,
+            Err(kind) => v.count_unreadable(kind),
         }
         true
     }

@@ -105,7 +105,7 @@ impl Reader for Operations {
                 }
                 v.add(one);
             }
-            Err(kind) => *v.unreadable.entry(kind.name().to_string()).or_default() += 1,
+            Err(kind) => v.count_unreadable(kind),
         }
         true
     }

@@ -132,6 +132,11 @@ impl Validation {
         self.examples.extend(other.examples);
     }
 
+    /// One read that failed with `kind` after its tries.
+    pub fn count_unreadable(&mut self, kind: crate::metrics::ErrorKind) {
+        *self.unreadable.entry(kind.name().to_string()).or_default() += 1;
+    }
+
     /// Acknowledged rows not read back as written.
     pub fn lost(&self) -> u64 {
         self.missing + self.wrong

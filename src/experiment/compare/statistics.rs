@@ -64,7 +64,7 @@ pub fn compare(measurement: &str, variants: &[(String, Vec<Unit>)], ask: Ask) ->
     for row in &mut rows {
         let better_up = row.higher_is_better;
         let base_mean = row.cells[ask.baseline].mean;
-        for cell in row.cells.iter_mut().filter(|c| c.verdict.is_pending()) {
+        for cell in row.cells.iter_mut().filter(|c| c.verdict == Verdict::Pending) {
             cell.verdict = verdict(cell, base_mean, ask.floor, better_up);
         }
     }
@@ -231,7 +231,7 @@ fn row(
             ratio_ci: None,
             p: None,
             p_adjusted: None,
-            verdict: Verdict::pending(),
+            verdict: Verdict::Pending,
             answer: None,
         };
         if i == baseline {

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "String", from = "String")]
 pub enum Verdict {
+    /// Not decided yet: a cell whose verdict comes after the correction (never written out).
+    Pending,
     /// The baseline's own cell (with why its figure is short, if it is).
     Baseline(Option<String>),
     /// Not tested: this variant's figure is short (why, e.g. too few steady repeats).
@@ -46,20 +48,12 @@ impl Verdict {
     pub fn significant(&self) -> bool {
         matches!(self, Verdict::Better | Verdict::Worse | Verdict::Significant)
     }
-
-    /// No verdict yet (a cell being filled).
-    pub fn pending() -> Verdict {
-        Verdict::Short(String::new())
-    }
-
-    pub fn is_pending(&self) -> bool {
-        matches!(self, Verdict::Short(s) if s.is_empty())
-    }
 }
 
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Verdict::Pending => Ok(()),
             Verdict::Baseline(None) => write!(f, "baseline"),
             Verdict::Baseline(Some(why)) => write!(f, "baseline: {why}"),
             Verdict::Short(why) => write!(f, "{why}"),
@@ -94,6 +88,7 @@ impl From<String> for Verdict {
                 .map(|p| p / 100.0)
         };
         match text.as_str() {
+            "" => return Verdict::Pending,
             "baseline" => return Verdict::Baseline(None),
             "no difference (every value the same)" => return Verdict::NoDifference,
             "not tested (not in the experiment's metrics)" => return Verdict::NotTested,
@@ -127,6 +122,7 @@ mod tests {
     #[test]
     fn every_verdict_keeps_its_words_through_json() {
         let all = [
+            Verdict::Pending,
             Verdict::Baseline(None),
             Verdict::Baseline(Some("too few steady repeats (1 of 3 steady)".into())),
             Verdict::Short("too few steady repeats (1 of 3 steady)".into()),
