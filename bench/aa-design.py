@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The A/A designs of bench/aa-design.sh side by side: per design its rounds, the 95 % interval of
 the throughput ratio a-again / a (paired by round; the old design also unpaired, as caplab analysed
-it), the interval's width as a share, and the throughput level (what pinning costs).
+it), the interval's width as a share, and the throughput level (what pinning costs; a duet's node
+runs with half the load).
 
     python3 bench/aa-design.py OUT
 """
@@ -26,7 +27,7 @@ def throughput(cmp):
 
 
 print(f"{'design':<28} {'rounds':>6} {'time':>7} {'ratio':>7} {'95 % interval':>17} {'width':>7} {'a op/s':>9}")
-for name in ["old", "new", "pin"]:
+for name in ["old", "new", "pin", "duet"]:
     d = os.path.join(out, f"aa-{name}")
     path = os.path.join(d, "experiment.json")
     if not os.path.exists(path):

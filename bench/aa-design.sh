@@ -6,11 +6,13 @@
 #   1. a calibration (`caplab experiment --calibrate`, CAL_ROUNDS rounds, 3 windows a node):
 #      the variance of throughput, p99 and server CPU per operation at each level, and the
 #      windows per node `--check` chooses from it;
-#   2. three A/A experiments of BUDGET each (the same configuration twice):
+#   2. four A/A experiments of BUDGET each (the same configuration twice):
 #        old:  the design caplab had (rotated order, one window per fresh node), analysed both
 #              unpaired (as it was) and paired by round;
 #        new:  randomized blocks with the windows per node the calibration chose, paired;
 #        pin:  the same with `pin: true` (caplab's client on core 0, the node on the others);
+#        duet: `design: duet`, both variants' nodes at once with half the operations in flight
+#              each, their windows started in the same second (a fixed 150 s warm-up);
 #   3. bench/aa-design.py: each design's rounds, its 95 % interval of the throughput ratio
 #      (width as a share), and the throughput level (what pinning costs).
 #
@@ -35,19 +37,20 @@ echo "$plan" | tail -n 8
 windows=$(echo "$plan" | sed -n 's/.*batch throughput ±5 %: \([0-9]*\) window(s) per node.*/\1/p' | head -n 1)
 windows=${windows:-1}
 
-aa() { # NAME ORDER WINDOWS PIN
+aa() { # NAME ORDER WINDOWS PIN [DESIGN]
   local f="$out/aa-$1.yaml"
   sed -e "s/^name: aa-batch/name: aa-$1/" \
-      -e "s/^variants:/repeats: 40\nbudget: $budget\norder: $2\nwindows: $3\npin: $4\nvariants:/" \
+      -e "s/^variants:/repeats: 40\nbudget: $budget\norder: $2\nwindows: $3\npin: $4\ndesign: ${5:-blocks}\nvariants:/" \
       -e 's/^  - {name: "5.0.9"}/  - {name: a}\n  - {name: a-again}/' bench/aa-batch.yaml > "$f"
   if [ ! -f "$out/aa-$1/experiment.json" ] || ! grep -q '"stopped"' "$out/aa-$1/experiment.json"; then
-    say "A/A $1: order $2, $3 window(s) a node, pin $4, budget $budget"
+    say "A/A $1: order $2, $3 window(s) a node, pin $4, design ${5:-blocks}, budget $budget"
     # A sitting the budget ends without an answer is what an A/A of this length is for.
     "$CAPLAB" experiment "$f" --out "$out/aa-$1" --force --no-history | tail -n 4 || true
   fi
 }
 aa old rotate 1 false
 aa new random "$windows" false
+aa duet random 1 false duet
 aa pin random "$windows" true
 say "analysis"
 python3 bench/aa-design.py "$out"

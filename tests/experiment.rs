@@ -2,8 +2,8 @@
 //! certain difference comes out significant with the right ratio, a smaller heap shows more GC
 //! pauses, an interrupted experiment resumes without redoing its finished steps, a second
 //! sitting is pooled with the first, a calibration splits the variance into its levels and
-//! plans from it, Cassandra 6.0-alpha2 runs on JDK 21, and the experiment's page draws in a
-//! real browser.
+//! plans from it, Cassandra 6.0-alpha2 runs on JDK 21, the experiment's page draws in a real
+//! browser, and a duet runs both variants at once with half the load each.
 
 mod common;
 
@@ -388,5 +388,93 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
             close(&a["ratio"], &b["ratio"]) && close(&a["ci"][0], &b["ci"][0]) && close(&a["ci"][1], &b["ci"][1]),
             "{a} against {b}"
         );
+    }
+}
+
+#[test]
+fn a_duet_runs_both_variants_at_once_with_half_the_load_each() {
+    let _jvm = jvm_lock();
+    let (a, b) = (Lab::new("experiment-duet"), Lab::new("experiment-duet-b"));
+    std::fs::create_dir_all(&a.home).unwrap();
+    let file = a.home.join("duet.yaml");
+    // Two variants that differ only in where their nodes listen (each lab's address and JMX
+    // port), two rounds on nodes kept between them; each side runs at half the file's rate.
+    std::fs::write(
+        &file,
+        format!(
+            "name: duet\ndesign: duet\nrepeats: 2\nfresh: false\nprimary: [throughput]\nnode: {{heap: 1G}}\n\
+             run: {{rate: 1000, warmup: 5s, duration: 5s}}\n\
+             variants:\n  - {{name: a, node: {{address: {}, jmx_port: {}}}}}\n  \
+             - {{name: b, node: {{address: {}, jmx_port: {}}}}}\n\
+             measure:\n  - {{name: insert, workload: insert}}\n",
+            a.address, a.jmx_port, b.address, b.jmx_port
+        ),
+    )
+    .unwrap();
+    let o = ok(a.caplab(&["experiment", file.to_str().unwrap(), "--check"]));
+    assert!(
+        stdout(&o).contains("a duet: each measurement's two variants run at once")
+            && stdout(&o).contains("002 (with the step above) b r1 insert"),
+        "{}",
+        stdout(&o)
+    );
+    let out = a.home.join("duet-out");
+    let o = ok(a.caplab(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]));
+    let (text, said) = (stdout(&o), String::from_utf8_lossy(&o.stderr).into_owned());
+    assert!(
+        said.contains("Step 1 and 2: variants a and b, round 1 (a duet: at once, half the load each), insert"),
+        "{said}"
+    );
+    let doc = experiment_json(&out);
+    assert_eq!(doc["sittings"][0]["status"], "completed", "{text}");
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 4);
+    for pair in steps.chunks(2) {
+        let [x, y] = pair else { unreachable!() };
+        assert_eq!(
+            (x["variant_name"].as_str(), y["variant_name"].as_str()),
+            (Some("a"), Some("b"))
+        );
+        assert_eq!(x["repeat"], y["repeat"]);
+        let (rx, ry) = (
+            common::result_json(&out.join(x["dir"].as_str().unwrap())),
+            common::result_json(&out.join(y["dir"].as_str().unwrap())),
+        );
+        // Both schedules started in the same second, each at half the rate, on its own node.
+        assert_eq!(rx["started_at"], ry["started_at"], "{x} {y}");
+        for (r, lab) in [(&rx, &a), (&ry, &b)] {
+            assert_eq!(r["summary"]["total"]["ops"], 2500, "500 op/s for 5 s: {}", r["summary"]);
+            assert_eq!(
+                r["config"]["client"]["hosts"][0]
+                    .as_str()
+                    .map(|h| h.starts_with(&lab.address)),
+                Some(true)
+            );
+        }
+    }
+    // Paired by round; caplab's own CPU, shared by both sides, is not compared.
+    assert!(text.contains("repeats paired by round"), "{text}");
+    let rows = doc["comparison"][0]["rows"].as_array().unwrap();
+    assert!(rows.iter().all(|r| r["metric"] != "client_cpu"), "{rows:?}");
+    assert!(rows.iter().any(|r| r["metric"] == "server_cpu"), "{rows:?}");
+    // Both sides of every round are in the history, though they started in the same second.
+    let history: serde_json::Value = serde_json::from_str(&stdout(&ok(a.caplab(&["history", "--json"])))).unwrap();
+    let records: u64 = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["records"].as_u64().unwrap())
+        .sum();
+    assert_eq!(records, 4, "{history:#}\n{said}");
+    // Each variant's nodes lived in a home of their own, and the experiment stopped them.
+    for v in ["a", "b"] {
+        let o = ok(std::process::Command::new(env!("CARGO_BIN_EXE_caplab"))
+            .args(["node", "status", "--json"])
+            .env("CAPLAB_HOME", out.join(format!("home-{v}")))
+            .output()
+            .unwrap());
+        let nodes: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(nodes.as_array().map(Vec::len), Some(1), "{v}: {nodes}");
+        assert_ne!(nodes[0]["state"], "running", "{v}: {nodes}");
     }
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::plan;
-use super::spec::{Experiment, Order, What};
+use super::spec::{Experiment, Order, RoundDesign, What};
 use crate::engine::Warmup;
 use crate::measure::commands::DEFAULT_DURATION;
 
@@ -42,11 +42,20 @@ pub fn steps_text(exp: &Experiment) -> String {
             (Order::AsWritten, _) => "; every round as written".into(),
         }
     );
+    let duet = exp.file.design == RoundDesign::Duet;
+    if duet {
+        out.push_str(
+            "  a duet: each measurement's two variants run at once, on nodes of their own, with half the rate and \
+             operations in flight each, their windows started in the same second\n",
+        );
+    }
     let (mut least, mut most, mut searches) = (Duration::ZERO, Duration::ZERO, 0);
     for (i, at) in steps.iter().enumerate() {
         let cell = &exp.cells[at.variant][at.measurement];
         let (what, span) = describe(&cell.what);
         match span {
+            // A duet's second step runs in its first one's time.
+            Some(_) if duet && at.variant == 1 => {}
             Some((lo, hi)) => {
                 least += lo;
                 most += hi;
@@ -54,8 +63,13 @@ pub fn steps_text(exp: &Experiment) -> String {
             None => searches += 1,
         }
         out.push_str(&format!(
-            "  {:03} {} r{} {}: {what}\n",
+            "  {:03}{} {} r{} {}: {what}\n",
             i + 1,
+            if duet && at.variant == 1 {
+                " (with the step above)"
+            } else {
+                ""
+            },
             exp.file.variants[at.variant].name,
             at.repeat,
             exp.file.measure[at.measurement].name

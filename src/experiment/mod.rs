@@ -2,14 +2,16 @@
 //! in three stages that go one way.
 //!
 //! - **Plan** (`plan`, printed by `check`): rounds that are randomized complete blocks (every
-//!   variant and measurement once per round, in an order drawn from the sitting's seed), the
-//!   windows each node serves, replacements for a window still warming, and the budget. The file
-//!   is read and checked first (`spec`; its question, `question`).
-//! - **Run** (`runner`, one step at a time by `step`): a sitting executes its plan on freshly
-//!   started nodes of each variant with the same code as `caplab run` / `capacity`, and records
-//!   every step's values in experiment.json (`record`), rewritten after every step so an
-//!   interrupted sitting resumes where it stopped. Running the file again into the same
-//!   directory adds a sitting (another day or machine).
+//!   variant and measurement once per round, in an order drawn from the sitting's seed; with
+//!   `design: duet`, a measurement's two variants at once), the windows each node serves,
+//!   replacements for a window still warming, and the budget. The file is read and checked
+//!   first (`spec`, its option keys parsed as the commands' flags by `keys`; its question,
+//!   `question`).
+//! - **Run** (`runner`, one step at a time by `step`, or a duet's two at once by `duet`): a
+//!   sitting executes its plan on freshly started nodes of each variant with the same code as
+//!   `caplab run` / `capacity`, and records every step's values in experiment.json (`record`),
+//!   rewritten after every step so an interrupted sitting resumes where it stopped. Running the
+//!   file again into the same directory adds a sitting (another day or machine).
 //! - **Analyse** (`analyse`, with `compare`): from the record alone, each measurement's variants
 //!   compared metric by metric, paired by round; the primary questions answered for the sitting
 //!   running after every round, or pooled across sittings; server profiles frame by frame
@@ -23,6 +25,8 @@ pub mod bisect;
 pub mod calibrate;
 pub mod check;
 pub mod compare;
+pub mod duet;
+pub mod keys;
 pub mod plan;
 pub mod profile_diff;
 pub mod question;
@@ -68,22 +72,43 @@ pub fn run(
     let mut record = runner::open_record(exp, out, opening)?;
     let prior_elapsed = record.current().elapsed_s;
     let fresh = exp.file.fresh;
+    let duet_homes: Vec<Home> = exp
+        .file
+        .variants
+        .iter()
+        .map(|v| duet::home(out, cache, &v.name))
+        .collect();
     runner::run_rounds(
         exp,
         &mut record,
         out,
         stop,
-        &mut |cell, dir, how| {
-            let outcome = step::run_step(&home, fresh, cell, dir, how, stop)?;
-            for w in 1..=how.windows.max(1) {
-                let wdir = step::window_dir(dir, how.windows, w);
-                crate::history::record_finished(history, &wdir, &Default::default());
+        &mut |calls, how| {
+            let outcomes = match calls {
+                [one] => vec![step::run_step(&home, fresh, one.cell, &one.dir, how, stop)?],
+                [a, b] => duet::run_pair(
+                    &[side(exp, &duet_homes, a), side(exp, &duet_homes, b)],
+                    fresh,
+                    how,
+                    stop,
+                )?
+                .into(),
+                _ => bail!("{} steps at once: a round runs one, or a duet's two", calls.len()),
+            };
+            for c in calls {
+                for w in 1..=how.windows.max(1) {
+                    let wdir = step::window_dir(&c.dir, how.windows, w);
+                    crate::history::record_finished(history, &wdir, &Default::default());
+                }
             }
-            Ok(outcome)
+            Ok(outcomes)
         },
         &mut |record| analyse::sitting_comparisons(exp, record, out, &priors),
     )?;
     step::stop_nodes(&home);
+    if exp.file.design == spec::RoundDesign::Duet {
+        duet_homes.iter().for_each(step::stop_nodes);
+    }
     let status = runner::final_status(&record, stop);
     let s = record.current_mut();
     s.status = status;
@@ -107,6 +132,16 @@ pub fn run(
     }
     record.save(out)?;
     Ok(record)
+}
+
+/// A duet's side for step `c`: its variant's name and home (of `homes`, one per variant).
+fn side<'a>(exp: &'a Experiment, homes: &'a [Home], c: &runner::StepCall<'a>) -> duet::Side<'a> {
+    duet::Side {
+        name: &exp.file.variants[c.variant].name,
+        home: &homes[c.variant],
+        cell: c.cell,
+        dir: c.dir.clone(),
+    }
 }
 
 /// The design every primary question of `exp` shares.
@@ -250,18 +285,18 @@ mod tests {
             &mut record,
             dir,
             &stop,
-            &mut |cell, _, _| {
+            &mut |calls, _| {
                 n += 1;
-                let is_b = cell.what.clone().common_mut().labels.iter().any(|(_, v)| v == "b");
+                let is_b = calls[0].variant == 1;
                 let v = 1000.0 * (1.0 + 0.01 * (n % 3) as f64) * if is_b { ratio } else { 1.0 };
-                Ok(StepOutcome {
+                Ok(vec![StepOutcome {
                     status: RunStatus::Completed,
                     line: String::new(),
                     steady: None,
                     settled: Some(true),
                     values: [("throughput".to_string(), v)].into(),
                     window_values: Vec::new(),
-                })
+                }])
             },
             &mut |r| analyse::sitting_comparisons(exp, r, dir, &[]),
         )

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 pub use super::record::StepAt;
 use super::record::{ExperimentRecord, ExperimentStep};
-use super::spec::{Experiment, Order};
+use super::spec::{Experiment, Order, RoundDesign};
 use crate::measure::RunStatus;
 
 /// A seed for a new sitting's order (the file's `seed`, or from the clock and process).
@@ -55,11 +55,57 @@ pub fn round_order(variants: usize, measurements: usize, round: u32, order: Orde
         .collect()
 }
 
+/// Round `round`'s steps of `exp` in the order they run: a duet's two variants of a
+/// measurement side by side (they run at once), its measurements in the order drawn.
+pub fn round_steps(exp: &Experiment, round: u32, seed: u64) -> Vec<StepAt> {
+    let steps = round_order(exp.cells.len(), exp.file.measure.len(), round, exp.file.order, seed);
+    if exp.file.design != RoundDesign::Duet {
+        return steps;
+    }
+    let mut measurements: Vec<usize> = Vec::new();
+    for at in &steps {
+        if !measurements.contains(&at.measurement) {
+            measurements.push(at.measurement);
+        }
+    }
+    measurements
+        .into_iter()
+        .flat_map(|measurement| {
+            (0..exp.cells.len()).map(move |variant| StepAt {
+                repeat: round,
+                variant,
+                measurement,
+            })
+        })
+        .collect()
+}
+
 /// Every step of the first `rounds` rounds of `exp` with `seed`, in order.
 pub fn order_of(exp: &Experiment, seed: u64, rounds: u32) -> Vec<StepAt> {
-    (1..=rounds)
-        .flat_map(|r| round_order(exp.cells.len(), exp.file.measure.len(), r, exp.file.order, seed))
-        .collect()
+    (1..=rounds).flat_map(|r| round_steps(exp, r, seed)).collect()
+}
+
+/// The steps that run together with step `i` of the record (indexes into its steps): `i`
+/// alone, or in a duet `i` and its partner (the other variant's step of the same round and
+/// measurement, not completed yet).
+pub fn together(exp: &Experiment, record: &ExperimentRecord, i: usize) -> Vec<usize> {
+    let s = &record.steps[i];
+    if exp.file.design != RoundDesign::Duet {
+        return vec![i];
+    }
+    let partner = record.steps.iter().enumerate().position(|(k, o)| {
+        k != i
+            && record.in_current(o)
+            && !o.replacement
+            && o.at.repeat == s.at.repeat
+            && o.at.measurement == s.at.measurement
+            && o.status != Some(RunStatus::Completed)
+    });
+    match partner {
+        Some(k) if k > i => vec![i, k],
+        Some(k) => vec![k, i],
+        None => vec![i],
+    }
 }
 
 /// Replacements per (variant, measurement) in a sitting: half the most repeats, at least one.
@@ -106,7 +152,7 @@ pub fn expected(exp: &Experiment, record: &ExperimentRecord, rounds: u32) -> Vec
 pub fn push_round(exp: &Experiment, record: &mut ExperimentRecord, round: u32) {
     let open = open_in(exp, record, round);
     let seed = record.current().seed;
-    for at in round_order(exp.cells.len(), exp.file.measure.len(), round, exp.file.order, seed)
+    for at in round_steps(exp, round, seed)
         .into_iter()
         .filter(|at| open[at.measurement])
     {
@@ -158,7 +204,9 @@ pub fn push_replacement(exp: &Experiment, record: &mut ExperimentRecord, i: usiz
 /// cores shifts level by 15-40 % within a minute on a settled node, and leaving such windows
 /// out biases the comparison.
 pub fn replace(exp: &Experiment, record: &ExperimentRecord, step: &ExperimentStep) -> bool {
-    step.status == Some(RunStatus::Completed)
+    // A duet's warm-up is fixed (its windows start together): nothing to replace.
+    exp.file.design != RoundDesign::Duet
+        && step.status == Some(RunStatus::Completed)
         && step.settled == Some(false)
         && record.replacements_of(step.at) < replacements(exp)
 }

@@ -10,7 +10,8 @@
 //! machine), which must be the same experiment.
 
 use anyhow::{Result, bail};
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -24,8 +25,16 @@ use crate::console::say;
 use crate::engine::Stop;
 use crate::measure::RunStatus;
 
-/// Runs one step: a cell into its directory.
-pub type RunOne<'a> = dyn FnMut(&Cell, &Path, StepPlan) -> Result<StepOutcome> + 'a;
+/// Runs steps that share their time (one step, or a duet's two at once): each cell into its
+/// directory, an outcome for each in the same order.
+pub type RunSteps<'a> = dyn FnMut(&[StepCall], StepPlan) -> Result<Vec<StepOutcome>> + 'a;
+
+/// A step to run: its variant, cell and directory.
+pub struct StepCall<'c> {
+    pub variant: usize,
+    pub cell: &'c Cell,
+    pub dir: PathBuf,
+}
 /// The current sitting's comparisons of what its completed steps left.
 pub type Evaluate<'a> = dyn FnMut(&ExperimentRecord) -> Vec<Comparison> + 'a;
 
@@ -152,11 +161,11 @@ fn begin_sitting(exp: &Experiment, r: &mut ExperimentRecord, name: Option<String
 pub fn same_experiment(before: &Experiment, exp: &Experiment, out: &Path) -> Result<()> {
     let what = |e: &Experiment| {
         serde_json::json!({"node": e.file.node, "run": e.file.run, "variants": e.file.variants, "measure": e.file.measure,
-            "baseline": e.baseline})
+            "baseline": e.baseline, "design": e.file.design})
     };
     let (a, b) = (what(before), what(exp));
     if a != b {
-        let differs: Vec<&str> = ["node", "run", "variants", "measure", "baseline"]
+        let differs: Vec<&str> = ["node", "run", "variants", "measure", "baseline", "design"]
             .into_iter()
             .filter(|k| a[k] != b[k])
             .collect();
@@ -179,7 +188,7 @@ pub fn run_rounds(
     record: &mut ExperimentRecord,
     out: &Path,
     stop: &Arc<Stop>,
-    step: &mut RunOne,
+    step: &mut RunSteps,
     evaluate: &mut Evaluate,
 ) -> Result<()> {
     let already = record
@@ -248,21 +257,28 @@ pub fn run_rounds(
     Ok(())
 }
 
-/// Runs the current sitting's steps not completed yet, in order, saving the record after each;
-/// a replacement is queued after a step still warming, while its cell has replacements left.
+/// Runs the current sitting's steps not completed yet, in order, saving the record after each
+/// (a duet's two together); a replacement is queued after a step still warming, while its cell
+/// has replacements left.
 fn run_pending(
     exp: &Experiment,
     record: &mut ExperimentRecord,
     out: &Path,
     stop: &Arc<Stop>,
-    step: &mut RunOne,
+    step: &mut RunSteps,
     timed: &mut Vec<f64>,
     (began, prior_elapsed): (Instant, f64),
 ) -> Result<()> {
     let mut i = 0;
     let mut last_round = None;
+    // Steps run in this pass (a duet's second step runs with its first).
+    let mut ran = BTreeSet::new();
     while i < record.steps.len() {
-        if !record.in_current(&record.steps[i]) || record.steps[i].status == Some(RunStatus::Completed) {
+        let index = record.steps[i].index;
+        if !record.in_current(&record.steps[i])
+            || record.steps[i].status == Some(RunStatus::Completed)
+            || ran.contains(&index)
+        {
             if record.in_current(&record.steps[i]) {
                 last_round = Some(record.steps[i].at.repeat);
             }
@@ -290,63 +306,27 @@ fn run_pending(
             record.save(out)?;
             break;
         }
-        let left = record
-            .current_steps()
-            .filter(|s| s.status != Some(RunStatus::Completed) && s.at.repeat == at.at.repeat)
-            .count();
-        say(&format!(
-            "Step {}: variant {}, round {}{}, {}{}",
-            at.index,
-            at.variant_name,
-            at.at.repeat,
-            if at.replacement {
-                " (replacing a window still warming, with a longer warm-up)"
-            } else {
-                ""
-            },
-            at.measurement_name,
-            plan::eta(timed, left)
-        ));
+        let group = plan::together(exp, record, i);
+        announce(record, &group, timed);
         let begin = Instant::now();
         let how = StepPlan {
             windows: at.windows,
             longer_warmup: at.replacement,
         };
-        let outcome = step(&exp.cells[at.at.variant][at.at.measurement], &out.join(&at.dir), how);
-        let elapsed = begin.elapsed().as_secs_f64();
-        record.steps[i].elapsed_s = Some(elapsed);
-        match outcome {
-            Ok(o) => {
-                let s = &mut record.steps[i];
-                s.status = Some(o.status);
-                s.error = None;
-                s.steady_class = o.steady.as_ref().and_then(|v| v.class);
-                s.steady = o.steady.as_ref().map(|v| v.steady);
-                s.settled = o.settled;
-                s.values = o.values;
-                s.window_values = o.window_values;
-                let replace = plan::replace(exp, record, &record.steps[i]);
-                say(&format!("  {}{}", o.line, window_note(&record.steps[i], replace)));
-                if o.status == RunStatus::Completed {
-                    timed.push(elapsed);
+        let calls: Vec<StepCall> = group
+            .iter()
+            .map(|&k| {
+                let s = &record.steps[k];
+                StepCall {
+                    variant: s.at.variant,
+                    cell: &exp.cells[s.at.variant][s.at.measurement],
+                    dir: out.join(&s.dir),
                 }
-                if replace {
-                    plan::push_replacement(exp, record, i);
-                }
-            }
-            Err(e) => {
-                say(&format!("  step {} failed: {e:#}", at.index));
-                let s = &mut record.steps[i];
-                s.status = Some(RunStatus::Failed);
-                s.error = Some(format!("{e:#}"));
-                if e.chain().any(|c| c.is::<Refused>()) {
-                    record.current_mut().stopped = Some(format!(
-                        "step {} was refused before any node started, and every step would be: {e:#}",
-                        at.index
-                    ));
-                }
-            }
-        }
+            })
+            .collect();
+        let outcome = step(&calls, how);
+        ran.extend(group.iter().map(|&k| record.steps[k].index));
+        record_outcomes(exp, record, &group, outcome, begin.elapsed().as_secs_f64(), timed);
         record.current_mut().elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();
         record.save(out)?;
         if record.current().stopped.is_some() {
@@ -355,6 +335,97 @@ fn run_pending(
         i += 1;
     }
     Ok(())
+}
+
+/// `Step 37: variant 6.0-alpha2, round 1, batch (about 20 min left)`; a duet's two steps as one
+/// line.
+fn announce(record: &ExperimentRecord, group: &[usize], timed: &[f64]) {
+    let at = &record.steps[group[0]];
+    let left = record
+        .current_steps()
+        .filter(|s| s.status != Some(RunStatus::Completed) && s.at.repeat == at.at.repeat)
+        .count();
+    let (indexes, variants): (Vec<String>, Vec<&str>) = group
+        .iter()
+        .map(|&k| (record.steps[k].index.to_string(), record.steps[k].variant_name.as_str()))
+        .unzip();
+    say(&format!(
+        "Step {}: variant{} {}, round {}{}, {}{}",
+        indexes.join(" and "),
+        if group.len() > 1 { "s" } else { "" },
+        variants.join(" and "),
+        at.at.repeat,
+        if group.len() > 1 {
+            " (a duet: at once, half the load each)"
+        } else if at.replacement {
+            " (replacing a window still warming, with a longer warm-up)"
+        } else {
+            ""
+        },
+        at.measurement_name,
+        plan::eta(timed, left)
+    ));
+}
+
+/// Records what steps `group` (run together for `elapsed` seconds) left; a completed step adds
+/// its share of the time to `timed`, and one still warming gets a replacement queued after it.
+fn record_outcomes(
+    exp: &Experiment,
+    record: &mut ExperimentRecord,
+    group: &[usize],
+    outcome: Result<Vec<StepOutcome>>,
+    elapsed: f64,
+    timed: &mut Vec<f64>,
+) {
+    let share = elapsed / group.len() as f64;
+    let outcomes = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            for &k in group {
+                let index = record.steps[k].index;
+                say(&format!("  step {index} failed: {e:#}"));
+                let s = &mut record.steps[k];
+                s.elapsed_s = Some(elapsed);
+                s.status = Some(RunStatus::Failed);
+                s.error = Some(format!("{e:#}"));
+                if e.chain().any(|c| c.is::<Refused>()) {
+                    record.current_mut().stopped = Some(format!(
+                        "step {index} was refused before any node started, and every step would be: {e:#}"
+                    ));
+                }
+            }
+            return;
+        }
+    };
+    let mut replaced = Vec::new();
+    for (&k, o) in group.iter().zip(outcomes) {
+        let s = &mut record.steps[k];
+        s.elapsed_s = Some(elapsed);
+        s.status = Some(o.status);
+        s.error = None;
+        s.steady_class = o.steady.as_ref().and_then(|v| v.class);
+        s.steady = o.steady.as_ref().map(|v| v.steady);
+        s.settled = o.settled;
+        s.values = o.values;
+        s.window_values = o.window_values;
+        let replace = plan::replace(exp, record, &record.steps[k]);
+        let who = if group.len() > 1 {
+            format!("{}: ", record.steps[k].variant_name)
+        } else {
+            String::new()
+        };
+        say(&format!("  {who}{}{}", o.line, window_note(&record.steps[k], replace)));
+        if o.status == RunStatus::Completed {
+            timed.push(share);
+        }
+        if replace {
+            replaced.push(k);
+        }
+    }
+    // From the last, so that each insertion leaves the earlier indexes where they were.
+    for k in replaced.into_iter().rev() {
+        plan::push_replacement(exp, record, k);
+    }
 }
 
 /// What becomes of a step's window, said after its line: replaced when it was still warming,
@@ -401,6 +472,16 @@ mod tests {
 
     fn exp() -> Experiment {
         exp_with("2")
+    }
+
+    /// Two variants and two measurements (insert, batch), with `head`'s keys.
+    fn two_measurements(head: &str) -> Experiment {
+        let text = format!(
+            "name: t\n{head}\nnode: {{version: 5.0.9, java: 17}}\nrun: {{duration: 5s}}\n\
+             variants: [{{name: a}}, {{name: b}}]\n\
+             measure: [{{name: insert, workload: insert}}, {{name: batch, workload: batch}}]\n"
+        );
+        Experiment::parse(&text, "t.yaml").unwrap()
     }
 
     fn outcome(status: RunStatus, settled: Option<bool>) -> Result<StepOutcome> {
@@ -454,10 +535,14 @@ mod tests {
             record,
             out,
             stop,
-            &mut |_, dir, _| {
-                seen.borrow_mut()
-                    .push(dir.strip_prefix(out).unwrap().display().to_string());
-                fake(seen.borrow().len())
+            &mut |calls, _| {
+                let mut outcomes = Vec::new();
+                for c in calls {
+                    seen.borrow_mut()
+                        .push(c.dir.strip_prefix(out).unwrap().display().to_string());
+                    outcomes.push(fake(seen.borrow().len())?);
+                }
+                Ok(outcomes)
             },
             &mut evaluate,
         )
@@ -741,10 +826,7 @@ mod tests {
 
     #[test]
     fn a_measurement_whose_questions_are_decided_is_not_run_in_later_rounds() {
-        let text = "name: t\nrepeats: auto\norder: rotate\nnode: {version: 5.0.9, java: 17}\nrun: {duration: 5s}\n\
-                    variants: [{name: a}, {name: b}]\n\
-                    measure: [{name: insert, workload: insert}, {name: batch, workload: batch}]\n";
-        let e = Experiment::parse(text, "t.yaml").unwrap();
+        let e = two_measurements("repeats: auto\norder: rotate");
         let out = tempfile::tempdir().unwrap();
         let mut record = new(&e, out.path());
         let stop = Stop::new();
@@ -774,6 +856,76 @@ mod tests {
     }
 
     #[test]
+    fn a_duet_runs_each_measurements_two_variants_at_once_and_a_failure_fails_both() {
+        let e = two_measurements("repeats: 2\ndesign: duet");
+        let out = tempfile::tempdir().unwrap();
+        let mut record = new(&e, out.path());
+        let stop = Stop::new();
+        let calls = RefCell::new(Vec::new());
+        run_rounds(
+            &e,
+            &mut record,
+            out.path(),
+            &stop,
+            &mut |steps, _| {
+                let n = {
+                    let mut c = calls.borrow_mut();
+                    c.push(
+                        steps
+                            .iter()
+                            .map(|s| (s.variant, s.cell as *const Cell))
+                            .collect::<Vec<_>>(),
+                    );
+                    c.len()
+                };
+                if n == 2 {
+                    bail!("node1 did not start");
+                }
+                steps.iter().map(|_| outcome(RunStatus::Completed, None)).collect()
+            },
+            &mut |_| Vec::new(),
+        )
+        .unwrap();
+        // Two rounds of two measurements: four calls, each both variants of one measurement.
+        let calls = calls.into_inner();
+        assert_eq!(calls.len(), 4, "{calls:?}");
+        for c in &calls {
+            assert_eq!(c.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [0, 1]);
+        }
+        let status: Vec<(String, Option<RunStatus>)> = record
+            .steps
+            .iter()
+            .map(|s| {
+                (
+                    format!("r{} {} {}", s.at.repeat, s.measurement_name, s.variant_name),
+                    s.status,
+                )
+            })
+            .collect();
+        let failed: Vec<&String> = status
+            .iter()
+            .filter(|(_, s)| *s == Some(RunStatus::Failed))
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(failed.len(), 2, "{status:?}");
+        assert_eq!(
+            failed[0].replace(" a", " b"),
+            *failed[1],
+            "both sides of one pair: {status:?}"
+        );
+        assert!(record.steps.iter().all(|s| s.elapsed_s.is_some()));
+        for s in record.steps.iter().filter(|s| s.status == Some(RunStatus::Failed)) {
+            assert!(
+                s.error.as_deref().unwrap_or("").contains("node1 did not start"),
+                "{s:?}"
+            );
+        }
+        // Resumable: the plan's order is the duet's.
+        let saved = ExperimentRecord::load(out.path()).unwrap();
+        assert!(open_record(&e, out.path(), Opening::Resume(saved)).is_ok());
+    }
+
+    #[test]
     fn a_window_still_warming_is_run_again_with_a_longer_warm_up_and_level_shifts_are_kept() {
         let e = exp_with("2");
         let out = tempfile::tempdir().unwrap();
@@ -788,19 +940,19 @@ mod tests {
             &mut record,
             out.path(),
             &stop,
-            &mut |_, _, how| {
+            &mut |_, how| {
                 plans.borrow_mut().push(how);
                 *ran.borrow_mut() += 1;
                 let n = *ran.borrow();
                 if [1, 2].contains(&n) {
-                    outcome(RunStatus::Completed, Some(false))
+                    Ok(vec![outcome(RunStatus::Completed, Some(false))?])
                 } else {
                     let mut verdict = crate::steady::judge(&[], crate::steady::Load::FlatOut);
                     verdict.steady = n != 3;
-                    Ok(StepOutcome {
+                    Ok(vec![StepOutcome {
                         steady: Some(verdict),
                         ..outcome(RunStatus::Completed, Some(true))?
-                    })
+                    }])
                 }
             },
             &mut |_| Vec::new(),

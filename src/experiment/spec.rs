@@ -5,20 +5,19 @@
 //! an experiment takes, checked the same way, before anything runs.
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
 use serde::{Deserialize, Serialize};
 use serde_norway::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::keys::{self, known, merged, parse_node};
 use super::question::{self, PRIMARY_CAPACITY, PRIMARY_RUN, Repeats};
 use crate::cluster::options::NodeOptions;
+use crate::engine::Warmup;
 use crate::measure::options::RunOptions;
 use crate::workload::profile::from_yaml;
 
-/// Option keys as in a file: `key: value` for `--key value`, `key: true` for a flag, a list
-/// for a flag given several times.
-pub type Options = BTreeMap<String, Value>;
+pub use super::keys::Options;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -31,6 +30,18 @@ pub enum Order {
     Rotate,
     /// Every round runs the variants as written.
     AsWritten,
+}
+
+/// How a round runs its steps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundDesign {
+    /// One step at a time, each with the machine to itself (randomized complete blocks).
+    #[default]
+    Blocks,
+    /// A measurement's two variants at once, each on nodes of its own with half the load, their
+    /// windows started in the same second (`duet`).
+    Duet,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,6 +97,10 @@ pub struct ExperimentFile {
     pub effect: BTreeMap<String, f64>,
     #[serde(default)]
     pub order: Order,
+    /// `blocks` (default: one step at a time) or `duet` (two variants at once, half the load
+    /// each; A/A intervals here 2.4 times narrower at the same wall time).
+    #[serde(default)]
+    pub design: RoundDesign,
     /// The seed of `order: random` (default: a new one each sitting, kept in the record).
     #[serde(default)]
     pub seed: Option<u64>,
@@ -192,9 +207,6 @@ pub struct Experiment {
     pub baseline: usize,
 }
 
-/// Keys the experiment sets itself.
-const RESERVED: &[&str] = &["out", "force", "hosts", "quiet"];
-
 impl Experiment {
     /// Parses and checks an experiment: every variant's node options and every (variant,
     /// measurement)'s run options, as the commands would parse them.
@@ -291,6 +303,9 @@ impl Experiment {
             }
             cells.push(row);
         }
+        if file.design == RoundDesign::Duet {
+            duet_cells(&file, &mut cells).map_err(|e| anyhow::anyhow!("{origin}: {e:#}"))?;
+        }
         Ok(Experiment {
             file,
             text: text.to_string(),
@@ -375,126 +390,61 @@ fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Later maps override earlier ones key by key.
-fn merged(maps: &[&Options]) -> Options {
-    let mut out = Options::new();
-    for m in maps {
-        for (k, v) in m.iter() {
-            out.insert(k.clone(), v.clone());
-        }
-    }
-    out
-}
+/// A duet's warm-up when the measurement's is automatic: both windows must start in the same
+/// second, so the warm-up is fixed (write `warmup: 200s` for another). Fresh nodes here
+/// settled in 67–103 s alone (E1 batches); bench/duet.sh's A/A ran with 150 s.
+pub const DUET_WARMUP: Duration = Duration::from_secs(150);
 
-/// `--key value` arguments for option keys.
-pub fn to_args(opts: &Options) -> Result<Vec<String>> {
-    let mut args = Vec::new();
-    for (k, v) in opts {
-        if RESERVED.contains(&k.as_str()) {
-            bail!("'{k}' is set by the experiment itself; leave it out");
-        }
-        let flag = format!("--{}", k.replace('_', "-"));
-        let mut one = |v: &Value| -> Result<()> {
-            match v {
-                Value::Bool(true) => args.push(flag.clone()),
-                Value::Bool(false) | Value::Null => {}
-                Value::Number(n) => args.extend([flag.clone(), n.to_string()]),
-                Value::String(s) => args.extend([flag.clone(), s.clone()]),
-                other => bail!("{k}: {other:?} is not a value: write a number, a string or true/false"),
+/// Makes `cells` a duet's (`design: duet`): two variants, runs only, each measurement's rate
+/// and operations in flight halved (the two together offer what one step alone would), a
+/// fixed warm-up, and each variant's nodes on addresses and a JMX port of their own
+/// (127.0.61.1 and 7261, 127.0.62.1 and 7361) unless the variants already differ there.
+fn duet_cells(file: &ExperimentFile, cells: &mut [Vec<Cell>]) -> Result<()> {
+    if cells.len() != 2 {
+        bail!(
+            "design: duet runs two variants at once, and this file has {}: keep two, or use design: blocks",
+            cells.len()
+        );
+    }
+    let same_address = cells[0][0].node.address == cells[1][0].node.address;
+    let same_jmx = cells[0][0].node.jmx_port == cells[1][0].node.jmx_port;
+    for (v, row) in cells.iter_mut().enumerate() {
+        for (m, cell) in row.iter_mut().enumerate() {
+            let name = &file.measure[m].name;
+            if same_address {
+                cell.node.address = std::net::Ipv4Addr::new(127, 0, 61 + v as u8, 1);
             }
-            Ok(())
-        };
-        match v {
-            Value::Sequence(items) => items.iter().try_for_each(&mut one)?,
-            v => one(v)?,
+            if same_jmx {
+                cell.node.jmx_port = 7261 + 100 * v as u16;
+            }
+            let What::Run(o) = &mut cell.what else {
+                bail!(
+                    "measurement '{name}': a capacity search cannot share the machine: design: duet compares runs                      (use design: blocks for searches)"
+                );
+            };
+            if o.ops.is_some() {
+                bail!("measurement '{name}': count: a duet's two windows must end together: give a duration instead");
+            }
+            o.warmup = match o.warmup {
+                Warmup::Auto { .. } => Warmup::Time(DUET_WARMUP),
+                Warmup::Ops(_) => bail!(
+                    "measurement '{name}': warmup: a duet's two windows start in the same second: give a time                      (e.g. 150s), not a number of operations"
+                ),
+                w => w,
+            };
+            o.warmup_max = None;
+            o.common.load.concurrency = o.common.load.concurrency.div_ceil(2);
+            o.rate /= 2.0;
         }
     }
-    Ok(args)
-}
-
-#[derive(Parser)]
-#[command(name = "node", no_binary_name = true)]
-struct NodeArgs {
-    #[command(flatten)]
-    o: NodeOptions,
-}
-
-#[derive(Parser)]
-#[command(name = "run", no_binary_name = true)]
-struct RunArgs {
-    #[command(flatten)]
-    o: RunOptions,
-}
-
-#[derive(Parser)]
-#[command(name = "capacity", no_binary_name = true)]
-struct CapacityArgs {
-    #[command(flatten)]
-    o: crate::capacity::CapacityOptions,
-}
-
-/// The keys of `opts` that `caplab run` (or `capacity`) takes.
-fn known(capacity: bool, opts: &Options) -> Options {
-    use clap::CommandFactory;
-    let cmd = if capacity {
-        CapacityArgs::command()
-    } else {
-        RunArgs::command()
-    };
-    let flags: Vec<String> = cmd
-        .get_arguments()
-        .filter_map(|a| a.get_long())
-        .map(String::from)
-        .collect();
-    opts.iter()
-        .filter(|(k, _)| flags.contains(&k.replace('_', "-")))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
-fn clap_error(e: clap::Error) -> anyhow::Error {
-    // clap's text names the flag (`--heap`); keys are written without dashes.
-    let text = e.to_string();
-    let first = text
-        .lines()
-        .next()
-        .unwrap_or(&text)
-        .trim_start_matches("error: ")
-        .to_string();
-    anyhow::anyhow!("{first}")
-}
-
-fn parse_node(opts: &Options) -> Result<NodeOptions> {
-    let o = NodeArgs::try_parse_from(to_args(opts)?).map_err(clap_error)?.o;
-    o.check()?;
-    Ok(o)
-}
-
-/// A run's own local node options have no place in an experiment: its nodes are the variants'.
-fn refuse_local_node(node: &crate::cluster::options::LocalNode) -> Result<()> {
-    anyhow::ensure!(
-        !node.given(),
-        "version, jars, set, restart and wipe choose a single run's local node; an experiment's steps run on their \
-         variant's fresh nodes: put version, jars and set under node: (of the file or a variant)"
-    );
     Ok(())
 }
 
 fn parse_what(capacity: bool, opts: &Options) -> Result<What> {
-    let args = to_args(opts)?;
     Ok(if capacity {
-        let o = CapacityArgs::try_parse_from(args).map_err(clap_error)?.o;
-        if o.common.sla.sla.is_none() {
-            bail!("a capacity search needs a service level: add sla: 'p99.9<100ms/10s'");
-        }
-        crate::measure::options::resolve_warmup(o.warmup, o.warmup_max)?;
-        refuse_local_node(&o.common.node)?;
-        What::Capacity(Box::new(o))
+        What::Capacity(Box::new(keys::parse_capacity(opts)?))
     } else {
-        let o = RunArgs::try_parse_from(args).map_err(clap_error)?.o;
-        crate::measure::options::resolve_warmup(o.warmup, o.warmup_max)?;
-        refuse_local_node(&o.common.node)?;
-        What::Run(Box::new(o))
+        What::Run(Box::new(keys::parse_run(opts)?))
     })
 }
 
@@ -564,6 +514,53 @@ measure:
         assert_eq!(cap.rates.as_deref(), Some("1k,2k"));
         assert!(matches!(e.file.order, Order::Random) && e.file.fresh);
         assert_eq!(e.file.floor, 0.02);
+    }
+
+    #[test]
+    fn a_duet_halves_each_sides_load_fixes_its_warm_up_and_gives_each_variant_its_own_addresses() {
+        let text = "design: duet\nnode: {version: 5.0.9}\nrun: {duration: 30s, concurrency: 255, rate: 5000}\n\
+                    variants: [{name: a}, {name: b}]\n\
+                    measure: [{name: w, workload: insert}, {name: f, workload: insert, rate: 0, warmup: 20s}]\n";
+        let e = Experiment::parse(text, "d.yaml").unwrap();
+        let run = |v: usize, m: usize| match &e.cells[v][m].what {
+            What::Run(o) => (**o).clone(),
+            What::Capacity(_) => unreachable!(),
+        };
+        for v in 0..2 {
+            assert_eq!(run(v, 0).common.load.concurrency, 128);
+            assert_eq!(run(v, 0).rate, 2500.0);
+            assert_eq!(run(v, 0).warmup, Warmup::Time(DUET_WARMUP), "auto becomes fixed");
+            assert_eq!(run(v, 1).rate, 0.0, "flat out stays flat out");
+            assert_eq!(run(v, 1).warmup, Warmup::Time(Duration::from_secs(20)));
+            for m in 0..2 {
+                let node = &e.cells[v][m].node;
+                assert_eq!(node.address, std::net::Ipv4Addr::new(127, 0, 61 + v as u8, 1));
+                assert_eq!(node.jmx_port, 7261 + 100 * v as u16);
+            }
+        }
+        let blocks = Experiment::parse(&text.replace("design: duet", "design: blocks"), "b.yaml").unwrap();
+        assert_eq!(blocks.cells[1][0].node.address, std::net::Ipv4Addr::new(127, 0, 0, 1));
+        let err = |text: String| format!("{:#}", Experiment::parse(&text, "d.yaml").unwrap_err());
+        let e = err(text.replace("{name: b}]", "{name: b}, {name: c}]"));
+        assert!(
+            e.contains("d.yaml: design: duet runs two variants at once, and this file has 3"),
+            "{e}"
+        );
+        let e = err(text.replace(
+            "{name: w, workload: insert}",
+            "{name: w, capacity: true, sla: 'p99<9ms/5s'}",
+        ));
+        assert!(
+            e.contains("measurement 'w': a capacity search cannot share the machine"),
+            "{e}"
+        );
+        let e = err(text.replace("warmup: 20s", "warmup: 20000"));
+        assert!(
+            e.contains("measurement 'f': warmup: a duet's two windows start in the same second"),
+            "{e}"
+        );
+        let e = err(text.replace("duration: 30s", "count: 1000"));
+        assert!(e.contains("count: a duet's two windows must end together"), "{e}");
     }
 
     #[test]

@@ -56,21 +56,7 @@ pub fn run_step(
     plan: StepPlan,
     stop: &Arc<Stop>,
 ) -> Result<StepOutcome> {
-    let spec = cell.node.spec()?;
-    let mut tell = |m: &str| say(&format!("  {m}"));
-    if fresh {
-        let nodes = local::nodes(home)?;
-        local::wipe(&nodes, true, &mut tell)?;
-    }
-    local::start(
-        home,
-        &spec,
-        StartOptions {
-            restart: true,
-            timeout: None,
-        },
-        &mut tell,
-    )?;
+    start_nodes(home, fresh, cell)?;
     match &cell.what {
         What::Run(o) => run_windows(home, o, dir, plan, stop),
         What::Capacity(o) => {
@@ -103,6 +89,26 @@ pub fn run_step(
     }
 }
 
+/// Starts the variant's nodes in `home` (wiped first when `fresh`).
+pub fn start_nodes(home: &Home, fresh: bool, cell: &Cell) -> Result<()> {
+    let spec = cell.node.spec()?;
+    let mut tell = |m: &str| say(&format!("  {m}"));
+    if fresh {
+        let nodes = local::nodes(home)?;
+        local::wipe(&nodes, true, &mut tell)?;
+    }
+    local::start(
+        home,
+        &spec,
+        StartOptions {
+            restart: true,
+            timeout: None,
+        },
+        &mut tell,
+    )?;
+    Ok(())
+}
+
 /// The directory of window `w` (from 1) of a step with `windows` windows: the step's own for
 /// one, `w1`, `w2`… inside it for more.
 pub fn window_dir(dir: &Path, windows: u32, w: u32) -> std::path::PathBuf {
@@ -123,26 +129,32 @@ fn longer(o: &mut RunOptions) {
     }
 }
 
+/// Window `w`'s options (from 1) of a run step into `dir`: its own directory, quiet; the first
+/// window of a replacement warms up longer, later windows only briefly.
+pub fn window_options(o: &RunOptions, dir: &Path, plan: StepPlan, w: u32) -> RunOptions {
+    let mut o = o.clone();
+    o.common.out = Some(window_dir(dir, plan.windows.max(1), w));
+    o.common.force = true;
+    o.common.quiet = true;
+    if w == 1 && plan.longer_warmup {
+        longer(&mut o);
+    }
+    if w > 1 {
+        o.warmup = Warmup::Time(LATER_WARMUP);
+        o.warmup_max = None;
+    }
+    o
+}
+
 /// A run step's windows on the node just started: the first after the measurement's warm-up,
 /// the others one after another after a short one.
 fn run_windows(home: &Home, o: &RunOptions, dir: &Path, plan: StepPlan, stop: &Arc<Stop>) -> Result<StepOutcome> {
     let windows = plan.windows.max(1);
     let mut results: Vec<(RunResult, BTreeMap<String, f64>)> = Vec::new();
     for w in 1..=windows {
-        let mut o = o.clone();
-        let wdir = window_dir(dir, windows, w);
-        o.common.out = Some(wdir.clone());
-        o.common.force = true;
-        o.common.quiet = true;
-        if w == 1 && plan.longer_warmup {
-            longer(&mut o);
-        }
-        if w > 1 {
-            o.warmup = Warmup::Time(LATER_WARMUP);
-            o.warmup_max = None;
-        }
+        let o = window_options(o, dir, plan, w);
         let (r, _) = commands::run(home, &o, stop)?;
-        let values = Observation::load(&wdir)
+        let values = Observation::load(&window_dir(dir, windows, w))
             .map(|o| units::values_of(&o))
             .unwrap_or_default();
         let done = r.status == RunStatus::Completed;
@@ -151,6 +163,11 @@ fn run_windows(home: &Home, o: &RunOptions, dir: &Path, plan: StepPlan, stop: &A
             break;
         }
     }
+    Ok(outcome_of(&results, windows))
+}
+
+/// One outcome for the windows a node served (`windows` planned, `results` run, at least one).
+pub fn outcome_of(results: &[(RunResult, BTreeMap<String, f64>)], windows: u32) -> StepOutcome {
     let (first, _) = &results[0];
     let (last, _) = &results[results.len() - 1];
     let status = if results.len() < windows as usize && last.status == RunStatus::Completed {
@@ -161,7 +178,7 @@ fn run_windows(home: &Home, o: &RunOptions, dir: &Path, plan: StepPlan, stop: &A
     let all: Vec<BTreeMap<String, f64>> = results.iter().map(|(_, v)| v.clone()).collect();
     let steady = merged_verdict(&results.iter().map(|(r, _)| r).collect::<Vec<_>>());
     let lines: Vec<String> = results.iter().map(|(r, _)| line(r)).collect();
-    Ok(StepOutcome {
+    StepOutcome {
         status,
         line: if lines.len() == 1 {
             lines[0].clone()
@@ -172,7 +189,7 @@ fn run_windows(home: &Home, o: &RunOptions, dir: &Path, plan: StepPlan, stop: &A
         settled: first.warmup.as_ref().and_then(|w| w.settled),
         values: units::node_mean(&all),
         window_values: if all.len() > 1 { all } else { Vec::new() },
-    })
+    }
 }
 
 /// One verdict for a node's windows: steady only if every window was (the first's class, and

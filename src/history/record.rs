@@ -267,7 +267,14 @@ pub fn of_run(dir: &Path, r: &RunResult) -> Record {
         labels.entry("faults".into()).or_insert_with(|| text.join("; "));
     }
     Record {
-        result_key: result_key("run", &r.started_at, &r.workload, &loaders, &r.environment.client_host),
+        result_key: result_key(
+            "run",
+            &r.started_at,
+            &r.workload,
+            &loaders,
+            &r.config.client.hosts,
+            &r.environment.client_host,
+        ),
         series,
         labels,
         started_at: r.started_at.clone(),
@@ -338,6 +345,7 @@ fn of_capacity(dir: &Path, c: &CapacityResult) -> Result<Record> {
             &c.started_at,
             &c.workload,
             &series.loaders,
+            &step.config.client.hosts,
             &step.environment.client_host,
         ),
         series,
@@ -406,8 +414,11 @@ pub fn sitting_of_key(labels: &BTreeMap<String, String>, result_key: &str, start
     sitting_of(labels, host, "", started_at)
 }
 
-fn result_key(kind: &str, started_at: &str, workload: &str, loaders: &str, host: &str) -> String {
-    format!("{kind} {started_at} {workload} {loaders} {host}")
+/// What makes a result one: its kind, start, workload, loaders, the cluster it measured (its
+/// contact points: a duet's two runs start in the same second on one host, against two
+/// clusters) and the client's host, last.
+fn result_key(kind: &str, started_at: &str, workload: &str, loaders: &str, cluster: &[String], host: &str) -> String {
+    format!("{kind} {started_at} {workload} {loaders} {} {host}", cluster.join(","))
 }
 
 fn series_of(r: &RunResult, kind: &str, rate: f64, loaders: String) -> SeriesKey {
@@ -469,7 +480,7 @@ mod tests {
         assert_eq!(sitting_of(&none, "vm-1", "", at), "vm-1 2026-11-27");
         let named = BTreeMap::from([("sitting".to_string(), "night-42".to_string())]);
         assert_eq!(sitting_of(&named, "vm-1", "b9f2", at), "night-42");
-        let key = result_key("run", at, "insert", "merged 2", "vm-1");
+        let key = result_key("run", at, "insert", "merged 2", &["127.0.0.1:9042".into()], "vm-1");
         assert_eq!(sitting_of_key(&none, &key, at), "vm-1 2026-11-27");
     }
 }

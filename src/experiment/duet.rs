@@ -1,0 +1,118 @@
+//! Duet (Bulej et al., ICPE 2020), `design: duet`: a round's two variants of a measurement run
+//! at once on this one host, each on nodes of its own (its own home, addresses and JMX port)
+//! with half the load, their windows started in the same second, so whatever disturbs the
+//! machine during a window disturbs both and the round's log-ratio cancels it. Measured here as
+//! an A/A, 8 rounds in 32 minutes: 3.6 % wide against 8.6 % for the best sequential design
+//! (bench/RESULTS.md). The price: each node has half the machine, and a variant that burns more
+//! CPU slows its partner as well as itself. `spec` makes a file's cells a duet's; this module
+//! runs a pair.
+
+use anyhow::{Result, anyhow};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::compare::{Observation, units};
+use super::spec::{Cell, What};
+use super::step::{self, StepOutcome, StepPlan};
+use crate::cluster::Home;
+use crate::engine::{StartAt, Stop};
+use crate::measure::{RunResult, RunStatus, commands};
+
+/// How far ahead both runs' start is set: each run creates its schema first (a second or two
+/// on a fresh node; the rest is room for a busy machine).
+const LEAD: Duration = Duration::from_secs(15);
+
+/// Metrics a duet cannot tell apart between its variants: one caplab process drives both.
+pub const SHARED: &[&str] = &["client_cpu"];
+
+/// Variant `name`'s home in a duet under `out`: each variant's nodes have their own.
+pub fn home(out: &Path, cache: &Path, name: &str) -> Home {
+    Home {
+        data: out.join(format!("home-{name}")),
+        cache: cache.to_path_buf(),
+    }
+}
+
+/// One side of a duet: its variant's name, home, cell and step directory.
+pub struct Side<'a> {
+    pub name: &'a str,
+    pub home: &'a Home,
+    pub cell: &'a Cell,
+    pub dir: PathBuf,
+}
+
+/// Runs a round's two steps of one measurement at once: both variants' nodes started (fresh:
+/// wiped first), then each window of both started in the same second, each driven from its
+/// own thread. An error on either side fails both: the other's window ran beside a partner
+/// that was not there.
+pub fn run_pair(sides: &[Side; 2], fresh: bool, plan: StepPlan, stop: &Arc<Stop>) -> Result<[StepOutcome; 2]> {
+    for s in sides {
+        step::start_nodes(s.home, fresh, s.cell).map_err(|e| e.context(format!("variant {}", s.name)))?;
+    }
+    let windows = plan.windows.max(1);
+    let mut results: [Vec<(RunResult, BTreeMap<String, f64>)>; 2] = Default::default();
+    for w in 1..=windows {
+        let at = StartAt::At(start_time(SystemTime::now()));
+        let mut options = Vec::new();
+        for s in sides {
+            let What::Run(o) = &s.cell.what else {
+                anyhow::bail!("variant {}: a duet runs runs, not capacity searches", s.name);
+            };
+            let mut o = step::window_options(o, &s.dir, plan, w);
+            o.start_at = Some(at);
+            options.push(o);
+        }
+        let runs: Vec<Result<(RunResult, PathBuf)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = sides
+                .iter()
+                .zip(&options)
+                .map(|(s, o)| scope.spawn(move || commands::run(s.home, o, stop)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("the run's thread panicked"))))
+                .collect()
+        });
+        let mut done = true;
+        for ((s, run), into) in sides.iter().zip(runs).zip(results.iter_mut()) {
+            let (r, _) = run.map_err(|e| e.context(format!("variant {} of the duet", s.name)))?;
+            let mut values = Observation::load(&step::window_dir(&s.dir, windows, w))
+                .map(|o| units::values_of(&o))
+                .unwrap_or_default();
+            for key in SHARED {
+                values.remove(*key);
+            }
+            done &= r.status == RunStatus::Completed;
+            into.push((r, values));
+        }
+        if !done || stop.is_requested() {
+            break;
+        }
+    }
+    Ok([
+        step::outcome_of(&results[0], windows),
+        step::outcome_of(&results[1], windows),
+    ])
+}
+
+/// Both runs' start: a whole second at least `LEAD` after `now`.
+fn start_time(now: SystemTime) -> SystemTime {
+    let secs = (now + LEAD).duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() + 1;
+    UNIX_EPOCH + Duration::from_secs(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_runs_start_on_a_whole_second_after_the_lead() {
+        let now = UNIX_EPOCH + Duration::from_millis(1_795_555_800_250);
+        let at = start_time(now);
+        let d = at.duration_since(UNIX_EPOCH).unwrap();
+        assert_eq!(d.subsec_nanos(), 0);
+        assert!(at >= now + LEAD && at <= now + LEAD + Duration::from_secs(1), "{d:?}");
+    }
+}
