@@ -398,11 +398,13 @@ fn a_duet_runs_both_variants_at_once_with_half_the_load_each() {
     std::fs::create_dir_all(&a.home).unwrap();
     let file = a.home.join("duet.yaml");
     // Two variants that differ only in where their nodes listen (each lab's address and JMX
-    // port), two rounds on nodes kept between them; each side runs at half the file's rate.
+    // port), two rounds on nodes kept between them, a's side first in each pair (as written, so
+    // the lines are known); each side runs at half the file's rate.
     std::fs::write(
         &file,
         format!(
-            "name: duet\ndesign: duet\nrepeats: 2\nfresh: false\nprimary: [throughput]\nnode: {{heap: 1G}}\n\
+            "name: duet\ndesign: duet\norder: as_written\nrepeats: 2\nfresh: false\nprimary: [throughput]\n\
+             node: {{heap: 1G}}\n\
              run: {{rate: 1000, warmup: 5s, duration: 5s}}\n\
              variants:\n  - {{name: a, node: {{address: {}, jmx_port: {}}}}}\n  \
              - {{name: b, node: {{address: {}, jmx_port: {}}}}}\n\

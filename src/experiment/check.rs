@@ -55,7 +55,7 @@ pub fn steps_text(exp: &Experiment) -> String {
         let (what, span) = describe(&cell.what);
         match span {
             // A duet's second step runs in its first one's time.
-            Some(_) if duet && at.variant == 1 => {}
+            Some(_) if duet && i % 2 == 1 => {}
             Some((lo, hi)) => {
                 least += lo;
                 most += hi;

@@ -55,23 +55,26 @@ pub fn round_order(variants: usize, measurements: usize, round: u32, order: Orde
         .collect()
 }
 
-/// Round `round`'s steps of `exp` in the order they run: a duet's two variants of a
-/// measurement side by side (they run at once), its measurements in the order drawn.
+/// Round `round`'s steps of `exp` in the order they run. A duet's two variants of a
+/// measurement sit side by side (they run at once), in the order drawn, which also decides whose
+/// node starts first and whose client starts first: a side of the machine that favoured one
+/// place would otherwise favour one variant.
 pub fn round_steps(exp: &Experiment, round: u32, seed: u64) -> Vec<StepAt> {
     let steps = round_order(exp.cells.len(), exp.file.measure.len(), round, exp.file.order, seed);
     if exp.file.design != RoundDesign::Duet {
         return steps;
     }
-    let mut measurements: Vec<usize> = Vec::new();
+    let mut pairs: Vec<(usize, Vec<usize>)> = Vec::new();
     for at in &steps {
-        if !measurements.contains(&at.measurement) {
-            measurements.push(at.measurement);
+        match pairs.iter_mut().find(|(m, _)| *m == at.measurement) {
+            Some((_, variants)) => variants.push(at.variant),
+            None => pairs.push((at.measurement, vec![at.variant])),
         }
     }
-    measurements
+    pairs
         .into_iter()
-        .flat_map(|measurement| {
-            (0..exp.cells.len()).map(move |variant| StepAt {
+        .flat_map(|(measurement, variants)| {
+            variants.into_iter().map(move |variant| StepAt {
                 repeat: round,
                 variant,
                 measurement,
@@ -346,6 +349,30 @@ mod tests {
                 let pos = |v: usize| o.iter().position(|s| s.variant == v && s.measurement == 0).unwrap();
                 first += usize::from(pos(1) < pos(0));
                 n += 1;
+            }
+        }
+        let share = first as f64 / n as f64;
+        assert!((share - 0.5).abs() <= 3.0 * (0.25 / n as f64).sqrt(), "{share}");
+    }
+
+    #[test]
+    fn a_duets_pairs_sit_together_and_either_side_goes_first_half_the_time() {
+        let text = "design: duet\nnode: {version: 5.0.9, java: 17}\nrun: {duration: 5s}\n\
+                    variants: [{name: a}, {name: b}]\n\
+                    measure: [{name: insert, workload: insert}, {name: batch, workload: batch}]\n";
+        let exp = Experiment::parse(text, "d.yaml").unwrap();
+        let (mut first, mut n) = (0usize, 0usize);
+        for seed in 0..2_000u64 {
+            let seed = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5bd1;
+            for round in 1..=3 {
+                let steps = round_steps(&exp, round, seed);
+                assert_eq!(steps.len(), 4);
+                for pair in steps.chunks(2) {
+                    assert_eq!(pair[0].measurement, pair[1].measurement, "{steps:?}");
+                    assert_ne!(pair[0].variant, pair[1].variant, "{steps:?}");
+                    first += usize::from(pair[0].variant == 1);
+                    n += 1;
+                }
             }
         }
         let share = first as f64 / n as f64;

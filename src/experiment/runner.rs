@@ -890,7 +890,10 @@ mod tests {
         let calls = calls.into_inner();
         assert_eq!(calls.len(), 4, "{calls:?}");
         for c in &calls {
-            assert_eq!(c.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [0, 1]);
+            // Which side goes first is drawn per pair (`plan::round_steps`).
+            let mut v: Vec<usize> = c.iter().map(|(v, _)| *v).collect();
+            v.sort();
+            assert_eq!(v, [0, 1], "{calls:?}");
         }
         let status: Vec<(String, Option<RunStatus>)> = record
             .steps
@@ -908,11 +911,9 @@ mod tests {
             .map(|(n, _)| n)
             .collect();
         assert_eq!(failed.len(), 2, "{status:?}");
-        assert_eq!(
-            failed[0].replace(" a", " b"),
-            *failed[1],
-            "both sides of one pair: {status:?}"
-        );
+        let mut sides: Vec<String> = failed.iter().map(|n| n.replace(" a", " b")).collect();
+        sides.dedup();
+        assert_eq!(sides.len(), 1, "both sides of one pair: {status:?}");
         assert!(record.steps.iter().all(|s| s.elapsed_s.is_some()));
         for s in record.steps.iter().filter(|s| s.status == Some(RunStatus::Failed)) {
             assert!(
