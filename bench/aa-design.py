@@ -27,7 +27,7 @@ def throughput(cmp):
 
 
 print(f"{'design':<28} {'rounds':>6} {'time':>7} {'ratio':>7} {'95 % interval':>17} {'width':>7} {'a op/s':>9}")
-for name in ["old", "new", "pin", "duet"]:
+for name in ["old", "new", "pin", "duet", "duet60"]:
     d = os.path.join(out, f"aa-{name}")
     path = os.path.join(d, "experiment.json")
     if not os.path.exists(path):
