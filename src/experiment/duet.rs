@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::compare::{Observation, units};
 use super::spec::{Cell, What};
 use super::step::{self, StepOutcome, StepPlan};
 use crate::cluster::Home;
@@ -78,9 +77,7 @@ pub fn run_pair(sides: &[Side; 2], fresh: bool, plan: StepPlan, stop: &Arc<Stop>
         let mut done = true;
         for ((s, run), into) in sides.iter().zip(runs).zip(results.iter_mut()) {
             let (r, _) = run.map_err(|e| e.context(format!("variant {} of the duet", s.name)))?;
-            let mut values = Observation::load(&step::window_dir(&s.dir, windows, w))
-                .map(|o| units::values_of(&o))
-                .unwrap_or_default();
+            let mut values = step::values_in(&step::window_dir(&s.dir, windows, w));
             for key in SHARED {
                 values.remove(*key);
             }

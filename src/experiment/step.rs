@@ -66,7 +66,7 @@ pub fn run_step(
             o.common.quiet = true;
             let (r, _, _) = crate::capacity::command::capacity(home, &o, stop)?;
             let unsteady = r.steps.iter().filter(|s| s.steady == Some(false)).count();
-            let values = Observation::load(dir).map(|o| units::values_of(&o)).unwrap_or_default();
+            let values = values_in(dir);
             Ok(StepOutcome {
                 status: r.status,
                 line: format!(
@@ -107,6 +107,11 @@ pub fn start_nodes(home: &Home, fresh: bool, cell: &Cell) -> Result<()> {
         &mut tell,
     )?;
     Ok(())
+}
+
+/// Every metric's value of the results in `dir` (none when they cannot be read).
+pub fn values_in(dir: &Path) -> BTreeMap<String, f64> {
+    Observation::load(dir).map(|o| units::values_of(&o)).unwrap_or_default()
 }
 
 /// The directory of window `w` (from 1) of a step with `windows` windows: the step's own for
@@ -154,9 +159,7 @@ fn run_windows(home: &Home, o: &RunOptions, dir: &Path, plan: StepPlan, stop: &A
     for w in 1..=windows {
         let o = window_options(o, dir, plan, w);
         let (r, _) = commands::run(home, &o, stop)?;
-        let values = Observation::load(&window_dir(dir, windows, w))
-            .map(|o| units::values_of(&o))
-            .unwrap_or_default();
+        let values = values_in(&window_dir(dir, windows, w));
         let done = r.status == RunStatus::Completed;
         results.push((r, values));
         if !done || stop.is_requested() {
