@@ -98,7 +98,7 @@ impl Host {
         Host {
             hostname: crate::procfs::hostname(),
             cpu_model: crate::procfs::cpu_model(),
-            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cores: crate::cpus::count(),
             memory_bytes: crate::procfs::total_ram(),
             kernel: crate::procfs::kernel(),
             boot_id: crate::procfs::boot_id(),

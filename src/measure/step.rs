@@ -494,6 +494,9 @@ fn failed_windows(verdict: Option<&SlaVerdict>, window: Option<(SystemTime, Syst
 
 #[cfg(test)]
 mod tests {
+    //! The steps here run on tokio's paused clock (`start_paused`): the engine's schedule, the
+    //! workload's stalls and the per-second outputs move in virtual time, so what is asserted of
+    //! counts and durations holds however busy the machine is.
     use super::*;
     use crate::client::ClientOptions;
     use crate::engine::testing::Stalling;
@@ -501,7 +504,6 @@ mod tests {
     use crate::measure::result::WorkloadRecord;
     use crate::workload::e1::{E1Options, Kind};
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-    use std::time::Instant;
 
     fn site() -> Site {
         Site {
@@ -604,10 +606,8 @@ mod tests {
         lines.map(|l| l.split(',').map(String::from).collect()).collect()
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn a_completed_step_leaves_files_that_agree_and_read_back() {
-        // The objective is one a 1 ms operation meets even on two cores shared with a busy
-        // node (100 ms was missed here once, under a flat-out node and a build beside it).
         let s = step("completed", 500.0, 3, Some("p99<2s/1s"));
         let w = Arc::new(Stalling::steady(Duration::from_millis(1)));
         let r = s.run(&site(), w, about(), Stop::new()).await.unwrap();
@@ -639,7 +639,7 @@ mod tests {
         std::fs::remove_dir_all(&s.out).unwrap();
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn a_warm_up_that_never_settles_is_measured_and_marked_not_steady() {
         // An automatic warm-up of at most 2 s cannot settle (the rule judges 30 s at a time).
         let mut s = step("unsettled", 500.0, 2, None);
@@ -672,7 +672,7 @@ mod tests {
         std::fs::remove_dir_all(&s.out).unwrap();
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn a_missed_service_level_exits_1_with_the_step_completed() {
         let s = step("sla-missed", 200.0, 2, Some("p50<100us/1s"));
         let w = Arc::new(Stalling::steady(Duration::from_millis(2)));
@@ -682,7 +682,7 @@ mod tests {
         std::fs::remove_dir_all(&s.out).unwrap();
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn a_stopped_step_says_running_then_interrupted_and_keeps_what_it_measured() {
         let s = step("interrupted", 500.0, 60, None);
         let stop = Stop::new();
@@ -698,7 +698,7 @@ mod tests {
             flag.request();
             during
         });
-        let began = Instant::now();
+        let began = tokio::time::Instant::now();
         let w = Arc::new(Stalling::steady(Duration::from_millis(1)));
         let r = s.run(&site(), w, about(), stop).await.unwrap();
         assert_eq!(
@@ -734,7 +734,7 @@ mod tests {
         std::fs::remove_dir_all(&s.out).unwrap();
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn a_cluster_that_stops_answering_fails_the_step_with_a_reason() {
         let s = step("failed", 200.0, 60, None);
         let w = Arc::new(Stalling {

@@ -44,7 +44,7 @@ impl Site {
     pub fn environment(&self) -> Environment {
         Environment {
             client_host: procfs::hostname(),
-            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cores: crate::cpus::count(),
             ram_bytes: procfs::total_ram(),
             kernel: procfs::kernel(),
             boot_id: procfs::boot_id(),
