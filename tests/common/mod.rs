@@ -41,6 +41,7 @@ const TEST_FILES: &[&str] = &[
     "workload_profiles",
     "history",
     "bisect",
+    "experiment_nodes",
 ];
 
 /// Labs per test file.
@@ -297,6 +298,28 @@ pub fn fails(o: Output) -> String {
 /// A run's result.json.
 pub fn result_json(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).expect("result.json")).expect("valid JSON")
+}
+
+/// An experiment directory's experiment.json.
+pub fn experiment_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("experiment.json")).expect("experiment.json"))
+        .expect("valid JSON")
+}
+
+/// The cell of `variant` in the row of `metric` of an experiment's first measurement's comparison.
+pub fn cell<'a>(doc: &'a serde_json::Value, metric: &str, variant: &str) -> &'a serde_json::Value {
+    let row = doc["comparison"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == metric)
+        .unwrap_or_else(|| panic!("no row {metric}"));
+    row["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["variant"] == variant)
+        .unwrap_or_else(|| panic!("no variant {variant} in {metric}"))
 }
 
 /// (operations, rows, partitions) of one operation type in a run's summary.
