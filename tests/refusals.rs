@@ -108,6 +108,48 @@ fn bad_run_flags_are_refused() {
     assert!(!lab.home.join("nodes").exists(), "no node was started");
 }
 
+#[test]
+fn rate_shapes_are_checked_before_anything_runs() {
+    let lab = Lab::offline("rate-shapes");
+    let bad = |args: &[&str]| {
+        let o = lab.caplab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        stderr(&o)
+    };
+    assert!(bad(&["run", "--rate", "ramp:1k/5m"]).contains("ramp:1k..40k/5m"));
+    assert!(bad(&["run", "--rate", "sine:1k±2k/10s"]).contains("cannot exceed its mean"));
+    assert!(bad(&["run", "--rate", "1k", "--rate-file", "t.csv"]).contains("cannot be used with"));
+    // A shape starts with the measured window, so its warm-up must have a known length; it runs
+    // for a time; and a service level's rate check needs one rate.
+    let shaped = ["run", "--hosts", "x", "--rate", "steps:1k,2k/10s"];
+    let auto = fails(lab.caplab(&shaped));
+    assert!(auto.contains("give --warmup 30s (or --warmup 0)"), "{auto}");
+    let count = fails(lab.caplab(&[&shaped[..], &["--warmup", "0", "-n", "100"]].concat()));
+    assert!(count.contains("give --duration"), "{count}");
+    let sla = fails(lab.caplab(&[&shaped[..], &["--warmup", "0", "--sla", "p99<10ms/1s"]].concat()));
+    assert!(sla.contains("drop --sla"), "{sla}");
+    let missing = lab.home.join("no-such-trace.csv");
+    let trace = fails(lab.caplab(&["run", "--hosts", "x", "--rate-file", missing.to_str().unwrap()]));
+    assert!(
+        trace.contains("cannot read --rate-file") && trace.contains("no-such-trace.csv"),
+        "{trace}"
+    );
+    std::fs::create_dir_all(&lab.home).unwrap();
+    let bad_trace = lab.home.join("bad.csv");
+    std::fs::write(&bad_trace, "second,rate\n0,100\n1,lots\n").unwrap();
+    let said = fails(lab.caplab(&[
+        "run",
+        "--hosts",
+        "x",
+        "--warmup",
+        "0",
+        "--rate-file",
+        bad_trace.to_str().unwrap(),
+    ]));
+    assert!(said.contains("bad.csv line 3") && said.contains("'1,lots'"), "{said}");
+    assert!(!lab.home.join("nodes").exists(), "no node was started");
+}
+
 // (server_profile)
 #[test]
 fn profiling_needs_nodes_caplab_runs_and_says_how_otherwise() {

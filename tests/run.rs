@@ -1,5 +1,5 @@
-//! `caplab run` against a real node: operation counts, rows in the table, rates, and the
-//! files a user reads afterwards; every acknowledged write read back (`--validate`), and rows
+//! `caplab run` against a real node: operation counts, rows in the table, rates (constant, a
+//! ramp, a replayed trace), and the files a user reads afterwards; every acknowledged write read back (`--validate`), and rows
 //! removed behind caplab's back found missing (`caplab validate`); and what happens when the
 //! cluster is not there or goes away.
 
@@ -310,6 +310,101 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
 
 /// A keystore for the node and the PEM certificate clients trust, made with the JDK's keytool.
 /// The driver checks that the certificate names the address it connected to (SAN IP).
+/// Operations a second as the CSV counts them (completions; one row a second for one type).
+fn csv_counts(out: &Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("run-shape");
+    ok(lab.start(&[]));
+    let hosts = lab.cql();
+
+    // A ramp from 500 to 2,500 op/s over 4 s, after 2 s of warm-up at 500: measured for the
+    // ramp's own length, every operation its schedule intended in it due.
+    let out = lab.home.join("ramp");
+    let o = ok(lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--rate",
+        "ramp:500..2500/4s",
+        "--warmup",
+        "2s",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    assert!(
+        common::stderr(&o).contains("along ramp:500..2500/4s (mean 1,500 op/s) for 4s"),
+        "{}",
+        common::stderr(&o)
+    );
+    let doc = result_json(&out);
+    let engine = &doc["config"]["engine"];
+    assert_eq!(
+        (
+            engine["rate_shape"].as_str(),
+            engine["rate"].as_f64(),
+            engine["duration_s"].as_f64()
+        ),
+        (Some("ramp:500..2500/4s"), Some(1500.0), Some(4.0))
+    );
+    let total = &doc["summary"]["total"];
+    assert_eq!(total["due"], 6000, "(500 + 2,500) / 2 over 4 s");
+    let n = total["ops"].as_u64().unwrap();
+    assert!((5_940..=6_000).contains(&n), "{n} of 6,000");
+    // Second by second (the CSV holds the measured window): the ramp's 750, 1,250, 1,750 and
+    // 2,250 (751, 1,250, 1,751, 2,248 here, alone). The CSV counts completions, so an operation due at a second's edge may land in the next:
+    // ±15 % allows a stall of about 200 ms at an edge (this fails only if the node stops for
+    // longer than that, which a lone node at 2,500 op/s has not done here).
+    let seconds = csv_counts(&out);
+    let asked = [750.0, 1250.0, 1750.0, 2250.0];
+    assert!(seconds.len() >= asked.len(), "{seconds:?}");
+    for (i, (&got, want)) in seconds.iter().zip(asked).enumerate() {
+        assert!(
+            (got as f64 - want).abs() <= 0.15 * want,
+            "second {i}: {got} where {want} were due: {seconds:?}"
+        );
+    }
+    assert_eq!(seconds.iter().sum::<u64>(), n);
+    let warm = doc["started_ops"].as_u64().unwrap() - n;
+    assert!(
+        (990..=1_000).contains(&warm),
+        "2 s of warm-up at the ramp's first 500/s: {warm}"
+    );
+
+    // A trace replayed (a dashboard's `second,rate` export with a silent second), no warm-up:
+    // measured for its length, every intended operation due.
+    let trace = lab.home.join("trace.csv");
+    std::fs::write(&trace, "second,rate\n0,1000\n1,0\n2,2000\n").unwrap();
+    let out = lab.home.join("trace");
+    ok(lab.caplab(&[
+        "run",
+        "--hosts",
+        &hosts,
+        "--rate-file",
+        trace.to_str().unwrap(),
+        "--warmup",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let doc = result_json(&out);
+    assert_eq!(
+        doc["config"]["engine"]["rate_shape"].as_str(),
+        Some(format!("trace {}", trace.display()).as_str())
+    );
+    assert_eq!(doc["config"]["engine"]["duration_s"].as_f64(), Some(3.0));
+    assert_eq!(doc["summary"]["total"]["due"], 3000);
+    assert!(doc["summary"]["total"]["ops"].as_u64().unwrap() >= 2_970);
+}
+
 fn make_certificate(dir: &Path, ip: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     std::fs::create_dir_all(dir).unwrap();
     let ks = dir.join("keystore.jks");

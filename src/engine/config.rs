@@ -1,5 +1,7 @@
 //! What a run asks of the engine: its rate, concurrency, length, warm-up and interval.
 
+use super::shape::Shape;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What is excluded from the results at the start of a run.
@@ -38,8 +40,11 @@ impl Warmup {
 
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Operations per second; 0 runs flat out.
+    /// Operations per second; 0 runs flat out. With a shape, its mean rate (for what is shown).
     pub rate: f64,
+    /// A rate that moves through the run (`--rate ramp:…`), started after a fixed warm-up at
+    /// its first rate; None for a constant rate.
+    pub shape: Option<Arc<Shape>>,
     /// Operations in flight at most (one worker task each).
     pub concurrency: usize,
     /// Length of the measured window (after warm-up).

@@ -41,8 +41,8 @@ pub fn ns_after(t0: Instant, t: Instant) -> u64 {
 }
 
 /// What decides which operations are due and which are measured: the schedule, the warm-up
-/// and the length, read by every worker (it is `Copy`; what changes lives in `Counters`).
-#[derive(Clone, Copy)]
+/// and the length, read by every worker (each holds a clone; what changes lives in `Counters`).
+#[derive(Clone)]
 pub struct Due {
     pub t0: Instant,
     pub schedule: Schedule,
@@ -124,10 +124,15 @@ impl Due {
     /// What is due and measured under `cfg` on the schedule anchored at `t0`, and the counters
     /// the workers share.
     pub fn new(t0: Instant, cfg: &EngineConfig) -> (Due, Arc<Counters>) {
-        let schedule = Schedule::new(t0, cfg.rate);
+        let schedule = match (&cfg.shape, cfg.warmup) {
+            // The shape starts with the measured window: a fixed warm-up runs at its first rate.
+            (Some(shape), Warmup::Time(d)) => Schedule::shaped(t0, Arc::new(shape.after(d))),
+            (Some(shape), _) => Schedule::shaped(t0, shape.clone()),
+            (None, _) => Schedule::new(t0, cfg.rate),
+        };
         let due = Due {
             t0,
-            schedule,
+            schedule: schedule.clone(),
             warmup_ops: match cfg.warmup {
                 Warmup::Ops(n) => n,
                 _ => 0,

@@ -1,7 +1,8 @@
 //! The load engine: an open-model rate schedule, a fixed set of worker tasks bounding the
 //! operations in flight, and a collector that closes one measurement interval per second.
 //!
-//! Operation `i` is intended to start at `t0 + i / rate`; its response time is measured from
+//! Operation `i` is intended to start at `t0 + i / rate` (or where a rate shape's cumulative
+//! count reaches `i`, `shape.rs`); its response time is measured from
 //! that instant, so time spent waiting behind a stalled server is counted (no coordinated
 //! omission). A free worker takes the next operation from a shared counter, so an operation is
 //! late only when `C` are in flight (or the client itself is slow), never because one slow
@@ -18,6 +19,7 @@ pub mod loader;
 pub mod run_end;
 pub mod runner;
 pub mod schedule;
+pub mod shape;
 pub mod stop;
 #[cfg(test)]
 pub mod testing;
@@ -33,6 +35,7 @@ pub use loader::{LoaderSlice, Sliced};
 pub use run_end::{EndReason, RunEnd, Span};
 pub use runner::run;
 pub use schedule::Schedule;
+pub use shape::Shape;
 pub use stop::Stop;
 
 /// What an operation did: its type (index into `Workload::op_names`), and the rows and

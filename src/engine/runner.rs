@@ -55,7 +55,7 @@ async fn worker<W: Workload>(
     counters: Arc<Counters>,
     due: Due,
 ) {
-    let schedule = due.schedule;
+    let schedule = &due.schedule;
     let shard = w % recorder.shard_count();
     let mut state = workload.worker(w);
     // Gives up operation `i`, due but not sent, at `at`.
@@ -174,12 +174,12 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
             recorder.clone(),
             stop.clone(),
             counters.clone(),
-            due,
+            due.clone(),
         ));
     }
 
     let on_settled: Option<OnSettled> = auto_max.map(|_| {
-        let counters = counters.clone();
+        let (counters, due) = (counters.clone(), due.clone());
         // The interval thread reads the runtime's clock (a paused one, in tests).
         let runtime = tokio::runtime::Handle::current();
         Box::new(move |at: Option<Duration>| {
@@ -269,7 +269,7 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
 
     drain(&mut workers, clock::now().max(span_end) + cfg.drain_timeout).await;
     let started_ops = counters.sent.load(Ordering::Relaxed);
-    record_unsent(workload.as_ref(), &recorder, due, &counters, span_end);
+    record_unsent(workload.as_ref(), &recorder, &due, &counters, span_end);
     let warm = due.warmup_end(&counters);
     intervals.send(batch(
         recorder.swap_out(intervals.spare()),
@@ -327,8 +327,8 @@ async fn drain(workers: &mut JoinSet<()>, deadline: Instant) {
 
 /// Due operations no worker took before the end (the client could not keep up, or a stop
 /// came): recorded as never sent, given up at the end of the measured span.
-fn record_unsent<W: Workload>(workload: &W, recorder: &Recorder, due: Due, counters: &Counters, span_end: Instant) {
-    let schedule = due.schedule;
+fn record_unsent<W: Workload>(workload: &W, recorder: &Recorder, due: &Due, counters: &Counters, span_end: Instant) {
+    let schedule = &due.schedule;
     if !schedule.is_open() {
         return;
     }
@@ -415,6 +415,7 @@ mod tests {
     fn cfg(rate: f64, concurrency: usize, secs: u64) -> EngineConfig {
         EngineConfig {
             rate,
+            shape: None,
             concurrency,
             duration: Some(Duration::from_secs(secs)),
             ops: None,
@@ -514,6 +515,33 @@ mod tests {
             "response time is never shorter than service time"
         );
         assert_eq!(t.late, 0, "nothing started 10 ms late");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shaped_run_sends_each_second_what_its_shape_asks_after_the_warm_up() {
+        // Steps of 500, 1,500 and 1,000 op/s a second each after a 1 s warm-up at the first
+        // rate: every operation is sent in the second its shape puts it in, and the run lasts
+        // the warm-up and the shape.
+        let shape = Arc::new(crate::engine::Shape::parse("steps:500,1500,1000/1s").unwrap());
+        let c = EngineConfig {
+            rate: shape.mean_rate(),
+            shape: Some(shape.clone()),
+            warmup: Warmup::Time(Duration::from_secs(1)),
+            ..cfg(0.0, 8, 3)
+        };
+        let w = Arc::new(Clocked::default());
+        let anchor = Anchor::after(Duration::from_millis(50));
+        let t0 = anchor.instant;
+        let (end, _) = run(w.clone(), &c, anchor, Stop::new(), Collect(Vec::new())).await;
+        assert_eq!(end.totals[0].ok, 3000, "the measured window: 500 + 1,500 + 1,000");
+        let schedule = Schedule::shaped(t0, Arc::new(shape.after(Duration::from_secs(1))));
+        let mut per_second = [0u64; 5];
+        for &(i, sent) in w.0.lock().unwrap().iter() {
+            let intended = schedule.intended(i).unwrap();
+            assert!(sent <= intended && intended - sent <= TIMER_TICK, "operation {i}");
+            per_second[(intended.duration_since(t0).as_millis() / 1000).min(4) as usize] += 1;
+        }
+        assert_eq!(per_second, [500, 500, 1500, 1000, 0]);
     }
 
     /// Collects intervals, and says warm-up has settled once it has seen `after` of them

@@ -272,8 +272,10 @@ fn describe(what: &What) -> (String, Option<(Duration, Duration)>) {
             )
         }
         What::Run(r) => {
-            let rate = if r.rate > 0.0 {
-                format!("{} op/s", crate::console::group(r.rate))
+            let rate = if let Some(shape) = &r.rate.shape {
+                format!("along {}", shape.text)
+            } else if r.rate.per_s > 0.0 {
+                format!("{} op/s", crate::console::group(r.rate.per_s))
             } else {
                 "flat out".into()
             };

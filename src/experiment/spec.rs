@@ -428,13 +428,13 @@ fn duet_cells(file: &ExperimentFile, cells: &mut [Vec<Cell>]) -> Result<()> {
             o.warmup = match o.warmup {
                 Warmup::Auto { .. } => Warmup::Time(DUET_WARMUP),
                 Warmup::Ops(_) => bail!(
-                    "measurement '{name}': warmup: a duet's two windows start in the same second: give a time                      (e.g. 150s), not a number of operations"
+                    "measurement '{name}': warmup: a duet's two windows start in the same second: give a time (e.g. 150s), not a number of operations"
                 ),
                 w => w,
             };
             o.warmup_max = None;
             o.common.load.concurrency = o.common.load.concurrency.div_ceil(2);
-            o.rate /= 2.0;
+            o.rate = o.rate.scaled(0.5);
         }
     }
     Ok(())
@@ -505,7 +505,7 @@ measure:
         );
         assert_eq!(fast[0].node.heap.as_deref(), Some("1G"));
         let What::Run(batch) = &fast[1].what else { panic!() };
-        assert_eq!((batch.rate, batch.common.workload.batch_size), (2000.0, 10));
+        assert_eq!((batch.rate.per_s, batch.common.workload.batch_size), (2000.0, 10));
         assert_eq!(batch.common.load.concurrency, 512, "the variant's run options win");
         assert_eq!(batch.duration, Some(std::time::Duration::from_secs(10)));
         let What::Capacity(cap) = &e.cells[0][2].what else {
@@ -528,9 +528,9 @@ measure:
         };
         for v in 0..2 {
             assert_eq!(run(v, 0).common.load.concurrency, 128);
-            assert_eq!(run(v, 0).rate, 2500.0);
+            assert_eq!(run(v, 0).rate.per_s, 2500.0);
             assert_eq!(run(v, 0).warmup, Warmup::Time(DUET_WARMUP), "auto becomes fixed");
-            assert_eq!(run(v, 1).rate, 0.0, "flat out stays flat out");
+            assert_eq!(run(v, 1).rate.per_s, 0.0, "flat out stays flat out");
             assert_eq!(run(v, 1).warmup, Warmup::Time(Duration::from_secs(20)));
             for m in 0..2 {
                 let node = &e.cells[v][m].node;

@@ -21,8 +21,12 @@ pub struct SeriesKey {
     pub workload: String,
     /// The workload's options as result.json records them (E1's, or the profile's definition).
     pub workload_options: serde_json::Value,
-    /// Operations per second asked (0: flat out; a capacity search: 0).
+    /// Operations per second asked (0: flat out; a capacity search: 0; a rate shape: its mean).
     pub rate: f64,
+    /// The rate shape asked, if any (left out of the key's JSON without one, so the ids of
+    /// series recorded before shapes existed stay the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_shape: Option<String>,
     pub concurrency: usize,
     /// The measured window (s) or operations, as asked (a capacity search: each step's).
     pub duration_s: Option<f64>,
@@ -63,6 +67,8 @@ impl SeriesKey {
     pub fn name(&self) -> String {
         let rate = if self.kind == "capacity" {
             format!("capacity ({})", self.sla.as_deref().unwrap_or("no SLA"))
+        } else if let Some(shape) = &self.rate_shape {
+            format!("along {shape}")
         } else if self.rate > 0.0 {
             format!("at {} op/s", crate::console::group(self.rate))
         } else {
@@ -429,6 +435,7 @@ fn series_of(r: &RunResult, kind: &str, rate: f64, loaders: String) -> SeriesKey
         workload: r.workload.clone(),
         workload_options: serde_json::to_value(&r.config.workload).unwrap_or_default(),
         rate,
+        rate_shape: e.rate_shape.clone(),
         concurrency: e.concurrency,
         duration_s: e.duration_s,
         ops: e.ops,

@@ -9,21 +9,49 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::options::{DriveOptions, RunOptions, resolve_warmup};
+use super::options::{DriveOptions, Rate, RunOptions, resolve_warmup};
 pub use super::target::{jmx_targets, targets};
 use super::{Choice, Prepared, RunResult, Show, Step, Target};
 use crate::client::ClientOptions;
 use crate::cluster::Home;
 use crate::cluster::node::NodeState;
-use crate::engine::Stop;
+use crate::engine::{EngineConfig, Stop, Warmup};
 use crate::faults::Injector;
 use crate::live::{Identity, Live};
 use crate::server_profile::Profiler;
 
-/// Runs one measured step as `caplab run` does; returns its result and results directory.
 /// A run's measured window when neither a duration nor a count is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 
+/// What a rate shape cannot be combined with yet, each named with its fix.
+fn refuse_with_shape(rate: &Rate, warmup: Warmup, ops: Option<u64>, sla: bool) -> Result<()> {
+    let Some(shape) = &rate.shape else {
+        return Ok(());
+    };
+    if matches!(warmup, Warmup::Auto { .. } | Warmup::Ops(_)) {
+        anyhow::bail!(
+            "--rate {}: a shape starts with the measured window, after a warm-up of known length at its \
+             first rate: give --warmup 30s (or --warmup 0)",
+            shape.text
+        );
+    }
+    if ops.is_some() {
+        anyhow::bail!(
+            "--rate {}: a shape runs for a time, not a count: give --duration (default: the shape's own length)",
+            shape.text
+        );
+    }
+    if sla {
+        anyhow::bail!(
+            "--rate {}: a service level checks one target rate, which a shape does not have: \
+             drop --sla, or judge each rate with `caplab capacity --rates`",
+            shape.text
+        );
+    }
+    Ok(())
+}
+
+/// Runs one measured step as `caplab run` does; returns its result and results directory.
 pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResult, PathBuf)> {
     let common = &args.common;
     let sla = common.sla.build()?;
@@ -32,8 +60,11 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     refuse_validation(common, &choice)?;
     common.metrics.check()?;
     let warmup = resolve_warmup(args.warmup, args.warmup_max)?;
+    let rate = args.rate()?;
+    refuse_with_shape(&rate, warmup, args.ops, sla.is_some())?;
     let duration = match (args.duration, args.ops) {
-        (None, None) => Some(DEFAULT_DURATION),
+        // A shape that ends (a ramp, steps, a trace) is measured to its end.
+        (None, None) => Some(rate.shape.as_ref().and_then(|s| s.length()).unwrap_or(DEFAULT_DURATION)),
         (d, _) => d,
     };
     pin_client(common)?;
@@ -44,7 +75,10 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     let server_profile = profiler(home, common, &local_nodes, &hosts)?;
     let copts = common.conn.options(hosts, common.load.threads)?;
     let mut step = Step {
-        engine: common.load().engine(args.rate, duration, args.ops, warmup),
+        engine: EngineConfig {
+            shape: rate.shape.clone(),
+            ..common.load().engine(rate.per_s, duration, args.ops, warmup)
+        },
         threads: common.load.threads,
         out: common.out_dir(&choice.name())?,
         loader: common.workload.loader,

@@ -26,6 +26,7 @@ impl Load {
     pub fn engine(&self, rate: f64, duration: Option<Duration>, ops: Option<u64>, warmup: Warmup) -> EngineConfig {
         EngineConfig {
             rate,
+            shape: None,
             concurrency: self.concurrency,
             duration,
             ops,

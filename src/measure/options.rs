@@ -6,12 +6,13 @@
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{JmxOptions, Load, WorkloadOptions};
 use crate::client::{self, ClientOptions};
-use crate::engine::Warmup;
 pub use crate::engine::schedule::parse_rate;
+use crate::engine::{Shape, Warmup};
 use crate::sla::{Sla, parse_share};
 
 /// Everything a command that drives load needs besides its own length and rate settings.
@@ -356,9 +357,15 @@ pub struct RunOptions {
     /// anyway and marked not steady.
     #[arg(long, value_parser = parse_duration, value_name = "TIME")]
     pub warmup_max: Option<Duration>,
-    /// Operations per second on an open-model schedule (2000, 50k); 0 runs flat out.
-    #[arg(long, value_parser = parse_rate, default_value = "0")]
-    pub rate: f64,
+    /// Operations per second on an open-model schedule (2000, 50k; 0 runs flat out), or a
+    /// shape the rate follows after the warm-up: ramp:1k..40k/5m, steps:5k,10k,20k/2m,
+    /// sine:20k±10k/60s, burst:10k,+30k for 5s every 60s.
+    #[arg(long, value_parser = Rate::parse, default_value = "0")]
+    pub rate: Rate,
+    /// Replays a trace instead of --rate: one rate a second, a line each (or `second,rate`
+    /// lines, as a dashboard exports them); the last rate holds after it.
+    #[arg(long, value_name = "FILE", conflicts_with = "rate")]
+    pub rate_file: Option<PathBuf>,
     /// Start the schedule (warm-up first) at this wall-clock time, so that loaders started
     /// apart begin in the same second: a UTC time (2026-11-24T21:30:00Z), Unix seconds, or
     /// next:30s (the next multiple of 30 s). Setup and populate come before it. Default: the
@@ -367,6 +374,53 @@ pub struct RunOptions {
     pub start_at: Option<crate::engine::StartAt>,
     #[command(flatten)]
     pub common: DriveOptions,
+}
+
+/// `--rate` as written: a constant rate, or a shape (`engine::Shape`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rate {
+    /// The constant rate, or the shape's mean rate (0: flat out).
+    pub per_s: f64,
+    pub shape: Option<Arc<Shape>>,
+}
+
+impl Rate {
+    pub fn parse(s: &str) -> std::result::Result<Rate, String> {
+        Shape::parse(s).map(Rate::of)
+    }
+
+    /// A shape as a rate (a constant one is kept as its plain rate).
+    pub fn of(shape: Shape) -> Rate {
+        match shape.constant_rate() {
+            Some(per_s) => Rate { per_s, shape: None },
+            None => Rate {
+                per_s: shape.mean_rate(),
+                shape: Some(Arc::new(shape)),
+            },
+        }
+    }
+
+    /// The same at `factor` times the rate (a duet's half).
+    pub fn scaled(&self, factor: f64) -> Rate {
+        Rate {
+            per_s: self.per_s * factor,
+            shape: self.shape.as_ref().map(|s| Arc::new(s.scaled(factor))),
+        }
+    }
+}
+
+impl RunOptions {
+    /// The rate asked: `--rate`, or the trace `--rate-file` names.
+    pub fn rate(&self) -> Result<Rate> {
+        let Some(path) = &self.rate_file else {
+            return Ok(self.rate.clone());
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read --rate-file {}: {e}", path.display()))?;
+        Ok(Rate::of(
+            Shape::from_trace(&text, &path.display().to_string()).map_err(anyhow::Error::msg)?,
+        ))
+    }
 }
 
 /// Parses `KEY=VALUE` (`--label`): a key of letters, digits, `_`, `-` and `.`.

@@ -94,7 +94,9 @@ fn render_merge(m: &MergeRecord) -> String {
 
 /// The load a step puts on, in words: `at 5,000 op/s for 60s after 15s warm-up, 256 in flight`.
 pub fn describe_load(c: &EngineConfig) -> String {
-    let rate = if c.rate > 0.0 {
+    let rate = if let Some(shape) = &c.shape {
+        format!("along {} (mean {} op/s)", shape.text, group(c.rate))
+    } else if c.rate > 0.0 {
         format!("at {} op/s", group(c.rate))
     } else {
         "flat out".into()

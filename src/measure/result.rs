@@ -105,8 +105,12 @@ impl WarmupRecord {
 /// The engine's settings, as recorded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EngineRecord {
-    /// Operations per second; 0 is flat out.
+    /// Operations per second; 0 is flat out. With a rate shape, its mean.
     pub rate: f64,
+    /// The rate shape the schedule followed after the warm-up (`ramp:1k..40k/5m`, `trace
+    /// FILE`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_shape: Option<String>,
     pub concurrency: usize,
     pub threads: u32,
     pub duration_s: Option<f64>,

@@ -390,6 +390,7 @@ impl Step {
                 client: site.client.clone(),
                 engine: EngineRecord {
                     rate: ecfg.rate,
+                    rate_shape: ecfg.shape.as_ref().map(|s| s.text.clone()),
                     concurrency: ecfg.concurrency,
                     threads: self.threads,
                     duration_s: ecfg.duration.map(|d| d.as_secs_f64()),

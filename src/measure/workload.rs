@@ -392,6 +392,7 @@ async fn populate(
     }
     let cfg = EngineConfig {
         rate: 0.0,
+        shape: None,
         duration: None,
         ops: Some(total),
         warmup: Warmup::None,

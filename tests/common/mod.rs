@@ -95,6 +95,20 @@ impl Lab {
         lab
     }
 
+    /// A home for a test that never starts a node (a refusal): no address or ports of its own,
+    /// so a file of many such tests is not bound by the labs' address slots.
+    pub fn offline(name: &str) -> Lab {
+        let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("caplab-tests")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&home);
+        Lab {
+            home,
+            address: "127.0.0.1".into(),
+            jmx_port: 7199,
+        }
+    }
+
     pub fn caplab(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_caplab"))
             .args(args)
