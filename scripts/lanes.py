@@ -3,7 +3,8 @@
 
 `cargo test` runs its test files one after another, and most of a real-node test's time is
 waiting (a node booting, a run at a fixed rate, a warm-up that has to last): on two cores, several
-files at once take little more than one. So this builds every test binary once, then runs them
+files at once take little more than one (a clean-clone CI: 1,886 s of tests in two lanes, 1,614 s
+in three, the lanes' part 1,295 s against 1,023 s; bench/RESULTS.md). So this builds every test binary once, then runs them
 three at a time, the longest first, each into a log of its own that is printed whole, in one piece,
 when the file ends (a failure's output is never interleaved with another file's).
 

@@ -384,7 +384,7 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
     let trace = lab.home.join("trace.csv");
     std::fs::write(&trace, "second,rate\n0,1000\n1,0\n2,2000\n").unwrap();
     let out = lab.home.join("trace");
-    ok(lab.caplab(&[
+    let o = ok(lab.caplab(&[
         "run",
         "--hosts",
         &hosts,
@@ -395,7 +395,25 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
         "--out",
         out.to_str().unwrap(),
     ]));
+    assert!(
+        stdout(&o).contains("Along the shape (each constant part):"),
+        "{}",
+        stdout(&o)
+    );
     let doc = result_json(&out);
+    // Each constant part with its own rate and percentiles (the silent second has none).
+    let parts: Vec<(f64, f64)> = doc["shape_parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["target_rate"].as_f64().unwrap(), p["achieved_rate"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(parts.len(), 2, "{:?}", doc["shape_parts"]);
+    for ((asked, achieved), want) in parts.iter().zip([1000.0, 2000.0]) {
+        assert_eq!(*asked, want);
+        assert!((achieved - want).abs() <= 0.15 * want, "{parts:?}");
+    }
+    assert!(doc["shape_parts"][1]["response"]["p99_ms"].as_f64().unwrap() > 0.0);
     assert_eq!(
         doc["config"]["engine"]["rate_shape"].as_str(),
         Some(format!("trace {}", trace.display()).as_str())

@@ -1,6 +1,7 @@
 //! Measured steps: one measured step (`step`: warm-up, measured window, every interval fanned
 //! out to the `sinks`, a typed `result` and what it says to people, `render`, its window cut into
-//! `sections` for the interval of its own figures); a capacity search is made of them one layer
+//! `sections` for the interval of its own figures, a rate shape's constant parts summarized in
+//! `phases`); a capacity search is made of them one layer
 //! up (`capacity`); `load` is how the client
 //! generates load, whatever a step's rate. The
 //! workload is chosen and prepared here (`workload`), on a target reached here (`target`);
@@ -14,6 +15,7 @@ pub mod commands;
 pub mod load;
 pub mod options;
 pub mod out;
+pub mod phases;
 pub mod render;
 pub mod result;
 pub mod sections;

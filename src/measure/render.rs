@@ -23,6 +23,9 @@ impl RunResult {
             }
             parts.push(text);
         }
+        if !self.shape_parts.is_empty() {
+            parts.push(super::phases::render(&self.shape_parts));
+        }
         let steadiness: Vec<String> = [
             self.warmup.as_ref().map(WarmupRecord::render),
             self.steady_state.as_ref().map(|s| s.render()),

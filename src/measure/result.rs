@@ -228,6 +228,9 @@ pub struct RunResult {
     /// Operations started, warm-up included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_ops: Option<u64>,
+    /// Each constant part of the rate shape the run followed, as it went (`phases`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shape_parts: Vec<super::phases::ShapePart>,
     /// Per operation type over the measured window: `<op>.response` (every due operation),
     /// `<op>.ok` (successes), `<op>.service` (every operation sent) and `<op>.error`.
     #[serde(default)]

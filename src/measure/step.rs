@@ -228,6 +228,7 @@ impl Step {
         result.sla = verdict;
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
+        result.shape_parts = super::phases::of_run(ecfg, end.measured, &out.join(HDR_LOG));
         result.retries = site.retries.load(std::sync::atomic::Ordering::Relaxed) - retries_before;
         result.keep_histograms(&names, end.totals);
         marked.finish();
@@ -415,6 +416,7 @@ impl Step {
             interrupted_by: None,
             incomplete: Vec::new(),
             retries: 0,
+            shape_parts: Vec::new(),
             finished_at: None,
             summary: None,
             sla: None,
