@@ -68,6 +68,8 @@ pub fn merged_result(loaders: &[Loader], dirs: &[PathBuf], base_ms: i64) -> Resu
     // A fault schedule ran in one loader, and its judgement was on that loader's seconds.
     r.faults = Vec::new();
     r.availability = None;
+    // A shape's parts are each loader's (in its own result.json): percentiles do not add.
+    r.shape_parts = Vec::new();
     r.retries = results.iter().map(|x| x.retries).sum();
     r.started_ops = results.iter().map(|x| x.started_ops).sum();
     r.incomplete = loaders
