@@ -29,20 +29,20 @@ fn refuse_with_shape(rate: &Rate, warmup: Warmup, ops: Option<u64>, sla: bool) -
         return Ok(());
     };
     if matches!(warmup, Warmup::Auto { .. } | Warmup::Ops(_)) {
-        anyhow::bail!(
+        bail!(
             "--rate {}: a shape starts with the measured window, after a warm-up of known length at its \
              first rate: give --warmup 30s (or --warmup 0)",
             shape.text
         );
     }
     if ops.is_some() {
-        anyhow::bail!(
+        bail!(
             "--rate {}: a shape runs for a time, not a count: give --duration (default: the shape's own length)",
             shape.text
         );
     }
     if sla {
-        anyhow::bail!(
+        bail!(
             "--rate {}: a service level checks one target rate, which a shape does not have: \
              drop --sla, or judge each rate with `caplab capacity --rates`",
             shape.text

@@ -78,9 +78,7 @@ impl Lab {
     /// A fresh home for test `name`, with an address and JMX ports no other lab of this test
     /// file has.
     pub fn new(name: &str) -> Lab {
-        let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("caplab-tests")
-            .join(name);
+        let home = Lab::home_of(name);
         let slot = next_slot();
         let lab = Lab {
             home,
@@ -98,15 +96,21 @@ impl Lab {
     /// A home for a test that never starts a node (a refusal): no address or ports of its own,
     /// so a file of many such tests is not bound by the labs' address slots.
     pub fn offline(name: &str) -> Lab {
-        let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("caplab-tests")
-            .join(name);
+        let home = Lab::home_of(name);
         let _ = std::fs::remove_dir_all(&home);
         Lab {
             home,
             address: "127.0.0.1".into(),
             jmx_port: 7199,
         }
+    }
+
+    /// Where test `name`'s lab lives: under the target directory's tmp/, where scripts/test.sh
+    /// looks for nodes left behind.
+    fn home_of(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("caplab-tests")
+            .join(name)
     }
 
     pub fn caplab(&self, args: &[&str]) -> Output {
