@@ -401,19 +401,27 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
         stdout(&o)
     );
     let doc = result_json(&out);
-    // Each constant part with its own rate and percentiles (the silent second has none).
+    // Each constant part with its own rate and percentiles. The silent second has a part only
+    // if operations due before it completed in it (one did, in one run of three here): a few,
+    // at most what a 50 ms stall at 1,000 op/s carries over.
     let parts: Vec<(f64, f64)> = doc["shape_parts"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| (p["target_rate"].as_f64().unwrap(), p["achieved_rate"].as_f64().unwrap()))
         .collect();
-    assert_eq!(parts.len(), 2, "{:?}", doc["shape_parts"]);
-    for ((asked, achieved), want) in parts.iter().zip([1000.0, 2000.0]) {
-        assert_eq!(*asked, want);
+    let asked: Vec<&(f64, f64)> = parts.iter().filter(|(asked, _)| *asked > 0.0).collect();
+    assert_eq!(asked.len(), 2, "{:?}", doc["shape_parts"]);
+    for (&&(asked, achieved), want) in asked.iter().zip([1000.0, 2000.0]) {
+        assert_eq!(asked, want);
         assert!((achieved - want).abs() <= 0.15 * want, "{parts:?}");
     }
-    assert!(doc["shape_parts"][1]["response"]["p99_ms"].as_f64().unwrap() > 0.0);
+    assert!(
+        parts.iter().all(|&(asked, achieved)| asked > 0.0 || achieved <= 50.0),
+        "{parts:?}"
+    );
+    let last = doc["shape_parts"].as_array().unwrap().last().unwrap();
+    assert!(last["response"]["p99_ms"].as_f64().unwrap() > 0.0, "{last}");
     assert_eq!(
         doc["config"]["engine"]["rate_shape"].as_str(),
         Some(format!("trace {}", trace.display()).as_str())

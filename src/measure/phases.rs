@@ -36,7 +36,7 @@ pub fn parts(shape: &Shape, measured_from: Duration, measured_s: f64, hlog: &Pat
     if wanted.is_empty() {
         return Ok(Vec::new());
     }
-    let mut sums: Vec<(Option<Histogram<u64>>, f64)> = vec![(None, 0.0); wanted.len()];
+    let mut sums: Vec<Option<Histogram<u64>>> = vec![None; wanted.len()];
     hdrlog::each(hlog, |logged| {
         // The untagged histogram of each second holds every operation's response time.
         if logged.tag.is_some() || logged.start < measured_from {
@@ -49,26 +49,26 @@ pub fn parts(shape: &Shape, measured_from: Duration, measured_s: f64, hlog: &Pat
         else {
             return Ok(());
         };
-        let (h, seconds) = &mut sums[i];
-        *seconds += logged.length.as_secs_f64();
-        match h {
+        match &mut sums[i] {
             Some(h) => h
                 .add(&logged.histogram)
                 .map_err(|e| anyhow::anyhow!("{}: {e:?}", hlog.display()))?,
-            None => *h = Some(logged.histogram),
+            h @ None => *h = Some(logged.histogram),
         }
         Ok(())
     })?;
     Ok(wanted
         .into_iter()
         .zip(sums)
-        .filter_map(|((from_s, to_s, target_rate), (h, seconds))| {
+        .filter_map(|((from_s, to_s, target_rate), h)| {
             let h = h?;
+            // Over the part's whole length: a second in which nothing completed is not logged,
+            // and must count as a second of nothing, not be left out.
             Some(ShapePart {
                 from_s,
                 to_s,
                 target_rate,
-                achieved_rate: if seconds > 0.0 { h.len() as f64 / seconds } else { 0.0 },
+                achieved_rate: h.len() as f64 / (to_s - from_s),
                 response: Latency::of(&h),
             })
         })
