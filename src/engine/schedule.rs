@@ -65,15 +65,6 @@ impl Schedule {
             None => (span.as_nanos() as f64 / self.interval_ns).ceil() as u64,
         }
     }
-
-    /// The target rate at `at` (0 flat out).
-    pub fn rate_at(&self, at: Instant) -> f64 {
-        match &self.shape {
-            Some(shape) => shape.rate_at(at.saturating_duration_since(self.start).as_secs_f64()),
-            None if self.interval_ns > 0.0 => 1e9 / self.interval_ns,
-            None => 0.0,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -98,7 +89,6 @@ mod tests {
         assert!(s.is_open());
         assert_eq!(s.intended(1000), Some(t0 + Duration::from_secs(1)));
         assert_eq!(s.due_before(t0 + Duration::from_secs(2)), 4000);
-        assert_eq!(s.rate_at(t0 + Duration::from_millis(1500)), 3000.0);
         let quiet = Schedule::shaped(t0, Arc::new(Shape::from_trace("5\n0\n", "q").unwrap()));
         assert_eq!(quiet.intended(5), Some(t0 + NEVER), "never reached: past any run");
         // A constant shape is the plain schedule.
