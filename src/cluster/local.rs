@@ -195,7 +195,8 @@ fn launch(
         .iter()
         .map(|o| Override::parse(o))
         .collect::<Result<Vec<_>>>()?;
-    std::fs::write(conf_dir.join("cassandra.yaml"), yaml::render(base, &overrides)?)?;
+    let text = yaml::render(base, &overrides, fresh_cluster.then_some((index, spec.nodes)))?;
+    std::fs::write(conf_dir.join("cassandra.yaml"), text)?;
     std::fs::write(conf_dir.join("logback.xml"), jvm::LOGBACK_XML)?;
 
     let server = jvm::ServerJvm {

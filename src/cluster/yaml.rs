@@ -125,13 +125,43 @@ impl std::fmt::Display for Override {
     }
 }
 
-/// The node's cassandra.yaml text: base plus overrides, in order.
-pub fn render(base: Value, overrides: &[Override]) -> Result<String> {
+/// The node's cassandra.yaml text: base plus overrides, in order; for node `index` (from 1) of
+/// a cluster of `nodes` being created, `Some((index, nodes))`, its tokens too
+/// ([`spread_tokens`]).
+pub fn render(base: Value, overrides: &[Override], new_cluster: Option<(u32, u32)>) -> Result<String> {
     let mut root = base;
     for o in overrides {
         o.apply(&mut root)?;
     }
+    if let Some((index, nodes)) = new_cluster
+        && nodes > 1
+        && root.get("initial_token").is_none_or(Value::is_null)
+    {
+        let per_node = root.get("num_tokens").and_then(Value::as_u64).unwrap_or(16).max(1);
+        let tokens = spread_tokens(index, nodes, per_node);
+        let list: Vec<String> = tokens.iter().map(i64::to_string).collect();
+        if let Value::Mapping(m) = &mut root {
+            m.insert("initial_token".into(), Value::String(list.join(",")));
+        }
+    }
     Ok(serde_norway::to_string(&root)?)
+}
+
+/// The tokens of node `index` (from 1) of a new cluster of `nodes`, `per_node` each: the
+/// Murmur3 ring cut into `nodes × per_node` equal slices, dealt out in turn, so every node
+/// owns the same share. Left to itself, Cassandra draws a node's tokens at random until the
+/// ring holds as many nodes as `allocate_tokens_for_local_replication_factor` (3): a new
+/// cluster of three got random tokens, and one here owned 44.7, 29.4 and 25.9 % of the ring,
+/// which at RF 1 or 2 puts nearly twice the data on one node as on another.
+pub fn spread_tokens(index: u32, nodes: u32, per_node: u64) -> Vec<i64> {
+    let slices = i128::from(nodes) * i128::from(per_node);
+    let width = (1i128 << 64) / slices;
+    (0..i128::from(per_node))
+        .map(|k| {
+            let slice = k * i128::from(nodes) + i128::from(index - 1);
+            (i128::from(i64::MIN) + slice * width) as i64
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -250,9 +280,38 @@ mod tests {
 
     #[test]
     fn rendered_yaml_reads_back() {
-        let text = render(cfg(), &[Override::parse("concurrent_writes=64").unwrap()]).unwrap();
+        let text = render(cfg(), &[Override::parse("concurrent_writes=64").unwrap()], None).unwrap();
         let back: Value = serde_norway::from_str(&text).unwrap();
         assert_eq!(back["concurrent_writes"].as_u64(), Some(64));
         assert_eq!(back["cluster_name"].as_str(), Some("c"));
+    }
+
+    #[test]
+    fn a_new_clusters_nodes_share_the_ring_evenly_and_never_a_token() {
+        let all: Vec<i64> = (1..=3).flat_map(|i| spread_tokens(i, 3, 16)).collect();
+        let mut sorted = all.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 48, "no token twice");
+        assert_eq!(sorted[0], i64::MIN);
+        // Dealt in turn: consecutive tokens on the ring belong to nodes 1, 2, 3, 1, ...
+        let owner = |t: i64| (1..=3).find(|&i| spread_tokens(i, 3, 16).contains(&t)).unwrap();
+        let owners: Vec<u32> = sorted.iter().take(6).map(|&t| owner(t)).collect();
+        assert_eq!(owners, [1, 2, 3, 1, 2, 3]);
+        let gaps: Vec<i128> = sorted.windows(2).map(|w| i128::from(w[1]) - i128::from(w[0])).collect();
+        assert!(gaps.iter().all(|&g| g == gaps[0]), "equal slices");
+
+        // Written only for a new cluster of several nodes, as many as num_tokens says.
+        let tokens = |o: &[&str], c| {
+            let o: Vec<Override> = o.iter().map(|s| Override::parse(s).unwrap()).collect();
+            let back: Value = serde_norway::from_str(&render(cfg(), &o, c).unwrap()).unwrap();
+            back["initial_token"].as_str().map(|t| t.split(',').count())
+        };
+        assert_eq!(tokens(&[], Some((2, 3))), Some(16));
+        assert_eq!(tokens(&["num_tokens=4"], Some((2, 3))), Some(4));
+        assert_eq!(tokens(&[], Some((1, 1))), None);
+        assert_eq!(tokens(&[], None), None);
+        // A user's own tokens are kept.
+        assert_eq!(tokens(&["num_tokens=1", "initial_token='0'"], Some((1, 3))), Some(1));
     }
 }
