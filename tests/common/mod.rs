@@ -42,6 +42,9 @@ const TEST_FILES: &[&str] = &[
     "history",
     "bisect",
     "experiment_nodes",
+    "history_gate",
+    "loaders_warmup",
+    "faults_cluster",
 ];
 
 /// Labs per test file.
@@ -314,6 +317,28 @@ pub fn fails(o: Output) -> String {
 }
 
 /// A run's result.json.
+/// A child process's output, collected on a thread.
+pub trait OutputAsync {
+    fn output_async(&mut self) -> std::thread::JoinHandle<std::process::Output>;
+}
+
+impl OutputAsync for Command {
+    fn output_async(&mut self) -> std::thread::JoinHandle<std::process::Output> {
+        let child = self
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::spawn(move || child.wait_with_output().unwrap())
+    }
+}
+
+pub fn history_json(lab: &Lab, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["history", "--json"];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&stdout(&ok(lab.caplab(&args)))).expect("history --json is JSON")
+}
+
 pub fn result_json(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).expect("result.json")).expect("valid JSON")
 }
