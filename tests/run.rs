@@ -358,7 +358,12 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
     let total = &doc["summary"]["total"];
     assert_eq!(total["due"], 6000, "(500 + 2,500) / 2 over 4 s");
     let n = total["ops"].as_u64().unwrap();
-    assert!((5_940..=6_000).contains(&n), "{n} of 6,000");
+    assert_eq!(
+        n + total["error_total"].as_u64().unwrap(),
+        6000,
+        "done or counted: {total}"
+    );
+    assert!(n >= 5_000, "{n} of 6,000");
     // Second by second (the CSV holds the measured window): the ramp's 750, 1,250, 1,750 and
     // 2,250 (751, 1,250, 1,751, 2,248 here, alone). The CSV counts completions, so an operation due at a second's edge may land in the next:
     // ±15 % allows a stall of about 200 ms at an edge (this fails only if the node stops for
@@ -396,7 +401,7 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
         out.to_str().unwrap(),
     ]));
     assert!(
-        stdout(&o).contains("Along the shape (each constant part):"),
+        stdout(&o).contains("Along the shape (each part):") && stdout(&o).contains("Knee                          : "),
         "{}",
         stdout(&o)
     );
@@ -427,8 +432,38 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
         Some(format!("trace {}", trace.display()).as_str())
     );
     assert_eq!(doc["config"]["engine"]["duration_s"].as_f64(), Some(3.0));
-    assert_eq!(doc["summary"]["total"]["due"], 3000);
-    assert!(doc["summary"]["total"]["ops"].as_u64().unwrap() >= 2_970);
+    // Every intended operation due, and each either done or counted as an error: beside three
+    // other test files a 250 ms stall at the end left 202 due but not sent (`not_sent`), so the
+    // count done is held to most of them, not all.
+    let total = &doc["summary"]["total"];
+    assert_eq!(total["due"], 3000);
+    let (done, errors) = (total["ops"].as_u64().unwrap(), total["error_total"].as_u64().unwrap());
+    assert_eq!(done + errors, 3000, "{total}");
+    assert!(done >= 2_500, "{total}");
+
+    // Two rates asked, so a curve with a knee: measured from the lower rate, and placed at (or
+    // between) the rates asked. Where it falls is the node's business (at 2,000 op/s a lone
+    // node here keeps up, but a stall can push p99 past 3× that of 1,000), so that is not
+    // asserted; what the page draws of it is.
+    let knee = &doc["knee"];
+    assert_eq!(
+        (knee["factor"].as_f64(), knee["base_rate"].as_f64()),
+        (Some(3.0), Some(1000.0)),
+        "{knee}"
+    );
+    let (held, broke) = (knee["held_rate"].as_f64(), knee["broke_rate"].as_f64());
+    assert!(
+        matches!(
+            (held, broke),
+            (Some(2000.0), None) | (Some(1000.0), Some(2000.0)) | (None, Some(1000.0))
+        ),
+        "{knee}"
+    );
+    let page = common::browse(&out.join("report.html"));
+    page.assert_clean();
+    assert_eq!(page.points("chart-curve"), Some(2), "{}", page.check);
+    let drawn = &page.check["knee"];
+    assert_eq!((drawn[0].as_f64(), drawn[1].as_f64()), (held, broke), "{}", page.check);
 }
 
 fn make_certificate(dir: &Path, ip: &str) -> (std::path::PathBuf, std::path::PathBuf) {

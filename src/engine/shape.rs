@@ -446,6 +446,24 @@ impl Shape {
         }
     }
 
+    /// Whether every phase (and the lead) holds one rate: steps, bursts, traces.
+    pub fn piecewise_constant(&self) -> bool {
+        self.phases.iter().all(|p| matches!(p.curve, Curve::Const(_)))
+    }
+
+    /// The first `span` seconds cut into pieces of `width` seconds (the last may be shorter):
+    /// (from, to, the rate asked over it on average), for a ramp or a sine, whose rate never holds.
+    pub fn pieces(&self, span: f64, width: f64) -> Vec<(f64, f64, f64)> {
+        let mut out = Vec::new();
+        let mut from = 0.0;
+        while from < span - 1e-9 {
+            let to = (from + width).min(span);
+            out.push((from, to, (self.ops_before(to) - self.ops_before(from)) / (to - from)));
+            from = to;
+        }
+        out
+    }
+
     /// The constant parts of the shape within its first `span` seconds: (from, to, rate), each
     /// part of a step, a burst or a trace (and a lead) that a run can summarize on its own.
     pub fn constant_parts(&self, span: f64) -> Vec<(f64, f64, f64)> {
@@ -482,6 +500,21 @@ mod tests {
         (0..n)
             .map(|i| s.ops_before(i as f64 + 1.0) - s.ops_before(i as f64))
             .collect()
+    }
+
+    #[test]
+    fn a_ramp_is_cut_into_pieces_each_with_its_mean_rate() {
+        let s = Shape::parse("ramp:1000..3000/20s").unwrap();
+        assert!(!s.piecewise_constant());
+        assert!(Shape::parse("steps:1k,2k/10s").unwrap().piecewise_constant());
+        let p = s.pieces(20.0, 5.0);
+        let rates: Vec<f64> = p.iter().map(|x| x.2.round()).collect();
+        assert_eq!(rates, [1250.0, 1750.0, 2250.0, 2750.0]);
+        assert_eq!((p[0].0, p[3].1), (0.0, 20.0));
+        // A last piece shorter than the others, and past the ramp its last rate holds.
+        let p = s.pieces(23.0, 10.0);
+        assert_eq!(p.len(), 3);
+        assert_eq!((p[2].0, p[2].1, p[2].2.round()), (20.0, 23.0, 3000.0));
     }
 
     /// time_of inverts ops_before, and intended times never go backwards.

@@ -97,6 +97,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         labels: common.labels.iter().cloned().collect(),
         validate: common.validation()?,
         live: None,
+        knee_factor: args.knee_factor,
     };
 
     let out = step.out.clone();

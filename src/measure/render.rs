@@ -24,7 +24,11 @@ impl RunResult {
             parts.push(text);
         }
         if !self.shape_parts.is_empty() {
-            parts.push(super::phases::render(&self.shape_parts));
+            let mut text = super::phases::render(&self.shape_parts);
+            if let Some(k) = &self.knee {
+                text.push_str(&k.render());
+            }
+            parts.push(text);
         }
         let steadiness: Vec<String> = [
             self.warmup.as_ref().map(WarmupRecord::render),

@@ -231,6 +231,9 @@ pub struct RunResult {
     /// Each constant part of the rate shape the run followed, as it went (`phases`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shape_parts: Vec<super::phases::ShapePart>,
+    /// Where latency turned along the shape's rates (`phases::knee`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<super::phases::Knee>,
     /// Per operation type over the measured window: `<op>.response` (every due operation),
     /// `<op>.ok` (successes), `<op>.service` (every operation sent) and `<op>.error`.
     #[serde(default)]

@@ -28,10 +28,9 @@ use crate::metrics::summary::Summary;
 use crate::server_profile::{Profiler, Slice};
 use crate::sla::{Judge, Sla, SlaVerdict};
 use crate::telemetry::gclog::epoch_ms;
-use crate::telemetry::jit_jmx::JitWatch;
-use crate::telemetry::pools::PoolWatch;
-use crate::telemetry::{ServerFacts, Watch, jmx};
+use crate::telemetry::{ServerFacts, Watch, jit_jmx::JitWatch, jmx, pools::PoolWatch};
 
+use super::phases;
 pub use super::result::{CSV, HDR_LOG};
 
 /// One measured step's settings.
@@ -64,6 +63,8 @@ pub struct Step {
     pub validate: Option<crate::readback::ValidateOptions>,
     /// The live metrics (`--metrics-listen`, `--metrics-push`) this step adds to.
     pub live: Option<crate::live::Feed>,
+    /// The knee of a shaped run: p99 beyond this factor of its low-load level (`--knee-factor`).
+    pub knee_factor: f64,
 }
 
 impl Step {
@@ -228,7 +229,7 @@ impl Step {
         result.sla = verdict;
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
-        result.shape_parts = super::phases::of_run(ecfg, end.measured, &out.join(HDR_LOG));
+        (result.shape_parts, result.knee) = phases::of_run(ecfg, end.measured, &out.join(HDR_LOG), self.knee_factor);
         result.retries = site.retries.load(std::sync::atomic::Ordering::Relaxed) - retries_before;
         result.keep_histograms(&names, end.totals);
         marked.finish();
@@ -417,6 +418,7 @@ impl Step {
             incomplete: Vec::new(),
             retries: 0,
             shape_parts: Vec::new(),
+            knee: None,
             finished_at: None,
             summary: None,
             sla: None,
@@ -584,6 +586,7 @@ mod tests {
             labels: Default::default(),
             validate: None,
             live: None,
+            knee_factor: 3.0,
         }
     }
 

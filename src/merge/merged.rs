@@ -70,6 +70,7 @@ pub fn merged_result(loaders: &[Loader], dirs: &[PathBuf], base_ms: i64) -> Resu
     r.availability = None;
     // A shape's parts are each loader's (in its own result.json): percentiles do not add.
     r.shape_parts = Vec::new();
+    r.knee = None;
     r.retries = results.iter().map(|x| x.retries).sum();
     r.started_ops = results.iter().map(|x| x.started_ops).sum();
     r.incomplete = loaders

@@ -62,8 +62,14 @@ pub struct RunSeries {
     pub ok_rate: Vec<f64>,
     /// Failed operations per second.
     pub error_rate: Vec<f64>,
-    /// The scheduled rate (None: flat out).
+    /// The scheduled rate (None: flat out, or a shape: `target_at`).
     pub target: Option<f64>,
+    /// Along a shape, the rate asked at each point (the part of the shape it falls in).
+    pub target_at: Vec<Option<f64>>,
+    /// Along a shape, each part as a point of the latency–throughput curve: (achieved op/s,
+    /// p50, p99, p99.9 ms), by achieved rate; and the knee's (held, broke) rates asked.
+    pub curve: Vec<(f64, f64, f64, f64)>,
+    pub knee: Option<(Option<f64>, Option<f64>)>,
     /// (time the pause ended, ms) of every server GC pause in the window, all nodes.
     pub gc: Vec<(f64, f64)>,
     /// (time the flush ended, MB written) of every memtable flush in the window.
@@ -90,6 +96,24 @@ pub struct RunSeries {
     /// Response time (every due operation) and service time, all operation types; then the
     /// response time of each operation type when there are several.
     pub distribution: Vec<Curve>,
+}
+
+/// The latency–throughput curve of a shape's parts, by achieved rate.
+fn shape_curve(parts: &[crate::measure::phases::ShapePart]) -> Vec<(f64, f64, f64, f64)> {
+    let mut out: Vec<_> = parts
+        .iter()
+        .filter(|p| p.target_rate > 0.0)
+        .map(|p| {
+            (
+                p.achieved_rate,
+                p.response.median_ms,
+                p.response.p99_ms,
+                p.response.p999_ms,
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
 }
 
 /// The percentile curve of `h`: 20 points per decade of 1/(1-p) up to the last one the
@@ -205,7 +229,11 @@ impl RunSeries {
             service_p99: Vec::new(),
             ok_rate: Vec::new(),
             error_rate: Vec::new(),
-            target: (r.config.engine.rate > 0.0).then_some(r.config.engine.rate),
+            target: (r.config.engine.rate > 0.0 && r.config.engine.rate_shape.is_none())
+                .then_some(r.config.engine.rate),
+            target_at: Vec::new(),
+            curve: shape_curve(&r.shape_parts),
+            knee: r.knee.as_ref().map(|k| (k.held_rate, k.broke_rate)),
             gc: Vec::new(),
             flushes: Vec::new(),
             cpu_t: Vec::new(),
@@ -243,6 +271,18 @@ impl RunSeries {
         })?
         .unwrap_or_default();
         point.flush(&mut s);
+        if !r.shape_parts.is_empty() {
+            // A point's time after the log's start, less the warm-up: seconds into the window.
+            let lead = r.warmup.as_ref().and_then(|w| w.length_s).unwrap_or(0.0);
+            s.target_at =
+                s.t.iter()
+                    .map(|t| {
+                        let at = t - lead + 1e-3;
+                        let part = r.shape_parts.iter().find(|p| at >= p.from_s && at < p.to_s);
+                        part.map(|p| p.target_rate)
+                    })
+                    .collect();
+        }
         s.t.iter_mut().for_each(|t| *t += base.as_secs_f64());
         if let Some(server) = &r.server {
             let (from, to) = (server.measured_from_ms, server.measured_to_ms);

@@ -132,6 +132,9 @@
       if (s.target != null) {
         tput.push(s.t.map(function () { return s.target; }));
         tputSeries.push(line("target op/s", "#888", { dash: [6, 4], width: 1 }));
+      } else if (s.target_at.length) {
+        tput.push(s.target_at);
+        tputSeries.push(line("target op/s (the shape)", "#888", { dash: [6, 4], width: 1 }));
       }
       chart("chart-throughput", timeOpts("Throughput: target and achieved" + verdictTitle(s.steady), "op/s", tputSeries, false,
         { hooks: hooks([segmentHook(s.steady, "throughput", "#17612c", true), faultHook(s.faults)]) }), tput, n);
@@ -165,6 +168,7 @@
         if (pe) pe.textContent = "No thread-pool series (--server-facts none, or the cluster has no system_views).";
       }
       distributionChart("chart-distribution", s.distribution);
+      curveChart("chart-curve", runs);
       return;
     }
     // Overlay: time since each run's start, p99 and throughput per run.
@@ -191,6 +195,50 @@
     var curves = [];
     runs.forEach(function (s) { if (s.distribution.length) curves.push({ name: s.label, x: s.distribution[0].x, ms: s.distribution[0].ms }); });
     distributionChart("chart-distribution", curves);
+    curveChart("chart-curve", runs);
+  }
+
+  // Latency against throughput along a shape: each part of it a point at its achieved rate;
+  // p50, p99 and p99.9 for one run, p99 for each of several runs; one run's knee marked.
+  function curveChart(id, runs) {
+    var withCurve = runs.filter(function (s) { return s.curve.length > 1; });
+    if (!withCurve.length) {
+      var section = document.getElementById("section-curve");
+      if (section) section.remove();
+      return;
+    }
+    var col = function (c, k) { return c.map(function (p) { return p[k]; }); };
+    var table, series, dotted = { show: true, size: 6 };
+    if (withCurve.length === 1) {
+      var c = withCurve[0].curve;
+      table = [col(c, 0), positive(col(c, 1)), positive(col(c, 2)), positive(col(c, 3))];
+      series = [line("p50", COLORS[0], { value: msValue, points: dotted }), line("p99", COLORS[4], { value: msValue, points: dotted }),
+        line("p99.9", COLORS[1], { value: msValue, points: dotted })];
+    } else {
+      table = uPlot.join(withCurve.map(function (s) { return [col(s.curve, 0), positive(col(s.curve, 2))]; }));
+      series = withCurve.map(function (s, i) {
+        return line(s.label + " p99", COLORS[i % COLORS.length], { value: msValue, spanGaps: true, points: dotted });
+      });
+    }
+    var knee = withCurve.length === 1 ? withCurve[0].knee : null;
+    caplabCheck.knee = knee;
+    var mark = function (u) {
+      if (!knee || knee[0] == null) return;
+      var x = u.valToPos(knee[0], "x", true), ctx = u.ctx;
+      ctx.save(); ctx.strokeStyle = "#17612c"; ctx.setLineDash([4, 3]);
+      ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
+      ctx.fillStyle = "#17612c"; ctx.font = "12px sans-serif";
+      var words = knee[1] == null ? "no knee up to " + fmt(knee[0], 0) : "knee: " + fmt(knee[0], 0) + " to " + fmt(knee[1], 0) + " op/s asked";
+      ctx.fillText(words, x + 4, u.bbox.top + 14);
+      ctx.restore();
+    };
+    chart(id, {
+      title: "Latency against throughput (each part of the shape; log scale)",
+      scales: { x: { time: false }, y: { distr: 3 } },
+      axes: [{ label: "achieved op/s", values: function (u, s) { return s.map(function (v) { return fmt(v, 0); }); } }, { label: "ms", size: 60 }],
+      series: [{ label: "achieved op/s", value: function (u, v) { return fmt(v, 0); } }].concat(series),
+      hooks: { draw: [mark] },
+    }, table, table[0].length);
   }
 
   // HdrHistogram's percentile plot: x = 1/(1-p), log; y = ms, log.
