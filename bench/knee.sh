@@ -26,7 +26,7 @@ r = json.load(open(out / "result.json"))
 k = r.get("knee") or {}
 g = lambda v: "–" if v is None else f"{v:,.0f}"
 print(f"{name:8} {r['config']['engine']['rate_shape']:24} knee: held {g(k.get('held_rate'))}, broke {g(k.get('broke_rate'))} "
-      f"op/s (low-load p99 {k.get('base_p99_ms', 0):.2f} ms at {g(k.get('base_rate'))}; {k.get('broke_because') or 'every rate held'})")
+      f"op/s (low-load {k.get('percentile')} {k.get('base_ms', 0):.2f} ms; {k.get('broke_because') or 'no rise'})")
 for p in r.get("shape_parts", []):
     print(f"         {p['from_s']:5.0f}-{p['to_s']:<5.0f} s: {p['target_rate']:>8,.0f} asked, {p['achieved_rate']:>8,.0f} achieved, "
           f"p50 {p['response']['median_ms']:7.2f} ms, p99 {p['response']['p99_ms']:8.2f} ms")

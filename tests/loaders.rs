@@ -149,6 +149,16 @@ fn three_loaders_start_together_and_merge_exactly() {
     assert_eq!(counts.iter().sum::<u64>(), sum);
     let first: u64 = counts[..15].iter().sum();
     assert!(first.abs_diff(45_000) <= 900, "{counts:?}");
+    // The rate asked beside it: each loader's 1,000 a second added while all three ran; left
+    // empty in the seconds one of them did not report (the 16th, at loader 3's edge, either).
+    let asked: Vec<String> = std::fs::read_to_string(merged.join("latency.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(12).unwrap().to_string())
+        .collect();
+    assert!(asked[..15].iter().all(|a| a == "3000.0"), "{asked:?}");
+    assert!(asked[16..].iter().all(String::is_empty), "{asked:?}");
 
     // Java's HistogramLogProcessor reads the merged log: its untagged histograms hold every
     // operation, and its p99 is the merged summary's.

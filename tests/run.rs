@@ -204,13 +204,14 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs,serverGcPauseMs,serverCpuCores"
+        "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs,serverGcPauseMs,serverCpuCores,\
+         targetRate"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert!((10..=11).contains(&rows.len()), "one row per second: {}", rows.len());
     assert!(
         rows.iter()
-            .all(|r| r.len() == 12 && r[2] == "e1_insert" && r[3] == "insert")
+            .all(|r| r.len() == 13 && r[2] == "e1_insert" && r[3] == "insert")
     );
     let csv_total: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
     assert_eq!(csv_total, n);
@@ -378,6 +379,14 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
         );
     }
     assert_eq!(seconds.iter().sum::<u64>(), n);
+    // Beside each second's count, the rate the ramp asked in it.
+    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+    let targets: Vec<f64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(12).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(&targets[..4], &asked[..], "{csv}");
     let warm = doc["started_ops"].as_u64().unwrap() - n;
     assert!(
         (990..=1_000).contains(&warm),

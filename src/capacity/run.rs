@@ -410,7 +410,7 @@ impl Bench<'_> {
             labels: self.cfg.labels.clone(),
             validate: self.cfg.validate,
             live: self.cfg.live.clone(),
-            knee_factor: crate::measure::options::DEFAULT_KNEE_FACTOR,
+            knee: Default::default(),
         };
         let result = self.prepared.run(&step, &self.target.site, self.stop.clone()).await?;
         // Named from the search's directory, so the record still finds it when the search was

@@ -59,3 +59,88 @@ pub struct EngineConfig {
     pub drain_timeout: Duration,
     pub shards: usize,
 }
+
+impl EngineConfig {
+    /// The shape the schedule follows: a fixed warm-up runs at its first rate before it.
+    pub fn schedule_shape(&self) -> Option<Arc<Shape>> {
+        let shape = self.shape.as_ref()?;
+        Some(match self.warmup {
+            Warmup::Time(d) => Arc::new(shape.after(d)),
+            _ => shape.clone(),
+        })
+    }
+
+    /// What the schedule asks, to be written beside what was done.
+    pub fn asked(&self) -> Asked {
+        match self.schedule_shape() {
+            Some(shape) => Asked::Shape(shape),
+            None if self.rate > 0.0 => Asked::Rate(self.rate),
+            None => Asked::FlatOut,
+        }
+    }
+}
+
+/// The rate a run's schedule asks.
+#[derive(Debug, Clone)]
+pub enum Asked {
+    FlatOut,
+    Rate(f64),
+    Shape(Arc<Shape>),
+}
+
+impl Asked {
+    /// Operations a second asked over `length` from `start` (after the schedule's start); None
+    /// flat out.
+    pub fn over(&self, start: Duration, length: Duration) -> Option<f64> {
+        match self {
+            Asked::FlatOut => None,
+            Asked::Rate(r) => Some(*r),
+            Asked::Shape(s) if length.is_zero() => Some(s.rate_at(start.as_secs_f64())),
+            Asked::Shape(s) => {
+                let (from, to) = (start.as_secs_f64(), (start + length).as_secs_f64());
+                Some((s.ops_before(to) - s.ops_before(from)) / (to - from))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_asked_follows_the_shape_after_its_warm_up() {
+        let cfg = |warmup, shape: Option<&str>| EngineConfig {
+            rate: 1000.0,
+            shape: shape.map(|s| Arc::new(Shape::parse(s).unwrap())),
+            concurrency: 8,
+            duration: None,
+            ops: None,
+            warmup,
+            interval: Duration::from_secs(1),
+            give_up_after: Duration::from_secs(2),
+            drain_timeout: Duration::from_secs(2),
+            shards: 1,
+        };
+        let s = Duration::from_secs;
+        let steps = cfg(Warmup::Time(s(2)), Some("steps:1k,3k/5s"));
+        // The warm-up at the first rate, then the steps, then the last rate held.
+        let asked: Vec<Option<f64>> = [0, 1, 2, 6, 7, 11, 20]
+            .iter()
+            .map(|&t| steps.asked().over(s(t), s(1)))
+            .collect();
+        assert_eq!(
+            asked,
+            [1000.0, 1000.0, 1000.0, 1000.0, 3000.0, 3000.0, 3000.0].map(Some)
+        );
+        assert_eq!(cfg(Warmup::None, None).asked().over(s(5), s(1)), Some(1000.0));
+        let flat = EngineConfig {
+            rate: 0.0,
+            ..cfg(Warmup::None, None)
+        };
+        assert_eq!(flat.asked().over(s(5), s(1)), None);
+        // Half a second of each step: the mean.
+        let edge = steps.asked().over(Duration::from_millis(6500), s(1));
+        assert_eq!(edge, Some(2000.0));
+    }
+}

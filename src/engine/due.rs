@@ -124,11 +124,10 @@ impl Due {
     /// What is due and measured under `cfg` on the schedule anchored at `t0`, and the counters
     /// the workers share.
     pub fn new(t0: Instant, cfg: &EngineConfig) -> (Due, Arc<Counters>) {
-        let schedule = match (&cfg.shape, cfg.warmup) {
-            // The shape starts with the measured window: a fixed warm-up runs at its first rate.
-            (Some(shape), Warmup::Time(d)) => Schedule::shaped(t0, Arc::new(shape.after(d))),
-            (Some(shape), _) => Schedule::shaped(t0, shape.clone()),
-            (None, _) => Schedule::new(t0, cfg.rate),
+        // The shape starts with the measured window: a fixed warm-up runs at its first rate.
+        let schedule = match cfg.schedule_shape() {
+            Some(shape) => Schedule::shaped(t0, shape),
+            None => Schedule::new(t0, cfg.rate),
         };
         let due = Due {
             t0,

@@ -29,7 +29,7 @@ use std::future::Future;
 use crate::metrics::ErrorKind;
 
 pub use anchor::{Anchor, StartAt};
-pub use config::{EngineConfig, Warmup};
+pub use config::{Asked, EngineConfig, Warmup};
 pub use intervals::IntervalSink;
 pub use loader::{LoaderSlice, Sliced};
 pub use run_end::{EndReason, RunEnd, Span};

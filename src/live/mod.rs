@@ -166,8 +166,15 @@ impl Feed {
         iv: &Interval,
         window_start: Option<Duration>,
         server: Option<(f64, f64)>,
+        asked: Option<f64>,
     ) {
-        self.with(|s| s.add(names, iv, window_start, server));
+        self.with(|s| {
+            // Along a shape the target moves: each interval's is the one shown.
+            if asked.is_some() {
+                s.target_rate = asked;
+            }
+            s.add(names, iv, window_start, server)
+        });
     }
 
     pub fn end(&self) {

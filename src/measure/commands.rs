@@ -97,7 +97,10 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         labels: common.labels.iter().cloned().collect(),
         validate: common.validation()?,
         live: None,
-        knee_factor: args.knee_factor,
+        knee: crate::measure::phases::KneeRule {
+            percentile: args.knee_on,
+            factor: args.knee_factor,
+        },
     };
 
     let out = step.out.clone();

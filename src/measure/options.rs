@@ -298,9 +298,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// How long an automatic warm-up may wait for the run to settle, unless `--warmup-max` says.
 pub const WARMUP_MAX: Duration = Duration::from_secs(300);
 
-/// `--knee-factor`'s default: p99 three times its low-load level.
-pub const DEFAULT_KNEE_FACTOR: f64 = 3.0;
-
 /// A factor above 1 (`--knee-factor 3`).
 fn parse_factor(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -379,10 +376,13 @@ pub struct RunOptions {
     /// lines, as a dashboard exports them); the last rate holds after it.
     #[arg(long, value_name = "FILE", conflicts_with = "rate")]
     pub rate_file: Option<PathBuf>,
-    /// Along a shape, the knee is the highest rate asked that kept up with p99 within this many
-    /// times the p99 at the lowest rate (docs/run.md).
-    #[arg(long, value_name = "FACTOR", default_value_t = DEFAULT_KNEE_FACTOR, value_parser = parse_factor)]
+    /// Along a shape, the knee is where the percentile --knee-on rises past this many times its
+    /// low-load level and stays there, or the run stops keeping up (docs/run.md).
+    #[arg(long, value_name = "FACTOR", default_value_t = 3.0, value_parser = parse_factor)]
     pub knee_factor: f64,
+    /// The percentile the knee is judged on.
+    #[arg(long, value_enum, default_value = "p99")]
+    pub knee_on: crate::measure::phases::Percentile,
     /// Start the schedule (warm-up first) at this wall-clock time, so that loaders started
     /// apart begin in the same second: a UTC time (2026-11-24T21:30:00Z), Unix seconds, or
     /// next:30s (the next multiple of 30 s). Setup and populate come before it. Default: the

@@ -4,9 +4,12 @@
 //! response-time percentiles, read back from the interval log one second at a time; a ramp or a
 //! sine, whose rate never holds, is cut into pieces (a twentieth of the window, 5 s at least),
 //! each with the mean rate it asked. Sorted by the rate asked, the parts are the points of a
-//! latency–throughput curve, and the knee is where it turns: the highest rate asked at which the
-//! run kept up (achieved ≥ 98 % of it) with p99 within `--knee-factor` (3) times the p99 at
-//! the lowest rate, and so did every lower rate; the knee lies between it and the next rate.
+//! latency–throughput curve, and the knee is where it turns. A rate asked breaks when the run
+//! did not keep up (achieved < 98 % of it) or its percentile (`--knee-on`, p99) rose past
+//! `--knee-factor` (3) times the low-load level (the median over the three lowest rates asked);
+//! the rise is the first rate that broke from which at most one in five of the rates above it
+//! held, and the knee lies between the rate below it and it. A part's p99 on a busy node is set
+//! by whether a GC pause fell in it, so one part with or without one must not move the knee.
 
 use anyhow::Result;
 use hdrhistogram::Histogram;
@@ -83,13 +86,13 @@ pub fn parts(shape: &Shape, measured_from: Duration, measured_s: f64, hlog: &Pat
         .collect())
 }
 
-/// The parts of the run's shape, if it followed one and measured a window, and their knee at
-/// `knee_factor`; an interval log that cannot be read leaves them out, saying why.
+/// The parts of the run's shape, if it followed one and measured a window, and their knee by
+/// `rule`; an interval log that cannot be read leaves them out, saying why.
 pub fn of_run(
     engine: &crate::engine::EngineConfig,
     measured: Option<crate::engine::Span>,
     log: &Path,
-    knee_factor: f64,
+    rule: KneeRule,
 ) -> (Vec<ShapePart>, Option<Knee>) {
     let (Some(shape), Some(span)) = (&engine.shape, measured) else {
         return (Vec::new(), None);
@@ -98,7 +101,7 @@ pub fn of_run(
         eprintln!("The shape's parts are not summarized: {e:#}");
         Vec::new()
     });
-    let knee = knee(&parts, knee_factor);
+    let knee = knee(&parts, rule.percentile, rule.factor);
     (parts, knee)
 }
 
@@ -126,87 +129,149 @@ pub fn render(parts: &[ShapePart]) -> String {
 /// `held_rate` and below `broke_rate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Knee {
-    /// The factor over the low-load p99 that marks it.
+    /// The percentile judged (`p99`) and the factor over its low-load level that marks it.
+    pub percentile: Percentile,
     pub factor: f64,
-    /// The lowest rate asked and its p99: the low-load level.
+    /// The lowest rate asked, and the low-load level: the median of the percentile over the
+    /// three lowest rates asked (the lowest alone when the run asked fewer than four).
     pub base_rate: f64,
-    pub base_p99_ms: f64,
-    /// The highest rate asked that held, with every lower one (None: not even the lowest).
+    pub base_ms: f64,
+    /// The rate asked just below the rise (None: it began at the lowest).
     pub held_rate: Option<f64>,
-    /// The lowest rate asked that did not hold (None: every rate held, so the knee is above
-    /// the run's highest).
+    /// The first rate asked of the rise: it broke, and at most one in five of the rates asked
+    /// above it held (None: no rise, so the knee is above the run's highest rate).
     pub broke_rate: Option<f64>,
-    /// Why that rate did not hold, for people.
+    /// Why that rate broke, for people.
     pub broke_because: Option<String>,
+}
+
+/// The percentile a knee is judged on (`--knee-on`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Percentile {
+    P50,
+    P95,
+    P99,
+    P999,
+}
+
+impl Percentile {
+    fn of(self, l: &Latency) -> f64 {
+        match self {
+            Percentile::P50 => l.median_ms,
+            Percentile::P95 => l.p95_ms,
+            Percentile::P99 => l.p99_ms,
+            Percentile::P999 => l.p999_ms,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Percentile::P50 => "p50",
+            Percentile::P95 => "p95",
+            Percentile::P99 => "p99",
+            Percentile::P999 => "p99.9",
+        }
+    }
+}
+
+/// How a knee is judged: on which percentile, at what factor over its low-load level
+/// (`--knee-on`, `--knee-factor`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KneeRule {
+    pub percentile: Percentile,
+    pub factor: f64,
+}
+
+impl Default for KneeRule {
+    fn default() -> KneeRule {
+        KneeRule {
+            percentile: Percentile::P99,
+            factor: 3.0,
+        }
+    }
 }
 
 /// The share of the asked rate a part must achieve to count as keeping up.
 pub const KEPT_UP: f64 = 0.98;
 
-/// The knee of `parts` at `factor` times the low-load p99; None for fewer than two rates asked.
-/// A rate asked by several parts (bursts, a repeating shape) holds only if each of them does.
-pub fn knee(parts: &[ShapePart], factor: f64) -> Option<Knee> {
+/// The knee of `parts` (see the module doc); None for fewer than two rates asked. A rate asked
+/// by several parts (bursts, a repeating shape) holds only if each of them does.
+pub fn knee(parts: &[ShapePart], percentile: Percentile, factor: f64) -> Option<Knee> {
+    use crate::console::group;
+    // Each rate asked: its worst part's percentile and smallest share achieved.
+    let mut rates: Vec<(f64, f64, f64)> = Vec::new();
     let mut sorted: Vec<&ShapePart> = parts.iter().filter(|p| p.target_rate > 0.0).collect();
     sorted.sort_by(|a, b| a.target_rate.total_cmp(&b.target_rate));
-    let lowest = *sorted.first()?;
-    if sorted.last()?.target_rate <= lowest.target_rate {
+    for p in sorted {
+        let (ms, share) = (percentile.of(&p.response), p.achieved_rate / p.target_rate);
+        match rates.last_mut() {
+            Some(last) if last.0 == p.target_rate => (last.1, last.2) = (last.1.max(ms), last.2.min(share)),
+            _ => rates.push((p.target_rate, ms, share)),
+        }
+    }
+    if rates.len() < 2 {
         return None;
     }
-    let base = sorted
+    let mut low: Vec<f64> = rates
         .iter()
-        .filter(|p| p.target_rate == lowest.target_rate)
-        .map(|p| p.response.p99_ms)
-        .fold(0.0, f64::max);
-    let why_not = |p: &ShapePart| {
-        if p.achieved_rate < KEPT_UP * p.target_rate {
+        .take(if rates.len() >= 4 { 3 } else { 1 })
+        .map(|r| r.1)
+        .collect();
+    low.sort_by(f64::total_cmp);
+    let base = low[low.len() / 2];
+    let broke_at = |(rate, ms, share): (f64, f64, f64)| {
+        if share < KEPT_UP {
             Some(format!(
                 "achieved {} of {} op/s asked",
-                crate::console::group(p.achieved_rate),
-                crate::console::group(p.target_rate)
+                group(share * rate),
+                group(rate)
             ))
-        } else if p.response.p99_ms > factor * base {
+        } else if ms > factor * base {
             Some(format!(
-                "p99 {:.2} ms, {:.1}× the {:.2} ms at {} op/s",
-                p.response.p99_ms,
-                p.response.p99_ms / base.max(1e-9),
-                base,
-                crate::console::group(lowest.target_rate)
+                "{} {ms:.2} ms, {:.1}× the low-load {base:.2} ms",
+                percentile.name(),
+                ms / base.max(1e-9)
             ))
         } else {
             None
         }
     };
-    let broke = sorted.iter().find_map(|p| Some((p.target_rate, why_not(p)?)));
-    let below = |r: f64| sorted.iter().map(|p| p.target_rate).rfind(|&x| x < r);
+    let reasons: Vec<Option<String>> = rates.iter().map(|&r| broke_at(r)).collect();
+    // The rise: the first rate that broke from which at most one in five rates above it held.
+    let rise = (0..rates.len()).find(|&i| {
+        let held_above = reasons[i + 1..].iter().filter(|r| r.is_none()).count();
+        reasons[i].is_some() && held_above * 5 < rates.len() - i
+    });
     Some(Knee {
+        percentile,
         factor,
-        base_rate: lowest.target_rate,
-        base_p99_ms: base,
-        // Every part before the first that did not hold did: the highest rate below it.
-        held_rate: match &broke {
-            Some((r, _)) => below(*r),
-            None => sorted.last().map(|p| p.target_rate),
+        base_rate: rates[0].0,
+        base_ms: base,
+        held_rate: match rise {
+            Some(i) => i.checked_sub(1).map(|j| rates[j].0),
+            None => rates.last().map(|r| r.0),
         },
-        broke_rate: broke.as_ref().map(|b| b.0),
-        broke_because: broke.map(|b| b.1),
+        broke_rate: rise.map(|i| rates[i].0),
+        broke_because: rise.and_then(|i| reasons[i].clone()),
     })
 }
 
 impl Knee {
-    /// `Knee: between 10,000 and 12,000 op/s (p99 within 3× its 1.20 ms at 2,000 op/s up to
-    /// 10,000; at 12,000: p99 9.80 ms, 8.2× …)`.
+    /// `Knee : between 10,000 and 12,000 op/s (p99 within 3× its low-load 1.20 ms …; at
+    /// 12,000: p99 9.80 ms, 8.2× …)`.
     pub fn render(&self) -> String {
         use crate::console::group;
         let rule = format!(
-            "p99 within {}× its {:.2} ms at {} op/s, and achieved ≥ {:.0} % of the rate asked",
+            "{} within {}× its low-load {:.2} ms and achieved ≥ {:.0} % of the rate asked",
+            self.percentile.name(),
             self.factor,
-            self.base_p99_ms,
-            group(self.base_rate),
+            self.base_ms,
             KEPT_UP * 100.0
         );
         match (self.held_rate, self.broke_rate, &self.broke_because) {
             (Some(h), Some(b), Some(why)) => format!(
-                "Knee                          : between {} and {} op/s ({rule} up to {}; at {}: {why})\n",
+                "Knee                          : between {} and {} op/s ({rule} up to {}; from {} on it rose: {why})\n",
                 group(h),
                 group(b),
                 group(h),
@@ -217,7 +282,8 @@ impl Knee {
                 group(b)
             ),
             (Some(h), _, _) => format!(
-                "Knee                          : above {} op/s, the highest rate asked ({rule} at every rate)\n",
+                "Knee                          : above {} op/s, the highest rate asked ({rule}, or rose at \
+                 no more than one rate in five)\n",
                 group(h)
             ),
             _ => String::new(),
@@ -255,15 +321,17 @@ mod tests {
             part(12000.0, 11990.0, 9.0),
             part(16000.0, 13000.0, 80.0),
         ];
-        let k = knee(&steps, 3.0).unwrap();
+        let k = knee(&steps, Percentile::P99, 3.0).unwrap();
         assert_eq!((k.held_rate, k.broke_rate), (Some(6000.0), Some(12000.0)));
-        assert!(k.broke_because.as_deref().unwrap().contains("9.0×"), "{k:?}");
+        // The low-load level: the median of the three lowest rates' p99 (1.0, 2.9, 9.0).
+        assert_eq!(k.base_ms, 2.9);
+        assert!(k.broke_because.as_deref().unwrap().contains("3.1×"), "{k:?}");
         assert!(k.render().contains("between 6,000 and 12,000 op/s"), "{}", k.render());
         // In any order, and at a looser factor the next step holds too.
         let mut shuffled = steps.clone();
         shuffled.reverse();
-        assert_eq!(knee(&shuffled, 3.0), Some(k));
-        let loose = knee(&steps, 10.0).unwrap();
+        assert_eq!(knee(&shuffled, Percentile::P99, 3.0), Some(k));
+        let loose = knee(&steps, Percentile::P99, 10.0).unwrap();
         assert_eq!((loose.held_rate, loose.broke_rate), (Some(12000.0), Some(16000.0)));
         assert!(loose.broke_because.unwrap().starts_with("achieved 13,000 of 16,000"));
     }
@@ -271,16 +339,16 @@ mod tests {
     #[test]
     fn a_run_that_never_turned_or_never_kept_up_says_so() {
         let fine = [part(1000.0, 1000.0, 1.0), part(2000.0, 1999.0, 1.5)];
-        let k = knee(&fine, 3.0).unwrap();
+        let k = knee(&fine, Percentile::P99, 3.0).unwrap();
         assert_eq!((k.held_rate, k.broke_rate), (Some(2000.0), None));
         assert!(k.render().contains("above 2,000 op/s"), "{}", k.render());
         let behind = [part(1000.0, 900.0, 1.0), part(2000.0, 1000.0, 1.5)];
-        let k = knee(&behind, 3.0).unwrap();
+        let k = knee(&behind, Percentile::P99, 3.0).unwrap();
         assert_eq!((k.held_rate, k.broke_rate), (None, Some(1000.0)));
         assert!(k.render().contains("below 1,000 op/s"), "{}", k.render());
         // One rate (a trace that never moved), or nothing: no curve to turn.
-        assert_eq!(knee(&[part(1000.0, 1000.0, 1.0)], 3.0), None);
-        assert_eq!(knee(&[], 3.0), None);
+        assert_eq!(knee(&[part(1000.0, 1000.0, 1.0)], Percentile::P99, 3.0), None);
+        assert_eq!(knee(&[], Percentile::P99, 3.0), None);
     }
 
     #[test]
@@ -292,7 +360,31 @@ mod tests {
             part(1000.0, 1000.0, 1.1),
             part(5000.0, 4000.0, 2.0),
         ];
-        let k = knee(&bursts, 3.0).unwrap();
+        let k = knee(&bursts, Percentile::P99, 3.0).unwrap();
         assert_eq!((k.held_rate, k.broke_rate), (Some(1000.0), Some(5000.0)));
+    }
+
+    #[test]
+    fn one_part_with_or_without_a_pause_does_not_move_the_knee() {
+        // p99 over each part is set by whether a GC pause fell in it: one unlucky part below the
+        // rise, and one lucky part inside it.
+        let p99 = [1.0, 1.2, 60.0, 1.1, 1.3, 1.2, 70.0, 65.0, 1.5, 80.0, 90.0, 85.0];
+        let parts: Vec<ShapePart> = p99
+            .iter()
+            .enumerate()
+            .map(|(i, &ms)| part(1000.0 * (i + 1) as f64, 1000.0 * (i + 1) as f64, ms))
+            .collect();
+        let k = knee(&parts, Percentile::P99, 3.0).unwrap();
+        assert_eq!(k.base_ms, 1.2, "the median of 1.0, 1.2 and 60");
+        assert_eq!(
+            (k.held_rate, k.broke_rate),
+            (Some(6000.0), Some(7000.0)),
+            "{}",
+            k.render()
+        );
+        // On p50 (a third of p99 here) at the same factor, the same rise.
+        assert_eq!(knee(&parts, Percentile::P50, 3.0).unwrap().broke_rate, Some(7000.0));
+        // A deliberately wrong rule (the first part that broke) would say 2,000-3,000.
+        assert_ne!(k.held_rate, Some(2000.0));
     }
 }

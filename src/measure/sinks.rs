@@ -80,6 +80,8 @@ pub struct Outputs {
     /// began (from the anchor), once it has.
     pub live: Option<crate::live::Feed>,
     pub measured_from: Option<Duration>,
+    /// What the schedule asks, written beside what was done (the CSV, the live metrics).
+    pub asked: crate::engine::Asked,
 }
 
 impl Outputs {
@@ -94,7 +96,7 @@ impl Outputs {
         show: Show,
         planned: Option<Duration>,
         warmup: Warmup,
-        flat_out: bool,
+        asked: crate::engine::Asked,
         judge: Option<Judge>,
         watch: Option<Watch>,
     ) -> Outputs {
@@ -112,7 +114,8 @@ impl Outputs {
             warmup,
             judge,
             watch,
-            settle: matches!(warmup, Warmup::Auto { .. }).then(|| Settle::new(flat_out)),
+            settle: matches!(warmup, Warmup::Auto { .. })
+                .then(|| Settle::new(matches!(asked, crate::engine::Asked::FlatOut))),
             check: None,
             seconds: Vec::new(),
             merged: crate::metrics::recorder::new_histogram(),
@@ -123,6 +126,7 @@ impl Outputs {
             jit_jmx: None,
             live: None,
             measured_from: None,
+            asked,
         }
     }
 }
@@ -172,8 +176,9 @@ impl IntervalSink for Outputs {
         if !iv.warmup && self.measured_from.is_none() {
             self.measured_from = Some(iv.start);
         }
+        let asked = self.asked.over(iv.start, iv.length);
         if let Some(live) = &self.live {
-            live.interval(&self.names, iv, self.measured_from, server);
+            live.interval(&self.names, iv, self.measured_from, server, asked);
         }
         if iv.is_reported() {
             let at = humantime::format_rfc3339_seconds(self.started + iv.start);
@@ -184,7 +189,7 @@ impl IntervalSink for Outputs {
                 self.hlog = None;
             }
             if let Some(c) = &mut self.csv
-                && let Err(e) = c.write(self.started, iv, &self.csv_ops, server)
+                && let Err(e) = c.write(self.started, iv, &self.csv_ops, server, asked)
             {
                 self.give_up("latency.csv", &e, &at);
                 self.csv = None;

@@ -63,8 +63,8 @@ pub struct Step {
     pub validate: Option<crate::readback::ValidateOptions>,
     /// The live metrics (`--metrics-listen`, `--metrics-push`) this step adds to.
     pub live: Option<crate::live::Feed>,
-    /// The knee of a shaped run: p99 beyond this factor of its low-load level (`--knee-factor`).
-    pub knee_factor: f64,
+    /// How a shaped run's knee is judged (`--knee-on`, `--knee-factor`).
+    pub knee: phases::KneeRule,
 }
 
 impl Step {
@@ -153,7 +153,7 @@ impl Step {
             self.show,
             ecfg.duration,
             ecfg.warmup,
-            target_rate.is_none(),
+            ecfg.asked(),
             self.sla.as_ref().map(|s| Judge::new(s, target_rate)),
             Watch::new(&site.local_nodes),
         );
@@ -229,7 +229,7 @@ impl Step {
         result.sla = verdict;
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
-        (result.shape_parts, result.knee) = phases::of_run(ecfg, end.measured, &out.join(HDR_LOG), self.knee_factor);
+        (result.shape_parts, result.knee) = phases::of_run(ecfg, end.measured, &out.join(HDR_LOG), self.knee);
         result.retries = site.retries.load(std::sync::atomic::Ordering::Relaxed) - retries_before;
         result.keep_histograms(&names, end.totals);
         marked.finish();
@@ -586,7 +586,7 @@ mod tests {
             labels: Default::default(),
             validate: None,
             live: None,
-            knee_factor: 3.0,
+            knee: Default::default(),
         }
     }
 

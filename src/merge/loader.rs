@@ -2,7 +2,7 @@
 //! CSV reported, and each histogram of its log placed on the wall clock.
 
 use anyhow::{Context, Result, bail};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -19,6 +19,9 @@ pub struct Loader {
     pub base_ms: i64,
     /// The start (epoch ms) of every interval its CSV has a row for: the seconds it reported.
     pub seconds: BTreeSet<i64>,
+    /// The rate its schedule asked in each of them (its CSV's `targetRate`; none flat out, or
+    /// in a CSV from before the column).
+    pub targets: BTreeMap<i64, f64>,
 }
 
 /// One histogram of a loader's log, placed on the wall clock.
@@ -48,12 +51,16 @@ impl Loader {
         let csv_path = dir.join(&result.files.csv);
         let csv = std::fs::read_to_string(&csv_path).with_context(|| format!("cannot read {}", csv_path.display()))?;
         let interval_ms = (result.config.engine.interval_s * 1000.0).round() as i64;
-        let mut seconds = BTreeSet::new();
+        let (mut seconds, mut targets) = (BTreeSet::new(), BTreeMap::new());
         for line in csv.lines().skip(1) {
             let when = line.split(',').next().unwrap_or_default();
             let end = humantime::parse_rfc3339_weak(when)
                 .with_context(|| format!("{}: '{when}' is not a time", csv_path.display()))?;
-            seconds.insert(epoch_ms(end) - interval_ms);
+            let at = epoch_ms(end) - interval_ms;
+            seconds.insert(at);
+            if let Some(rate) = line.split(',').nth(12).and_then(|t| t.parse::<f64>().ok()) {
+                targets.insert(at, rate);
+            }
         }
         Ok(Loader {
             dir: dir.to_path_buf(),
@@ -62,6 +69,7 @@ impl Loader {
             log,
             base_ms,
             seconds,
+            targets,
         })
     }
 

@@ -82,6 +82,8 @@ pub fn write_logs(
             }
         }
         let when = humantime::format_rfc3339_millis(base + start + length);
+        // The rate asked of them all: the loaders' own, added, when each asked one that second.
+        let target = loaders.iter().map(|l| l.targets.get(&at_ms)).sum::<Option<f64>>();
         let empty = new_histogram();
         for op in &ops {
             let tag = format!("{op}.response");
@@ -90,7 +92,7 @@ pub fn write_logs(
                 .position(|t| *t == Some(tag.as_str()))
                 .map_or(&empty, |i| &sums[i]);
             let table = tables.get(op).map_or("", String::as_str);
-            row(csv.line(), &when, "merged", table, op, h, None)?;
+            row(csv.line(), &when, "merged", table, op, h, None, target)?;
         }
         csv.write_line()?;
         let at_s = start.as_secs_f64();

@@ -10,8 +10,8 @@ use std::time::SystemTime;
 
 use super::Interval;
 
-pub const HEADER: &str =
-    "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs,serverGcPauseMs,serverCpuCores\n";
+pub const HEADER: &str = "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs,serverGcPauseMs,\
+                          serverCpuCores,targetRate\n";
 
 pub struct CsvLog {
     file: File,
@@ -33,18 +33,29 @@ impl CsvLog {
     /// One row per operation type: how many operations were due and their response times
     /// (failures and never-sent ones included, as in the summary); an interval where a type had
     /// none gets a row with count 0 and empty latencies, so every second is present. `server` is the
-    /// server's GC pause time (ms) and CPU (cores) in the interval, when known.
+    /// server's GC pause time (ms) and CPU (cores) in the interval, when known; `target` the
+    /// operations a second the schedule asked in it (all types together; None flat out).
     pub fn write(
         &mut self,
         started: SystemTime,
         interval: &Interval,
         ops: &[(String, String)],
         server: Option<(f64, f64)>,
+        target: Option<f64>,
     ) -> Result<()> {
         let when = humantime::format_rfc3339_millis(started + interval.start + interval.length);
         self.line.clear();
         for ((op, table), s) in ops.iter().zip(&interval.ops) {
-            row(&mut self.line, &when, &self.host, table, op, &s.response, server)?;
+            row(
+                &mut self.line,
+                &when,
+                &self.host,
+                table,
+                op,
+                &s.response,
+                server,
+                target,
+            )?;
         }
         self.write_line()
     }
@@ -64,7 +75,9 @@ impl CsvLog {
 }
 
 /// Appends one row to `line`: `when` (the interval's end), the client host, the operation type's
-/// table and name, its response times `h`, and the server's GC pause (ms) and CPU (cores).
+/// table and name, its response times `h`, the server's GC pause (ms) and CPU (cores), and the
+/// rate the schedule asked (operations a second, all types together).
+#[allow(clippy::too_many_arguments)]
 pub fn row(
     line: &mut String,
     when: &impl std::fmt::Display,
@@ -73,6 +86,7 @@ pub fn row(
     op: &str,
     h: &hdrhistogram::Histogram<u64>,
     server: Option<(f64, f64)>,
+    target: Option<f64>,
 ) -> Result<()> {
     let ms = |v: u64| v as f64 / 1e6;
     write!(line, "{when},{host},{table},{op},{}", h.len())?;
@@ -90,8 +104,12 @@ pub fn row(
         )?;
     }
     match server {
-        Some((gc_ms, cpu)) => writeln!(line, ",{gc_ms:.3},{cpu:.3}")?,
-        None => line.push_str(",,\n"),
+        Some((gc_ms, cpu)) => write!(line, ",{gc_ms:.3},{cpu:.3}")?,
+        None => line.push_str(",,"),
+    }
+    match target {
+        Some(rate) => writeln!(line, ",{rate:.1}")?,
+        None => line.push_str(",\n"),
     }
     Ok(())
 }
