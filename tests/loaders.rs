@@ -14,7 +14,7 @@
 mod common;
 
 use common::prometheus::Prometheus;
-use common::{Lab, OutputAsync, Shared, fails, jvm_lock, ok, result_json, signal, stdout, wait_until};
+use common::{Lab, OutputAsync, Shared, fails, jvm_lock, ok, only_not_sent, result_json, signal, stdout, wait_until};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use serde_json::Value;
@@ -110,7 +110,12 @@ fn three_loaders_start_together_and_merge_exactly() {
     let ops = |d: &Value| d["summary"]["total"]["ops"].as_u64().unwrap();
     let sum: u64 = loaders.iter().map(ops).sum();
     assert_eq!(ops(&doc), sum, "every loader's operations");
-    assert_eq!(sum, 55_000);
+    // Every due operation done, or not sent as a loader fell behind at the end (1 in one CI run).
+    let not_sent: u64 = loaders
+        .iter()
+        .map(|l| only_not_sent(&l["summary"]["total"], 1000.0))
+        .sum();
+    assert_eq!(sum + not_sent, 55_000);
     merge_is_recorded(lab, &doc, &merged);
     let m = &doc["merged"];
     assert_eq!(m["loaders"].as_array().unwrap().len(), 3);

@@ -333,6 +333,19 @@ impl OutputAsync for Command {
     }
 }
 
+/// A run's `summary.total` at `rate` op/s whose only failures are operations not sent by the
+/// window's end: beside other test files the client can fall behind its schedule, and what was
+/// due in that last lag is counted as not sent, at most the lag's worth (`max_lag_ms`). Returns
+/// how many.
+#[track_caller]
+pub fn only_not_sent(total: &serde_json::Value, rate: f64) -> u64 {
+    let not_sent = total["errors"]["not_sent"].as_u64().unwrap_or(0);
+    assert_eq!(total["error_total"].as_u64(), Some(not_sent), "{total}");
+    let lag_ms = total["max_lag_ms"].as_f64().unwrap_or(0.0);
+    assert!(not_sent as f64 <= lag_ms * rate / 1000.0 + 1.0, "{total}");
+    not_sent
+}
+
 pub fn history_json(lab: &Lab, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["history", "--json"];
     args.extend_from_slice(extra);
