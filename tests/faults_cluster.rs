@@ -352,8 +352,17 @@ fn kill_at_one_in_a_capacity_search() {
     let run = result_json(&out.join(step["dir"].as_str().unwrap()));
     let f = &run["faults"][0];
     eprintln!("kill at ONE in a capacity step: {f}");
+    // The other replicas answer while node3 is down; what fails is what the driver still sent
+    // to node3 as coordinator until it saw it gone: with the ring evenly shared a third of the
+    // load, for about a second of the 5 s (100 connection errors of 1,502 here, 0.933). At most
+    // 1.5 s of that third: availability above 0.9, and every failure a connection error.
     let during = f["during"]["availability"].as_f64().unwrap();
-    assert!(during > 0.95, "the other replicas answer while node3 is down: {f}");
+    assert!(during > 0.9, "the other replicas answer while node3 is down: {f}");
+    assert_eq!(
+        f["during"]["failed"],
+        f["during"]["errors"]["connection"].as_u64().unwrap_or(0),
+        "{f}"
+    );
     assert!(f["start_s"].as_f64().is_some_and(|s| (4.5..6.5).contains(&s)), "{f}");
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(

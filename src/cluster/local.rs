@@ -138,7 +138,7 @@ pub fn start(home: &Home, spec: &ClusterSpec, opts: StartOptions, say: &mut dyn 
         )?;
         out.push(state);
     }
-    ring::wait_for_ring(&out, Duration::from_secs(90), say)?;
+    ring::wait_for_ring(&out, fresh, Duration::from_secs(90), say)?;
     Ok(Started {
         nodes: out,
         reused: false,
