@@ -24,9 +24,9 @@ each onto the lane with less work; a file with no duration yet counts as 60 s.
 FILE names test files to run (`faults history`; `lib` is the unit tests), all of them when none
 is given. --lanes 1 runs the files one by one, as `cargo test` would. Four lanes were no faster
 (the lanes took 957 s against about 1,000 s in three: the two cores are then busy, not waiting)
-and failed four files from load alone (a 6.0 node's first metadata CAS timed out; a kill's node
-came back late), so three it is (bench/RESULTS.md). Exits 1 if any file failed, after all have
-run, naming them.
+and failed four files (a 6.0 node's first metadata CAS timed out from load; a kill's node came
+back late, a bug since fixed), so three it is (bench/RESULTS.md). Exits 1 if any file failed,
+after all have run, naming them.
 """
 
 import json
