@@ -114,7 +114,18 @@ class Runner:
         log = self.logs / f"{name}.log"
         began = time.monotonic()
         with open(log, "w") as f:
-            code = subprocess.run([self.binaries[name]], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT).returncode
+            # Each test's own time beside its name (libtest's --report-time, which stable
+            # toolchains print when RUSTC_BOOTSTRAP allows the unstable option): where a file's
+            # minutes go. A file whose tests start nodes runs them one at a time (they take
+            # common::jvm_lock in turn anyway), so a test's time is not its wait for the lock.
+            one_by_one = ["--test-threads=1"] if group_of(name) != "free" else []
+            code = subprocess.run(
+                [self.binaries[name], "-Z", "unstable-options", "--report-time", *one_by_one],
+                cwd=ROOT,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "RUSTC_BOOTSTRAP": "1"},
+            ).returncode
         took = time.monotonic() - began
         self.took[name] = took
         with self.print_lock:
