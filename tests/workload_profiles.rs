@@ -63,12 +63,27 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
             "6000",
             "--rate",
             "3000",
+            "--validate",
             "-q",
             "--out",
             out.to_str().unwrap(),
         ]));
         let doc = result_json(&out);
         assert_eq!(doc["status"], "completed", "{name}: {}", stdout(&o));
+        // Every row the run left in a known state read back as it left it: written values there
+        // (for every column the writes bind), deleted rows absent.
+        let v = &doc["validation"];
+        assert!(v["rows"].as_u64() > Some(300), "{name}: {v}");
+        assert_eq!(
+            (v["found"].clone(), v["missing"].as_u64()),
+            (v["rows"].clone(), Some(0)),
+            "{name}: {v}"
+        );
+        assert!(
+            v["plain"]["columns"].as_array().is_some_and(|c| !c.is_empty()),
+            "{name}: {v}"
+        );
+        assert_eq!(v["table_had_rows"], true, "{name}: the populate phase wrote first: {v}");
         assert_eq!(doc["summary"]["total"]["error_total"], 0, "{name}");
         let total: u64 = doc["summary"]["per_op"]
             .as_array()
@@ -93,6 +108,13 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         if name == "tombstones" {
             let (deletes, _, _) = op(&doc, "delete");
             assert!((deletes as f64 / 6000.0 - 0.25).abs() < 0.02, "delete share: {deletes}");
+            // 1,500 deletes and 1,500 writes over 8,000 rows: some rows only deleted (absent),
+            // some both (not judged: whichever came last).
+            let (deleted, both) = (v["plain"]["deleted"].as_u64(), v["plain"]["not_judged"].as_u64());
+            assert!(deleted > Some(100) && both > Some(10), "{v}");
+        }
+        if name == "keyvalue" {
+            keyvalue_rows_changed_behind_caplabs_back_are_found(&lab, &hosts, &out);
         }
         // The CSV names each operation's table.
         let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
@@ -252,6 +274,36 @@ fn claims_deleted_behind_caplabs_back_are_found(lab: &Lab, hosts: &str, exact: b
     } else {
         assert!(text.contains("rows claimed hold their one winner"), "{text}");
     }
+}
+
+/// The positive control of plain writes: three keyvalue rows deleted and one changed by another
+/// client are found by `caplab validate`, exactly those, and it exits 1. (The run's 3,000-odd
+/// writes over 400 keys are chosen by a hash of each operation's index, the same every run: the
+/// first four keys the table lists are among those written.)
+fn keyvalue_rows_changed_behind_caplabs_back_are_found(lab: &Lab, hosts: &str, out: &std::path::Path) {
+    runtime().block_on(async {
+        let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
+        let keys = keys(&s, "SELECT key FROM caplab_profiles.keyvalue LIMIT 4").await;
+        assert_eq!(keys.len(), 4);
+        for key in &keys[..3] {
+            s.query_unpaged("DELETE FROM caplab_profiles.keyvalue WHERE key = ?", (key,))
+                .await
+                .unwrap();
+        }
+        s.query_unpaged(
+            "UPDATE caplab_profiles.keyvalue SET value = 0x00 WHERE key = ?",
+            (&keys[3],),
+        )
+        .await
+        .unwrap();
+    });
+    let o = lab.caplab(&["validate", out.to_str().unwrap()]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(": 3 missing, 1 wrong (other values, or back after a delete)") && text.contains("LOST WRITES"),
+        "{text}"
+    );
 }
 
 /// The positive control: increments taken away from three counter rows and added to one by

@@ -97,8 +97,8 @@ pub async fn run_validated_e1(
     record(step, result, found)
 }
 
-/// Runs `step` with a counter or claims profile, then reads every counter row touched, or every
-/// row claimed, back.
+/// Runs `step` with a counter, claims or plain-writes profile, then reads every counter row
+/// touched, every row claimed, or every row written or deleted, back.
 pub async fn run_validated_profile(
     step: &Step,
     site: &Site,
@@ -107,7 +107,11 @@ pub async fn run_validated_profile(
     v: ValidateOptions,
     stop: Arc<Stop>,
 ) -> Result<RunResult> {
-    let had_rows = workload.counts() && workload.counter_tables_have_rows().await;
+    let had_rows = if workload.counts() {
+        workload.counter_tables_have_rows().await
+    } else {
+        !workload.claims_rows() && workload.row_tables_have_rows().await
+    };
     let (result, acks) = run_tracked(step, site, workload, about, &stop).await?;
     let Some(acks) = acks else { return Ok(result) };
     let written_at = result.config.client.consistency;

@@ -77,22 +77,42 @@ pub struct WorkloadOptions {
     /// (its data is lost) instead of refusing to run.
     #[arg(long)]
     pub recreate: bool,
+    /// Empty the tables the workload's operations name (TRUNCATE) before the run (and before a
+    /// profile's populate phase), so a validated run reads back only its own writes: an earlier
+    /// run's identical rows can hide a lost write. Every node must be up.
+    #[arg(long)]
+    pub truncate: bool,
 }
 
 /// The workload a step drives, settled before anything touches the cluster.
 pub enum Choice {
-    E1(E1Options, Recreate),
+    E1(E1Options, Existing),
     Profile {
         profile: Box<Profile>,
         origin: String,
         /// What a cassandra-stress profile could not carry over exactly.
         notes: Vec<String>,
-        recreate: Recreate,
+        existing: Existing,
     },
 }
 
-/// Whether a keyspace (or table) left with other settings is dropped and created again.
-pub type Recreate = bool;
+/// What becomes of what an earlier run left.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Existing {
+    /// A keyspace (or E1's table) with other settings is dropped and created again.
+    pub recreate: bool,
+    /// The workload's tables are emptied before the run.
+    pub truncate: bool,
+}
+
+impl Existing {
+    fn of(args: &WorkloadOptions) -> Existing {
+        Existing {
+            recreate: args.recreate,
+            truncate: args.truncate,
+        }
+    }
+}
 
 impl Choice {
     pub fn name(&self) -> String {
@@ -137,7 +157,7 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
             profile,
             origin,
             notes,
-            recreate: args.recreate,
+            existing: Existing::of(args),
         })
     };
     if let Some(path) = &args.profile {
@@ -198,7 +218,7 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
         compaction: args.compaction,
     };
     opts.validate()?;
-    Ok(Choice::E1(opts, args.recreate))
+    Ok(Choice::E1(opts, Existing::of(args)))
 }
 
 /// A workload whose schema exists on the target, ready to drive.
@@ -213,8 +233,12 @@ impl Prepared {
     pub async fn new(target: &Target, choice: &Choice) -> Result<Prepared> {
         let session = target.session.clone();
         Ok(match choice {
-            Choice::E1(opts, recreate) => {
-                let workload = Arc::new(E1::setup(session.clone(), opts.clone(), *recreate).await?);
+            Choice::E1(opts, existing) => {
+                let workload = Arc::new(E1::setup(session.clone(), opts.clone(), existing.recreate).await?);
+                if existing.truncate {
+                    schema::truncate(&session, &opts.keyspace, &[opts.table()]).await?;
+                    say(&format!("Emptied {}.{} (--truncate)", opts.keyspace, opts.table()));
+                }
                 let about = About {
                     name: opts.kind.name().into(),
                     record: WorkloadRecord::E1(opts.clone()),
@@ -231,10 +255,17 @@ impl Prepared {
                 profile,
                 origin,
                 notes,
-                recreate,
+                existing,
             } => {
                 profile.check_release(target.site.release.as_deref())?;
-                let workload = Arc::new(ProfileWorkload::setup(session.clone(), profile, *recreate).await?);
+                let workload = Arc::new(ProfileWorkload::setup(session.clone(), profile, existing.recreate).await?);
+                if existing.truncate {
+                    schema::truncate(&session, &profile.keyspace, &workload.op_tables()).await?;
+                    say(&format!(
+                        "Emptied the tables of keyspace {} its operations name (--truncate)",
+                        profile.keyspace
+                    ));
+                }
                 let about = About {
                     name: profile.name.clone().unwrap_or_else(|| origin.clone()),
                     record: WorkloadRecord::Profile {
@@ -285,9 +316,10 @@ impl Prepared {
             },
             Prepared::Profile(w, about, _) => {
                 let mut result = match step.validate {
-                    Some(_) if !w.counts() && !w.claims_rows() => bail!(
-                        "--validate reads back the built-in insert and batch workloads, counter workloads (every write a counter increment, such as --workload counter) and claims (every write conditional, some INSERT … IF NOT EXISTS, such as --workload lwt); {} writes other rows: drop --validate",
-                        about.name
+                    Some(_) if !w.counts() && !w.claims_rows() && !w.writes_plainly() => bail!(
+                        "--validate reads back the built-in insert and batch workloads, counter workloads (every write a counter increment, such as --workload counter), claims (every write conditional, some INSERT … IF NOT EXISTS, such as --workload lwt) and plain writes (INSERTs and UPDATEs without IF or TTL, and single-row DELETEs of whole rows, such as keyvalue or tombstones); {} cannot be read back: {}. Drop --validate",
+                        about.name,
+                        w.plain_refusal().unwrap_or_default()
                     ),
                     Some(v) => super::validated::run_validated_profile(step, site, w, about, v, stop.clone()).await?,
                     None => step.run(site, w.clone(), about.clone(), stop.clone()).await?,

@@ -1,5 +1,5 @@
 //! Read-back for profiles whose writes say what the tables must hold whatever their order:
-//! counters and claims (`workload::profile_workload`'s expected counts and claims). Every counter row
+//! counters and claims here, plain writes and deletes in `plain` (`workload::profile_workload`'s expected counts and claims). Every counter row
 //! touched is read and judged against its bounds (the sum of its acknowledged increments below,
 //! that plus the increments never answered above), or every row a claim won is read at SERIAL and
 //! judged: one winner, and there.
@@ -34,8 +34,10 @@ pub async fn read_back_profile(
     stop: &Arc<Stop>,
     had_rows: bool,
 ) -> Result<Validation> {
-    if !workload.counts() && !workload.claims_rows() {
-        anyhow::bail!("a profile's run whose writes are neither counter increments nor claims cannot be read back");
+    if !workload.counts() && !workload.claims_rows() && !workload.writes_plainly() {
+        anyhow::bail!(
+            "a profile's run whose writes are neither counter increments, claims nor plain writes and deletes cannot be read back"
+        );
     }
     if workload.counts() {
         let consistency = v.consistency.unwrap_or_else(|| read_consistency(written_at, 1));
@@ -43,6 +45,14 @@ pub async fn read_back_profile(
             "Validating: reading every counter row touched back at {consistency:?}"
         ));
         counters(workload, acks, consistency, v.fraction, in_flight, stop, had_rows).await
+    } else if !workload.claims_rows() {
+        let consistency = v.consistency.unwrap_or_else(|| read_consistency(written_at, 1));
+        say(&format!(
+            "Validating: reading every row the run's writes and deletes touched back at {consistency:?}"
+        ));
+        let mut found = super::plain::plain(workload, acks, consistency, v.fraction, in_flight, stop).await?;
+        found.table_had_rows = had_rows;
+        Ok(found)
     } else {
         let consistency = v.consistency.unwrap_or(Consistency::Serial);
         say(&format!(

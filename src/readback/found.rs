@@ -75,7 +75,7 @@ pub struct Validation {
     /// The first operations (by index) with a missing or wrong row.
     pub examples: Vec<u64>,
     /// The table held rows before the run: an earlier run's identical rows can hide a lost
-    /// write of this one (`--recreate` starts from an empty table).
+    /// write of this one (`--truncate` starts from an empty table).
     #[serde(default)]
     pub table_had_rows: bool,
     pub elapsed_s: f64,
@@ -93,6 +93,21 @@ pub struct Validation {
     /// `operations` the claims applied and `unknown` those sent without an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claims: Option<ClaimTotals>,
+    /// A profile of plain writes and deletes: then `rows` are the rows the run left in a known
+    /// state, `found` those as it left them (written values there, deleted rows absent),
+    /// `missing` written rows absent, `wrong` rows with other values or back after a delete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain: Option<PlainTotals>,
+}
+
+/// A plain-writes profile's rows beyond the counts: those a delete removed (judged absent),
+/// those not judged (written and deleted in the run, or touched only by unanswered
+/// operations), and the columns compared (those the writes bind).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PlainTotals {
+    pub deleted: u64,
+    pub not_judged: u64,
+    pub columns: Vec<String>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -155,6 +170,27 @@ impl Validation {
                 self.verdict(unreadable)
             );
         }
+        if let Some(t) = &self.plain {
+            return format!(
+                "{}; {} deleted and absent, {} not judged (written and deleted in the run, or never answered); columns compared: {}; {} operations unknown{}  {}",
+                self.head(
+                    "rows as the run left them",
+                    "missing",
+                    "wrong (other values, or back after a delete)",
+                    unreadable
+                ),
+                t.deleted,
+                t.not_judged,
+                t.columns.join(", "),
+                self.unknown,
+                if self.table_had_rows {
+                    "; the tables held rows before the run (a populate phase's or an earlier run's), which can hide a lost write of the same row"
+                } else {
+                    ""
+                },
+                self.verdict(unreadable)
+            );
+        }
         if let Some(c) = &self.counters {
             return format!(
                 "{}; totals read {} for {} acknowledged increments (at most {} with the {} unknown){}  {}",
@@ -191,7 +227,7 @@ impl Validation {
             self.unanswered(unreadable, "operations"),
             self.unknown,
             if self.table_had_rows {
-                "; the table held rows before the run, which can hide a lost write (--recreate)"
+                "; the table held rows before the run, which can hide a lost write (--truncate empties it first)"
             } else {
                 ""
             },

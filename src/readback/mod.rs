@@ -13,6 +13,8 @@
 //! - `e1`: E1's rows, recomputed from each acknowledged operation's index;
 //! - `counters`: counter rows against their bounds and rows claimed by lightweight transactions
 //!   (one winner, there);
+//! - `plain`: rows of profiles whose writes are plain writes and whole-row deletes (written
+//!   values there, deleted rows absent);
 //! - `found`: what `--validate` asks and what it found (result.json `validation`);
 //! - `fates`: the operations' fates on disk and the sample a fraction picks.
 //!
@@ -24,9 +26,12 @@ mod counters;
 mod e1;
 mod fates;
 mod found;
+mod plain;
 mod readers;
 
 pub use counters::read_back_profile;
 pub use e1::read_back_e1;
 pub use fates::{ACKS_FILE, load_acks, sampled, save_acks};
-pub use found::{ClaimTotals, CounterTotals, ValidateOptions, Validation, parse_fraction, read_consistency};
+pub use found::{
+    ClaimTotals, CounterTotals, PlainTotals, ValidateOptions, Validation, parse_fraction, read_consistency,
+};

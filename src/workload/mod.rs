@@ -4,6 +4,7 @@
 
 pub mod ann;
 pub mod builtin;
+pub mod cells;
 pub mod e1;
 pub mod generate;
 pub mod profile;

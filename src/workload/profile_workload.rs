@@ -13,8 +13,10 @@
 //! `<name>_not_applied`, its latency and count apart from the applied ones.
 
 mod expected;
+mod plain;
 
 pub use expected::{Bounds, Claimed, Claims, Expected};
+pub use plain::{RowFate, TableRead, Touched};
 
 use anyhow::{Context, Result, bail};
 use scylla::client::session::Session;

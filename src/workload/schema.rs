@@ -1,7 +1,8 @@
 //! What the server's schema really is, before a workload runs on it: a keyspace or table left
 //! by an earlier run with other settings (replication, durable writes, compaction, columns) is
 //! refused with the difference named, or dropped and created again when asked (`--recreate`),
-//! never silently used; and the schema results record is read back from the server.
+//! never silently used; rows it left are emptied when asked (`--truncate`); and the schema
+//! results record is read back from the server.
 
 use anyhow::{Context, Result, bail};
 use scylla::client::session::Session;
@@ -106,6 +107,21 @@ pub async fn drop_keyspace(session: &Session, ks: &str) -> Result<()> {
         .await
         .with_context(|| format!("cannot drop keyspace {ks}"))?;
     let _ = session.await_schema_agreement().await;
+    Ok(())
+}
+
+/// Empties each of `tables` in keyspace `ks` (TRUNCATE), so a run starts from no rows: what a
+/// validated run reads back was then written by it. TRUNCATE needs every replica up; the server
+/// waits up to its `truncate_request_timeout` (60 s by default), so the request may take 2 min.
+pub async fn truncate(session: &Session, ks: &str, tables: &[String]) -> Result<()> {
+    let tables: BTreeSet<&String> = tables.iter().filter(|t| !t.is_empty()).collect();
+    for t in tables {
+        let mut stmt = scylla::statement::unprepared::Statement::new(format!("TRUNCATE \"{ks}\".\"{t}\""));
+        stmt.set_request_timeout(Some(std::time::Duration::from_secs(120)));
+        session.query_unpaged(stmt, ()).await.with_context(|| {
+            format!("cannot empty {ks}.{t} (--truncate): TRUNCATE needs every node that holds it up; start them, or drop --truncate")
+        })?;
+    }
     Ok(())
 }
 

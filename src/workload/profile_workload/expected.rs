@@ -217,7 +217,13 @@ impl ProfileWorkload {
     /// Whether any counter table already holds a row (an earlier run's counts then add to this
     /// one's); unknown counts as yes.
     pub async fn counter_tables_have_rows(&self) -> bool {
-        for o in self.ops.iter().filter(|o| o.increments()) {
+        self.tables_have_rows(Op::increments).await
+    }
+
+    /// Whether any table of an operation `pick` accepts already holds a row; unknown counts as
+    /// yes.
+    pub(super) async fn tables_have_rows(&self, pick: impl Fn(&Op) -> bool) -> bool {
+        for o in self.ops.iter().filter(|o| pick(o)) {
             let Some(t) = o.statement.get_table_spec() else {
                 continue;
             };
