@@ -16,12 +16,14 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
 
     // A single run, judged: a loose SLA passes (exit 0), an impossible one fails (exit 1),
-    // and both keep their results with per-window verdicts.
+    // and both keep their results with per-window verdicts. After 2 s of warm-up: a fresh node's
+    // first two seconds beside two other test files once held 966 op/s of the 1,000 asked (p99
+    // 375 ms) and left 4 not sent, which a window's judge rightly fails.
     let run = |sla: &str, out: &str| {
         lab.caplab(&[
             "run",
             "--warmup",
-            "0s",
+            "2s",
             "--hosts",
             &hosts,
             "--rate",
