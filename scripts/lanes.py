@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The whole suite in three lanes: README's test command (scripts/test.sh) runs this.
+"""The whole suite in two lanes: README's test command (scripts/test.sh) runs this.
 
 `cargo test` runs its test files one after another, and much of a real-node test's time is
-waiting (a node booting, a run at a fixed rate, a warm-up that has to last): on two cores, three
+waiting (a node booting, a run at a fixed rate, a warm-up that has to last): on two cores, two
 files at once take little more than one. So this builds every test binary once, then runs them
-three at a time, the longest first, each into a log of its own that is printed whole, in one
+two at a time, the longest first, each into a log of its own that is printed whole, in one
 piece, when the file ends (a failure's output is never interleaved with another file's).
 
 The rules, read from the test files themselves (no hand-kept list):
@@ -25,8 +25,11 @@ FILE names test files to run (`faults history`; `lib` is the unit tests), all of
 is given. --lanes 1 runs the files one by one, as `cargo test` would. Four lanes were no faster
 (the lanes took 957 s against about 1,000 s in three: the two cores are then busy, not waiting)
 and failed four files (a 6.0 node's first metadata CAS timed out from load; a kill's node came
-back late, a bug since fixed), so three it is (bench/RESULTS.md). Exits 1 if any file failed,
-after all have run, naming them.
+back late, a bug since fixed). Three lanes passed a CI on a fast day (28 min 49 s) and on a day
+when the machine built twice as slowly failed seven files in two CIs, every one on load (a node
+restart of 68 s, a fresh node doing 0-286 of 500 batches a second, 13,490 of 20,000 inserts
+done): two it is again, as the day's machine is not known in advance (bench/RESULTS.md). Exits
+1 if any file failed, after all have run, naming them.
 """
 
 import json
@@ -143,7 +146,7 @@ class Runner:
 
 def main():
     args = sys.argv[1:]
-    lanes = 3
+    lanes = 2
     if "--lanes" in args:
         lanes = int(args[args.index("--lanes") + 1])
     binaries = build()

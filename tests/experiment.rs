@@ -116,7 +116,11 @@ fn identical_variants_do_not_differ_and_calibrate_the_machine() {
         (node["version"].as_str(), node["jdk"]["major"].as_u64()),
         (Some("6.0-alpha2"), Some(21))
     );
-    assert_eq!(step["summary"]["total"]["ops"], 3000);
+    // 3 s at 1,000 op/s: every due operation done, or not sent at the window's end (2 of
+    // 3,000 once, in a CI on a slow day: at most the client's lag's worth).
+    let total = &step["summary"]["total"];
+    let not_sent = common::only_not_sent(total, 1000.0);
+    assert_eq!(total["ops"].as_u64().map(|n| n + not_sent), Some(3000), "{total}");
     assert_eq!(
         (
             step["labels"]["experiment"].as_str(),

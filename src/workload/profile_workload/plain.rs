@@ -76,7 +76,7 @@ impl Op {
         !self.read
             && self.not_applied.is_none()
             && (cql.starts_with("INSERT") || cql.starts_with("UPDATE"))
-            && !cql.contains("TTL")
+            && !has_ttl(&cql)
             && !self
                 .generators
                 .iter()
@@ -94,6 +94,14 @@ impl Op {
     }
 }
 
+/// Whether an upper-cased statement sets a TTL (`USING TTL ?`, `USING TIMESTAMP ? AND TTL ?`).
+fn has_ttl(cql: &str) -> bool {
+    cql.split_whitespace()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .any(|w| (w[0] == "USING" || w[0] == "AND") && w[1] == "TTL")
+}
+
 impl ProfileWorkload {
     /// Why `--validate` cannot read this profile's plain writes back (None: it can): the
     /// operations that are neither plain writes nor whole-row deletes, and what they are.
@@ -109,22 +117,32 @@ impl ProfileWorkload {
             .iter()
             .filter(|o| !o.writes_plainly() && !o.deletes_row())
             .map(|o| {
+                let cql = o.cql_upper();
                 let what = if o.not_applied.is_some() {
                     "conditional"
-                } else if o.cql_upper().contains("TTL") {
+                } else if has_ttl(&cql) {
                     "with a TTL"
-                } else if o.cql_upper().starts_with("DELETE") && o.batch.is_some() {
+                } else if cql.starts_with("DELETE") && o.batch.is_some() {
                     "a batch of deletes"
-                } else if o.cql_upper().starts_with("DELETE") {
+                } else if cql.starts_with("DELETE") {
                     "deletes columns, not the row"
-                } else {
+                } else if o
+                    .generators
+                    .iter()
+                    .any(|g| g.shape == Shape::Native(NativeType::Counter))
+                {
                     "a counter increment among other writes"
+                } else {
+                    "not an INSERT, UPDATE or DELETE"
                 };
                 format!("{} ({what})", o.name)
             })
             .collect();
         if !odd.is_empty() {
-            return Some(format!("its writes {} cannot be", odd.join(", ")));
+            return Some(format!(
+                "its operations {} are neither plain writes nor whole-row deletes",
+                odd.join(", ")
+            ));
         }
         if !writes.iter().any(|o| o.writes_plainly()) {
             return Some("it only deletes".into());
@@ -317,6 +335,13 @@ impl ProfileWorkload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ttl_is_told_from_a_column_named_so() {
+        assert!(has_ttl("INSERT INTO T (A) VALUES (?) USING TTL 60"));
+        assert!(has_ttl("UPDATE T USING TIMESTAMP 5 AND TTL 60 SET A = ? WHERE K = ?"));
+        assert!(!has_ttl("INSERT INTO T (K, TTL_S) VALUES (?, ?)"));
+    }
 
     #[test]
     fn a_row_is_judged_only_when_the_run_says_what_it_holds() {
