@@ -358,15 +358,18 @@ fn kill_at_one_in_a_capacity_search() {
     eprintln!("kill at ONE in a capacity step: {f}");
     // The other replicas answer while node3 is down; what fails is what the driver still sent
     // to node3 as coordinator until it saw it gone: with the ring evenly shared a third of the
-    // load, for about a second of the 5 s (100 connection errors of 1,502 here, 0.933). At most
-    // 1.5 s of that third: availability above 0.9, and every failure a connection error.
+    // load, for about a second of the 5 s (100 connection errors of 1,502 here, 0.933; beside
+    // another test file on a slow day about 2 s: 204, and 10 requests in flight to it timed
+    // out, 0.858). What the mechanism promises is the other two coordinators' share: above
+    // 0.6, every failure a connection error or a request to node3 that timed out.
     let during = f["during"]["availability"].as_f64().unwrap();
-    assert!(during > 0.9, "the other replicas answer while node3 is down: {f}");
-    assert_eq!(
-        f["during"]["failed"],
-        f["during"]["errors"]["connection"].as_u64().unwrap_or(0),
-        "{f}"
+    assert!(during > 0.6, "the other replicas answer while node3 is down: {f}");
+    let errors = &f["during"]["errors"];
+    let (connection, timeouts) = (
+        errors["connection"].as_u64().unwrap_or(0),
+        errors["client_timeout"].as_u64().unwrap_or(0),
     );
+    assert_eq!(f["during"]["failed"].as_u64(), Some(connection + timeouts), "{f}");
     assert!(f["start_s"].as_f64().is_some_and(|s| (4.5..6.5).contains(&s)), "{f}");
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(

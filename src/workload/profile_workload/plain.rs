@@ -147,6 +147,35 @@ impl ProfileWorkload {
         if !writes.iter().any(|o| o.writes_plainly()) {
             return Some("it only deletes".into());
         }
+        // A DELETE judged as one row's must bind every key column of its table once.
+        fn keys(o: &Op) -> Vec<&str> {
+            let mut k: Vec<&str> = o
+                .generators
+                .iter()
+                .filter(|g| g.role != Role::Regular)
+                .map(|g| g.column.as_str())
+                .collect();
+            k.sort_unstable();
+            k
+        }
+        for d in writes.iter().filter(|o| o.deletes_row()) {
+            let mut distinct = keys(d);
+            distinct.dedup();
+            let whole = writes
+                .iter()
+                .filter(|w| w.writes_plainly() && w.table() == d.table())
+                .all(|w| {
+                    let mut k = keys(w);
+                    k.dedup();
+                    k == distinct
+                });
+            if distinct.len() != keys(d).len() || !whole {
+                return Some(format!(
+                    "its operation {} deletes more than one row (a partition or a range)",
+                    d.name
+                ));
+            }
+        }
         None
     }
 
