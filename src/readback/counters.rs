@@ -189,13 +189,7 @@ async fn counters(
     let reads = Arc::new(workload.counter_reads(consistency).await?);
     let rows = Arc::new(expected.rows.into_iter().collect());
     let tallies = read_all(in_flight, stop, || Rows::<Bounds>::new(workload, &reads, &rows)).await?;
-    let mut all = Validation {
-        consistency: format!("{consistency:?}"),
-        fraction,
-        operations: expected.acknowledged,
-        unknown: expected.unknown,
-        ..Validation::default()
-    };
+    let mut all = Validation::begun(consistency, fraction, expected.acknowledged, expected.unknown);
     let mut totals = CounterTotals::default();
     for (v, t) in tallies {
         all.add(v);
@@ -209,8 +203,7 @@ async fn counters(
         all.found += all.wrong;
         all.wrong = 0;
     }
-    all.elapsed_s = began.elapsed().as_secs_f64();
-    all.stopped = stop.is_requested();
+    all.finish(began, stop);
     Ok(all)
 }
 
@@ -231,20 +224,15 @@ async fn claims(
     let won = Arc::new(claimed.rows.into_iter().filter(|(_, c)| c.applied > 0).collect());
     let tallies = read_all(in_flight, stop, || Rows::<Claims>::new(workload, &reads, &won)).await?;
     let mut all = Validation {
-        consistency: format!("{consistency:?}"),
-        fraction,
-        operations: claimed.applied,
-        unknown: claimed.unknown,
         claims: Some(ClaimTotals {
             applied: claimed.applied,
             not_applied: claimed.not_applied,
         }),
-        ..Validation::default()
+        ..Validation::begun(consistency, fraction, claimed.applied, claimed.unknown)
     };
     for v in tallies {
         all.add(v);
     }
-    all.elapsed_s = began.elapsed().as_secs_f64();
-    all.stopped = stop.is_requested();
+    all.finish(began, stop);
     Ok(all)
 }

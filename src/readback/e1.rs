@@ -42,18 +42,13 @@ pub async fn read_back_e1(
         found: Validation::default(),
     })
     .await?;
-    let mut all = Validation {
-        consistency: format!("{consistency:?}"),
-        fraction,
-        ..Validation::default()
-    };
+    let mut all = Validation::begun(consistency, fraction, 0, 0);
     for v in tallies {
         all.add(v);
     }
     all.examples.sort_unstable();
     all.examples.truncate(EXAMPLES);
-    all.elapsed_s = began.elapsed().as_secs_f64();
-    all.stopped = stop.is_requested();
+    all.finish(began, stop);
     Ok(all)
 }
 

@@ -132,6 +132,24 @@ pub struct CounterTotals {
 }
 
 impl Validation {
+    /// A read-back's tally before its rows: read at `consistency`, a `fraction` of them, for
+    /// `operations` acknowledged and `unknown` unanswered operations.
+    pub fn begun(consistency: Consistency, fraction: f64, operations: u64, unknown: u64) -> Validation {
+        Validation {
+            consistency: format!("{consistency:?}"),
+            fraction,
+            operations,
+            unknown,
+            ..Validation::default()
+        }
+    }
+
+    /// Records how long the read-back took since `began`, and whether `stop` cut it short.
+    pub fn finish(&mut self, began: std::time::Instant, stop: &crate::engine::Stop) {
+        self.elapsed_s = began.elapsed().as_secs_f64();
+        self.stopped = stop.is_requested();
+    }
+
     /// Adds `other`'s counts (another reader's, or one operation's) to these; examples too.
     pub fn add(&mut self, other: Validation) {
         self.operations += other.operations;

@@ -99,13 +99,7 @@ pub async fn plain(
         deleted: 0,
     })
     .await?;
-    let mut all = Validation {
-        consistency: format!("{consistency:?}"),
-        fraction,
-        operations: touched.acknowledged,
-        unknown: touched.unknown,
-        ..Validation::default()
-    };
+    let mut all = Validation::begun(consistency, fraction, touched.acknowledged, touched.unknown);
     let mut deleted = 0;
     for (v, d) in tallies {
         all.add(v);
@@ -116,7 +110,6 @@ pub async fn plain(
         not_judged,
         columns,
     });
-    all.elapsed_s = began.elapsed().as_secs_f64();
-    all.stopped = stop.is_requested();
+    all.finish(began, stop);
     Ok(all)
 }

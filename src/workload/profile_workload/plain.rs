@@ -206,6 +206,8 @@ impl ProfileWorkload {
     /// partition).
     pub fn expected_rows(&self, acks: &Acks, sampled: impl Fn(u64) -> bool) -> Touched {
         let ids = self.table_ids();
+        // Each operation's kind, once (telling it reads its statement's text).
+        let kinds: Vec<(bool, bool)> = self.ops.iter().map(|o| (o.writes_plainly(), o.deletes_row())).collect();
         let mut out = Touched::default();
         for i in 0..acks.extent() {
             let fate = acks.fate(i);
@@ -214,7 +216,7 @@ impl ProfileWorkload {
             }
             let op = self.choose(i);
             let o = &self.ops[op];
-            let (write, delete) = (o.writes_plainly(), o.deletes_row());
+            let (write, delete) = kinds[op];
             if !write && !delete {
                 continue;
             }
@@ -256,13 +258,13 @@ impl ProfileWorkload {
             }
             let Some((ks, table)) = o.table() else { continue };
             let mut columns: Vec<String> = Vec::new();
-            for (w, _) in self
+            let table_writes = self
                 .ops
                 .iter()
                 .enumerate()
-                .filter(|(w, x)| ids[*w] == op && x.writes_plainly())
-            {
-                for g in self.ops[w].generators.iter().filter(|g| g.role == Role::Regular) {
+                .filter(|(w, x)| ids[*w] == op && x.writes_plainly());
+            for (_, w) in table_writes {
+                for g in w.generators.iter().filter(|g| g.role == Role::Regular) {
                     if !columns.contains(&g.column) {
                         columns.push(g.column.clone());
                     }
@@ -332,7 +334,8 @@ impl ProfileWorkload {
     /// per operation) bound for row (`p`, `r`).
     pub fn holds(&self, read: &TableRead, cells: &[Option<Vec<u8>>], written: u64, p: u64, r: u64) -> bool {
         let mut v = Value::Int(0);
-        for (_, o) in self.ops.iter().enumerate().filter(|(op, _)| written & (1 << op) != 0) {
+        let written_ops = self.ops.iter().enumerate().filter(|(op, _)| written & (1 << op) != 0);
+        for (_, o) in written_ops {
             let specs = o.statement.get_variable_col_specs();
             for (k, (g, off)) in o.generators.iter().zip(&o.offsets).enumerate() {
                 if g.role != Role::Regular {
