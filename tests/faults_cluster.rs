@@ -421,8 +421,9 @@ fn delay_through_the_proxy() {
     let lab = three();
     let hosts = &lab.cql();
     let run = |name: &str, extra: &[&str]| fault_run(lab, hosts, name, extra);
-    // 50 ms on node2's responses, through a proxy, at ONE: the operations node2 coordinates
-    // (a third: every node is a replica of every row) take 50 ms more, and the others do not.
+    // 200 ms on node2's responses, through a proxy, at ONE: the operations node2 coordinates
+    // (a third: every node is a replica of every row) take 200 ms more, and the others do not.
+    // (50 ms was hidden on a slow day in CI: 0.214 of operations took 48 ms or more before it.)
     ok(run(
         "delay",
         &[
@@ -433,7 +434,7 @@ fn delay_through_the_proxy() {
             "--duration",
             "20s",
             "--fault",
-            "delay node2 at 5s for 10s by 50ms",
+            "delay node2 at 5s for 10s by 200ms",
         ],
     ));
     let doc = result_json(&lab.home.join("delay"));
@@ -444,14 +445,14 @@ fn delay_through_the_proxy() {
     let during = service_ms(&log, warm + from + 1.0, warm + to - 1.0);
     let before = service_ms(&log, warm, warm + from - 1.0);
     let share = |v: &[f64], p: &dyn Fn(f64) -> bool| v.iter().filter(|x| p(**x)).count() as f64 / v.len() as f64;
-    let (slow, slow_before) = (share(&during, &|x| x >= 48.0), share(&before, &|x| x >= 48.0));
+    let (slow, slow_before) = (share(&during, &|x| x >= 195.0), share(&before, &|x| x >= 195.0));
     let fast = share(&during, &|x| x < 20.0);
     eprintln!(
-        "delay through the proxy: {slow:.3} of operations at 48 ms or more during it ({slow_before:.3} before), {fast:.3} under 20 ms"
+        "delay through the proxy: {slow:.3} of operations at 195 ms or more during it ({slow_before:.3} before), {fast:.3} under 20 ms"
     );
     assert!(
         (0.15..0.6).contains(&(slow - slow_before)),
-        "a third more delayed by 50 ms: {slow:.3} during, {slow_before:.3} before"
+        "a third more delayed by 200 ms: {slow:.3} during, {slow_before:.3} before"
     );
     assert!(fast > 0.35, "the others are not: {fast:.3}");
 }
