@@ -31,9 +31,12 @@ fn lab() -> &'static Lab {
 /// warming up in the same second anyway). On a node 60 s old, three loaders at 1,000 op/s did
 /// not settle in 120 s (CI, and once by hand: the JIT stayed at 2.8-3.6 % of the server's CPU
 /// and a loader's per-second p99, of 333 operations, swung 35-60 %). So the node first runs
-/// flat out for 30 s, which compiles the hot paths, and each loader runs at 1,000 op/s: on 5
-/// fresh nodes here (bench/agree-warmup.sh) they then settled after 47, 60, 62, 83 and 90 s.
-/// The 240 s maximum leaves room for a machine twice as slow; past it the test fails.
+/// flat out for 30 s, which compiles the hot paths; at 1,000 op/s each, on 5 fresh nodes here
+/// (bench/agree-warmup.sh) they then settled after 47, 60, 62, 83 and 90 s, but on 2026-11-27
+/// and -28 three times in a row none had by 240 s (per-second service p50 CV 34-45 %, still
+/// falling 25-34 % per 10 s: three debug-build clients and the node saturating two cores). So each
+/// loader runs at 500 op/s (that day: settled, the test 214 s long). The 240 s maximum leaves
+/// room for a slower machine; past it the test fails.
 #[test]
 fn loaders_with_an_automatic_warm_up_agree_on_when_to_measure() {
     let _jvm = jvm_lock();
@@ -65,7 +68,7 @@ fn loaders_with_an_automatic_warm_up_agree_on_when_to_measure() {
             &hosts,
             "-q",
             "--rate",
-            "3000",
+            "1500",
             "--warmup",
             "auto",
             "--warmup-max",
