@@ -193,6 +193,19 @@ fn a_malformed_profile_is_refused_before_connecting() {
         "{err}"
     );
     assert!(fails(lab.caplab(&["run", "--hosts", &lab.nowhere(), "--workload", "nope"])).contains("keyvalue"));
+    // A profile names its own tables; --tables spreads E1's.
+    let err = fails(lab.caplab(&[
+        "run",
+        "--hosts",
+        &lab.nowhere(),
+        "--workload",
+        "keyvalue",
+        "--tables",
+        "10",
+    ]));
+    assert!(err.contains("drop --tables, or use --workload insert"), "{err}");
+    let err = fails(lab.caplab(&["run", "--hosts", &lab.nowhere(), "--tables", "0"]));
+    assert!(err.contains("--tables must be between 1 and 10000"), "{err}");
 }
 
 // (node)

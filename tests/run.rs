@@ -15,11 +15,17 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// Rows in `table` (in keyspace caplab unless it names one).
 fn rows_in(addr: &str, table: &str) -> i64 {
+    let table = if table.contains('.') {
+        table.to_string()
+    } else {
+        format!("caplab.{table}")
+    };
     runtime().block_on(async {
         let s = SessionBuilder::new().known_node(addr).build().await.unwrap();
         let r = s
-            .query_unpaged(format!("SELECT count(*) FROM caplab.{table}"), ())
+            .query_unpaged(format!("SELECT count(*) FROM {table}"), ())
             .await
             .unwrap();
         r.into_rows_result().unwrap().single_row::<(i64,)>().unwrap().0
@@ -264,6 +270,7 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     assert_eq!(rows_in(&hosts, "e1_batch"), 10 * ops as i64);
 
     truncate_empties_the_table_first(&lab, &hosts);
+    many_tables_share_the_writes(&lab, &hosts);
 }
 
 #[test]
@@ -656,4 +663,58 @@ fn truncate_empties_the_table_first(lab: &Lab, hosts: &str) {
         v["found"].as_i64(),
         "only this run's rows"
     );
+}
+
+/// `--tables 30`: thirty tables created with progress, each written the same share (partition p
+/// to table p mod 30: the counts differ by one at most), every row read back from its table;
+/// the same run again finds them and creates none.
+fn many_tables_share_the_writes(lab: &Lab, hosts: &str) {
+    let run = |name: &str| {
+        let out = lab.home.join(name);
+        let o = ok(lab.caplab(&[
+            "run",
+            "--hosts",
+            hosts,
+            "--keyspace",
+            "spread",
+            "--tables",
+            "30",
+            "--warmup",
+            "0s",
+            "--duration",
+            "2s",
+            "--rate",
+            "600",
+            "--validate",
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        (String::from_utf8_lossy(&o.stderr).into_owned(), result_json(&out))
+    };
+    let (said, doc) = run("results-tables");
+    assert!(
+        said.contains("Creating 30 tables in spread (0 of the 30 asked exist already)")
+            && said.contains("Created 30 tables in"),
+        "{said}"
+    );
+    let made = &doc["tables_made"];
+    assert_eq!(
+        (made["tables"].as_u64(), made["created"].as_u64()),
+        (Some(30), Some(30)),
+        "{made}"
+    );
+    // With caplab's other tables and the system keyspaces'.
+    assert!(made["on_cluster"].as_u64() > Some(32), "{made}");
+    assert_eq!(doc["config"]["workload"]["tables"], 30);
+    let v = &doc["validation"];
+    assert!(v["found"].as_i64() > Some(900) && v["found"] == v["rows"], "{v}");
+    let counts: Vec<i64> = (0..30)
+        .map(|t| rows_in(hosts, &format!("spread.e1_insert_{t:04}")))
+        .collect();
+    let (least, most) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+    assert!(most - least <= 1, "every table its share: {counts:?}");
+    assert_eq!(Some(counts.iter().sum::<i64>()), v["found"].as_i64(), "{counts:?}");
+    let (said, doc) = run("results-tables-again");
+    assert!(!said.contains("Creating"), "{said}");
+    assert_eq!(doc["tables_made"]["created"], 0, "{}", doc["tables_made"]);
 }

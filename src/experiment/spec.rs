@@ -488,6 +488,7 @@ measure:
                 "e2-gc",
                 "e3-capacity",
                 "e4-flush",
+                "tables",
                 "vector-versions"
             ]
         );

@@ -21,6 +21,7 @@ use crate::sla::{Sla, SlaVerdict};
 use crate::telemetry::ServerFacts;
 use crate::workload::e1::E1Options;
 use crate::workload::profile::Profile;
+use crate::workload::spread::TablesMade;
 
 /// The layout of result.json; raised when a field changes meaning or goes away.
 pub const FORMAT: u32 = 2;
@@ -194,6 +195,10 @@ pub struct RunResult {
     #[serde(default)]
     pub schema_requested: Vec<String>,
     pub statements: Vec<String>,
+    /// What making the workload's many tables took, and how many the cluster then held
+    /// (`--tables`; absent with one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables_made: Option<TablesMade>,
     pub files: Files,
     /// Why a step that failed failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -469,4 +474,6 @@ pub struct About {
     pub statements: Vec<String>,
     /// Table of each operation type, for the CSV.
     pub tables: Vec<String>,
+    /// What making a workload's many tables took (`--tables`).
+    pub tables_made: Option<TablesMade>,
 }

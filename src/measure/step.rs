@@ -409,6 +409,7 @@ impl Step {
             schema: about.schema.clone(),
             schema_requested: about.schema_requested.clone(),
             statements: about.statements.clone(),
+            tables_made: about.tables_made.clone(),
             files: Files {
                 hdr_log: HDR_LOG.into(),
                 csv: CSV.into(),
@@ -548,11 +549,13 @@ mod tests {
                 replication_factor: 1,
                 durable_writes: false,
                 compaction: false,
+                tables: 1,
             }),
             schema: vec!["CREATE TABLE t (k int PRIMARY KEY)".into()],
             schema_requested: vec!["CREATE TABLE t (k int PRIMARY KEY)".into()],
             statements: vec!["INSERT INTO t (k) VALUES (?)".into()],
             tables: vec!["t".into()],
+            tables_made: None,
         }
     }
 

@@ -18,6 +18,7 @@ use crate::workload::e1::{E1, E1Options, Kind};
 use crate::workload::profile::Profile;
 use crate::workload::profile_workload::{Populate, ProfileWorkload};
 use crate::workload::schema;
+use crate::workload::spread;
 use crate::workload::stress;
 use crate::workload::{ann, builtin};
 
@@ -60,6 +61,11 @@ pub struct WorkloadOptions {
     /// Rows per batch (E1 batch workload).
     #[arg(long, default_value_t = 10)]
     pub batch_size: usize,
+    /// Spread E1's rows over N tables of the same schema (e1_insert_0000 …; partition p is
+    /// written to table p mod N): the tables that exist are kept, the rest created with progress,
+    /// and the run records how long that took and how many tables the cluster then holds.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub tables: u32,
     /// Keyspace (E1).
     #[arg(long, default_value = "caplab")]
     pub keyspace: String,
@@ -153,6 +159,11 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
             profile.seed = seed;
         }
         profile.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        if args.tables != 1 {
+            bail!(
+                "--tables spreads the built-in insert and batch workloads over many tables; {origin} names its own tables: drop --tables, or use --workload insert"
+            );
+        }
         Ok(Choice::Profile {
             profile,
             origin,
@@ -216,6 +227,7 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
         replication_factor: args.replication_factor,
         durable_writes: args.durable_writes,
         compaction: args.compaction,
+        tables: args.tables,
     };
     opts.validate()?;
     Ok(Choice::E1(opts, Existing::of(args)))
@@ -236,18 +248,29 @@ impl Prepared {
             Choice::E1(opts, existing) => {
                 let workload = Arc::new(E1::setup(session.clone(), opts.clone(), existing.recreate).await?);
                 if existing.truncate {
-                    schema::truncate(&session, &opts.keyspace, &[opts.table()]).await?;
-                    say(&format!("Emptied {}.{} (--truncate)", opts.keyspace, opts.table()));
+                    schema::truncate(&session, &opts.keyspace, &opts.table_names()).await?;
+                    say(&format!(
+                        "Emptied {}.{} (--truncate)",
+                        opts.keyspace,
+                        opts.table_label()
+                    ));
                 }
+                // With many tables, the server's description is cut to the keyspace and the first
+                // table, as the statements asked are.
+                let described = schema::describe(&session, &opts.keyspace)
+                    .await
+                    .map(|all| match opts.tables {
+                        1 => all,
+                        _ => spread::abridged(all, &opts.keyspace, &opts.table_names()),
+                    });
                 let about = About {
                     name: opts.kind.name().into(),
                     record: WorkloadRecord::E1(opts.clone()),
-                    schema: schema::describe(&session, &opts.keyspace)
-                        .await
-                        .unwrap_or_else(|| opts.ddl()),
+                    schema: described.unwrap_or_else(|| opts.ddl()),
                     schema_requested: opts.ddl(),
-                    statements: vec![opts.insert_cql()],
-                    tables: vec![opts.table()],
+                    statements: vec![opts.insert_cql(&opts.table(0))],
+                    tables: vec![opts.table_label()],
+                    tables_made: workload.tables_made().cloned(),
                 };
                 Prepared::E1(workload, about)
             }
@@ -279,6 +302,7 @@ impl Prepared {
                     schema_requested: profile.schema.clone(),
                     statements: profile.operations.values().map(|o| o.cql.clone()).collect(),
                     tables: workload.op_tables(),
+                    tables_made: None,
                 };
                 Prepared::Profile(
                     workload,

@@ -28,7 +28,7 @@ pub async fn read_back_e1(
     stop: &Arc<Stop>,
 ) -> Result<Validation> {
     let began = Instant::now();
-    let stmt = Arc::new(workload.read_back_statement(consistency).await?);
+    let stmt = Arc::new(workload.read_back_statements(consistency).await?);
     // Once: `extent` looks through every chunk slot of the bitmaps (asked before each read, it
     // cost 74 s of client CPU to read back 1,000 rows in a debug build).
     let extent = acks.extent();
@@ -58,7 +58,8 @@ struct Operations {
     acks: Arc<Acks>,
     /// One past the last operation index that may have been sent.
     extent: u64,
-    stmt: Arc<PreparedStatement>,
+    /// One per table.
+    stmt: Arc<Vec<PreparedStatement>>,
     fraction: f64,
     rows: Vec<RowBuf>,
     found: Validation,

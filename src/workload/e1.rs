@@ -4,6 +4,9 @@
 //! `durable_writes = false` (no commit log) and the table has compaction disabled, unless
 //! asked otherwise.
 //!
+//! With `--tables N` the rows are spread over N tables of that schema (`e1_insert_0000`, …):
+//! partition `p` is written to table `p % N`, so every table gets the same share.
+//!
 //! Operation `i` writes partition `i % partitions`; its rows' clustering keys continue where
 //! the previous operation on that partition stopped, so every row written is new and the
 //! table ends up holding exactly the rows the run wrote. That also makes every write checkable
@@ -22,7 +25,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::schema;
+use super::schema::{self, TableState};
+use super::spread::{self, MAX_TABLES, TablesMade};
 use super::values::{fill_key, fill_text};
 use crate::client::classify;
 use crate::engine::{Outcome, Workload};
@@ -60,11 +64,42 @@ pub struct E1Options {
     pub replication_factor: u32,
     pub durable_writes: bool,
     pub compaction: bool,
+    /// Tables the rows are spread over (absent from results of one table, as before it
+    /// existed, so their history series stay the same).
+    #[serde(default = "one_table", skip_serializing_if = "is_one_table")]
+    pub tables: u32,
+}
+
+fn one_table() -> u32 {
+    1
+}
+
+fn is_one_table(n: &u32) -> bool {
+    *n == 1
 }
 
 impl E1Options {
-    pub fn table(&self) -> String {
+    fn base(&self) -> String {
         format!("e1_{}", self.kind.name())
+    }
+
+    /// Table `t` of the ones the rows are spread over (`e1_insert` when there is one).
+    pub fn table(&self, t: u32) -> String {
+        spread::name(&self.base(), self.tables, t)
+    }
+
+    pub fn table_names(&self) -> Vec<String> {
+        (0..self.tables).map(|t| self.table(t)).collect()
+    }
+
+    /// The tables in a line: `e1_insert`, or `e1_insert_0000..e1_insert_0999`.
+    pub fn table_label(&self) -> String {
+        spread::label(&self.base(), self.tables)
+    }
+
+    /// Which table partition `partition` is written to.
+    pub fn table_of(&self, partition: u64) -> usize {
+        (partition % u64::from(self.tables.max(1))) as usize
     }
 
     pub fn validate(&self) -> Result<()> {
@@ -79,6 +114,9 @@ impl E1Options {
         }
         if self.batch_size == 0 || self.batch_size > 65535 {
             bail!("--batch-size must be between 1 and 65535");
+        }
+        if self.tables == 0 || self.tables > MAX_TABLES {
+            bail!("--tables must be between 1 and {MAX_TABLES}");
         }
         if !self.keyspace.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || self.keyspace.is_empty() {
             bail!(
@@ -96,33 +134,62 @@ impl E1Options {
         }
     }
 
-    /// Schema statements, in order.
+    /// Schema statements, in order, as results record them: the keyspace and the first table
+    /// (with many, a line says how many more there are of the same schema).
     pub fn ddl(&self) -> Vec<String> {
-        let values: Vec<String> = (1..=self.value_columns).map(|i| format!("v{i} text")).collect();
-        vec![
+        let mut ddl = vec![
             format!(
                 "CREATE KEYSPACE IF NOT EXISTS {} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {}}} AND durable_writes = {}",
                 self.keyspace, self.replication_factor, self.durable_writes
             ),
-            format!(
-                "CREATE TABLE IF NOT EXISTS {}.{} (pk text, ck text, {}, PRIMARY KEY (pk, ck)) WITH compaction = {{'class': 'SizeTieredCompactionStrategy', 'enabled': '{}'}}",
-                self.keyspace,
-                self.table(),
-                values.join(", "),
-                self.compaction
-            ),
-        ]
+            self.create_table_cql(&self.table(0)),
+        ];
+        if self.tables > 1 {
+            ddl.push(format!(
+                "-- and {} more tables of the same schema, to {}",
+                self.tables - 1,
+                self.table(self.tables - 1)
+            ));
+        }
+        ddl
     }
 
-    pub fn insert_cql(&self) -> String {
+    pub fn create_table_cql(&self, table: &str) -> String {
+        let values: Vec<String> = (1..=self.value_columns).map(|i| format!("v{i} text")).collect();
+        format!(
+            "CREATE TABLE IF NOT EXISTS {}.{table} (pk text, ck text, {}, PRIMARY KEY (pk, ck)) WITH compaction = {{'class': 'SizeTieredCompactionStrategy', 'enabled': '{}'}}",
+            self.keyspace,
+            values.join(", "),
+            self.compaction
+        )
+    }
+
+    pub fn insert_cql(&self, table: &str) -> String {
         let cols: Vec<String> = (1..=self.value_columns).map(|i| format!("v{i}")).collect();
         let marks = vec!["?"; self.value_columns + 2].join(", ");
         format!(
-            "INSERT INTO {}.{} (pk, ck, {}) VALUES ({marks})",
+            "INSERT INTO {}.{table} (pk, ck, {}) VALUES ({marks})",
             self.keyspace,
-            self.table(),
             cols.join(", ")
         )
+    }
+
+    /// How an existing table differs from the one asked (nothing: it is used as it is).
+    fn differences(&self, have: &TableState) -> Vec<String> {
+        let wanted: BTreeMap<String, String> = ["pk".to_string(), "ck".to_string()]
+            .into_iter()
+            .chain((1..=self.value_columns).map(|i| format!("v{i}")))
+            .map(|c| (c, "text".to_string()))
+            .collect();
+        let mut differs = schema::column_differences(&have.columns, &wanted);
+        if schema::compaction_enabled(&have.compaction) != self.compaction {
+            differs.push(format!(
+                "compaction is {}, not {}",
+                if self.compaction { "off" } else { "on" },
+                if self.compaction { "on" } else { "off" }
+            ));
+        }
+        differs
     }
 }
 
@@ -180,8 +247,11 @@ impl SerializeRow for RowBuf {
 pub struct E1 {
     session: Arc<Session>,
     opts: E1Options,
-    insert: PreparedStatement,
-    batch: Batch,
+    /// One INSERT per table, and (batch) one batch of them per table.
+    inserts: Vec<PreparedStatement>,
+    batches: Vec<Batch>,
+    /// What making many tables took (None with one).
+    made: Option<TablesMade>,
 }
 
 impl E1 {
@@ -201,58 +271,63 @@ impl E1 {
             recreate,
         )
         .await?;
-        let table = opts.table();
-        if let Some(have) = schema::table(&session, ks, &table).await? {
-            let wanted: BTreeMap<String, String> = ["pk".to_string(), "ck".to_string()]
-                .into_iter()
-                .chain((1..=opts.value_columns).map(|i| format!("v{i}")))
-                .map(|c| (c, "text".to_string()))
-                .collect();
-            let mut differs = schema::column_differences(&have.columns, &wanted);
-            if schema::compaction_enabled(&have.compaction) != opts.compaction {
-                differs.push(format!(
-                    "compaction is {}, not {}",
-                    if opts.compaction { "off" } else { "on" },
-                    if opts.compaction { "on" } else { "off" }
-                ));
-            }
-            if !differs.is_empty() {
-                if !recreate {
-                    bail!(
-                        "table {ks}.{table} exists with other settings ({}): pass --recreate to drop it and create it                          as asked (its rows are lost), or choose another --keyspace",
-                        differs.join("; ")
-                    );
-                }
-                session
-                    .query_unpaged(format!("DROP TABLE IF EXISTS {ks}.{table}"), ())
-                    .await
-                    .with_context(|| format!("cannot drop {ks}.{table}"))?;
-            }
+        let names = opts.table_names();
+        let have = schema::tables(&session, ks).await?;
+        let differ: Vec<(&String, Vec<String>)> = names
+            .iter()
+            .filter_map(|n| Some((n, opts.differences(have.get(n)?))))
+            .filter(|(_, d)| !d.is_empty())
+            .collect();
+        if let Some((first, differs)) = differ.first()
+            && !recreate
+        {
+            let more = match differ.len() {
+                1 => String::new(),
+                n => format!(" (and {} more of its {} tables)", n - 1, names.len()),
+            };
+            bail!(
+                "table {ks}.{first} exists with other settings ({}){more}: pass --recreate to drop it and create it as asked (its rows are lost), or choose another --keyspace",
+                differs.join("; ")
+            );
         }
-        for stmt in opts.ddl().iter().skip(1) {
+        let dropped: std::collections::BTreeSet<&String> = differ.iter().map(|(n, _)| *n).collect();
+        for table in &dropped {
             session
-                .query_unpaged(stmt.as_str(), ())
+                .query_unpaged(format!("DROP TABLE IF EXISTS {ks}.{table}"), ())
                 .await
-                .with_context(|| format!("schema statement failed: {stmt}"))?;
+                .with_context(|| format!("cannot drop {ks}.{table}"))?;
         }
-        let _ = session.await_schema_agreement().await;
-        let mut insert = session
-            .prepare(opts.insert_cql())
-            .await
-            .context("cannot prepare the INSERT")?;
-        insert.set_is_idempotent(true);
-        let mut batch = Batch::new(BatchType::Unlogged);
-        if opts.kind == Kind::Batch {
-            for _ in 0..opts.batch_size {
-                batch.append_statement(insert.clone());
-            }
-            batch.set_is_idempotent(true);
+        let missing = |n: &str| !have.contains_key(n) || dropped.iter().any(|d| d.as_str() == n);
+        let made = spread::create_missing(&session, ks, &names, missing, |t| opts.create_table_cql(t)).await?;
+        let mut inserts = Vec::with_capacity(names.len());
+        for table in &names {
+            let mut insert = session
+                .prepare(opts.insert_cql(table))
+                .await
+                .with_context(|| format!("cannot prepare the INSERT into {ks}.{table}"))?;
+            insert.set_is_idempotent(true);
+            inserts.push(insert);
         }
+        let batches = match opts.kind {
+            Kind::Insert => Vec::new(),
+            Kind::Batch => inserts
+                .iter()
+                .map(|insert| {
+                    let mut batch = Batch::new(BatchType::Unlogged);
+                    for _ in 0..opts.batch_size {
+                        batch.append_statement(insert.clone());
+                    }
+                    batch.set_is_idempotent(true);
+                    batch
+                })
+                .collect(),
+        };
         Ok(E1 {
             session,
+            made: (opts.tables > 1).then_some(made),
             opts,
-            insert,
-            batch,
+            inserts,
+            batches,
         })
     }
 }
@@ -274,43 +349,61 @@ impl E1 {
         &self.opts
     }
 
-    /// The statement that reads back an operation's rows (one partition, a range of clustering
-    /// keys: they are fixed-length base-32 text, so their order is the rows' order).
-    pub async fn read_back_statement(&self, consistency: scylla::statement::Consistency) -> Result<PreparedStatement> {
+    /// What making many tables took (None with one).
+    pub fn tables_made(&self) -> Option<&TablesMade> {
+        self.made.as_ref()
+    }
+
+    /// The statements that read back an operation's rows, one per table (one partition, a
+    /// range of clustering keys: they are fixed-length base-32 text, so their order is the
+    /// rows' order).
+    pub async fn read_back_statements(
+        &self,
+        consistency: scylla::statement::Consistency,
+    ) -> Result<Vec<PreparedStatement>> {
         let cols: Vec<String> = (1..=self.opts.value_columns).map(|i| format!("v{i}")).collect();
-        let cql = format!(
-            "SELECT ck, {} FROM {}.{} WHERE pk = ? AND ck >= ? AND ck <= ?",
-            cols.join(", "),
-            self.opts.keyspace,
-            self.opts.table()
-        );
-        let mut stmt = self
-            .session
-            .prepare(cql)
-            .await
-            .context("cannot prepare the read-back")?;
-        stmt.set_consistency(consistency);
-        stmt.set_is_idempotent(true);
-        Ok(stmt)
+        let mut all = Vec::with_capacity(self.opts.tables as usize);
+        for table in self.opts.table_names() {
+            let cql = format!(
+                "SELECT ck, {} FROM {}.{table} WHERE pk = ? AND ck >= ? AND ck <= ?",
+                cols.join(", "),
+                self.opts.keyspace,
+            );
+            let mut stmt = self
+                .session
+                .prepare(cql)
+                .await
+                .context("cannot prepare the read-back")?;
+            stmt.set_consistency(consistency);
+            stmt.set_is_idempotent(true);
+            all.push(stmt);
+        }
+        Ok(all)
     }
 
-    /// Whether the table holds any row (before a run: an earlier run's rows can hide a lost
-    /// write of this one, being the same rows with the same values).
+    /// Whether any of the tables holds a row (before a run: an earlier run's rows can hide a
+    /// lost write of this one, being the same rows with the same values).
     pub async fn has_rows(&self) -> Result<bool> {
-        let cql = format!("SELECT pk FROM {}.{} LIMIT 1", self.opts.keyspace, self.opts.table());
-        let r = self.session.query_unpaged(cql, ()).await?;
-        Ok(r.into_rows_result().map(|r| r.rows_num() > 0).unwrap_or(false))
+        for table in self.opts.table_names() {
+            let cql = format!("SELECT pk FROM {}.{table} LIMIT 1", self.opts.keyspace);
+            let r = self.session.query_unpaged(cql, ()).await?;
+            if r.into_rows_result().map(|r| r.rows_num() > 0).unwrap_or(false) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
-    /// Reads back operation `i`'s rows with `stmt` (`rows`: a worker's buffers) and compares
-    /// them with what it wrote.
+    /// Reads back operation `i`'s rows with its table's statement of `stmts` (`rows`: a
+    /// worker's buffers) and compares them with what it wrote.
     pub async fn read_back(
         &self,
-        stmt: &PreparedStatement,
+        stmts: &[PreparedStatement],
         rows: &mut [RowBuf],
         i: u64,
     ) -> Result<ReadBack, ErrorKind> {
         let partition = i % self.opts.partitions;
+        let stmt = &stmts[self.opts.table_of(partition)];
         let first_row = (i / self.opts.partitions) * rows.len() as u64;
         for (k, r) in rows.iter_mut().enumerate() {
             r.fill(partition, first_row + k as u64);
@@ -376,9 +469,14 @@ impl Workload for E1 {
         for (k, r) in rows.iter_mut().enumerate() {
             r.fill(partition, first_row + k as u64);
         }
+        let t = self.opts.table_of(partition);
         let result = match self.opts.kind {
-            Kind::Insert => self.session.execute_unpaged(&self.insert, &rows[0]).await.map(|_| ()),
-            Kind::Batch => self.session.batch(&self.batch, &rows[..]).await.map(|_| ()),
+            Kind::Insert => self
+                .session
+                .execute_unpaged(&self.inserts[t], &rows[0])
+                .await
+                .map(|_| ()),
+            Kind::Batch => self.session.batch(&self.batches[t], &rows[..]).await.map(|_| ()),
         };
         Outcome {
             op: 0,
@@ -402,6 +500,7 @@ mod tests {
             replication_factor: 1,
             durable_writes: false,
             compaction: false,
+            tables: 1,
         }
     }
 
@@ -417,9 +516,31 @@ mod tests {
             "caplab.e1_insert (pk text, ck text, v1 text, v2 text, v3 text, v4 text, v5 text, PRIMARY KEY (pk, ck))"
         ));
         assert_eq!(
-            o.insert_cql(),
+            o.insert_cql(&o.table(0)),
             "INSERT INTO caplab.e1_insert (pk, ck, v1, v2, v3, v4, v5) VALUES (?, ?, ?, ?, ?, ?, ?)"
         );
+        // One table's options serialise as before tables existed: a history keeps its series.
+        assert!(!serde_json::to_string(&o).unwrap().contains("tables"));
+        let back: E1Options = serde_json::from_str(&serde_json::to_string(&o).unwrap()).unwrap();
+        assert_eq!(back.tables, 1);
+    }
+
+    #[test]
+    fn many_tables_share_the_partitions_evenly_and_are_recorded_in_short() {
+        let mut o = opts(Kind::Insert);
+        o.tables = 40;
+        let mut per_table = [0u32; 40];
+        for i in 0..100_000u64 {
+            per_table[o.table_of(i % o.partitions)] += 1;
+        }
+        assert!(per_table.iter().all(|n| *n == 2500), "{per_table:?}");
+        let ddl = o.ddl();
+        assert_eq!(ddl.len(), 3);
+        assert!(ddl[1].contains("caplab.e1_insert_0000 (pk text"), "{ddl:?}");
+        assert_eq!(ddl[2], "-- and 39 more tables of the same schema, to e1_insert_0039");
+        assert!(serde_json::to_string(&o).unwrap().contains("\"tables\":40"));
+        o.tables = 0;
+        assert!(o.validate().unwrap_err().to_string().contains("--tables"));
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod generate;
 pub mod profile;
 pub mod profile_workload;
 pub mod schema;
+pub mod spread;
 pub mod stress;
 pub mod values;
 pub mod vector;

@@ -163,6 +163,47 @@ pub async fn table(session: &Session, ks: &str, table: &str) -> Result<Option<Ta
     Ok(Some(TableState { columns, compaction }))
 }
 
+/// Every table of keyspace `ks` as the server has it, in two queries however many there are
+/// (a workload spread over a thousand tables checks them all at once).
+pub async fn tables(session: &Session, ks: &str) -> Result<BTreeMap<String, TableState>> {
+    let r = session
+        .query_unpaged(
+            "SELECT table_name, compaction FROM system_schema.tables WHERE keyspace_name = ?",
+            (ks,),
+        )
+        .await?
+        .into_rows_result()?;
+    let mut all: BTreeMap<String, TableState> = BTreeMap::new();
+    for row in r.rows::<(String, BTreeMap<String, String>)>()? {
+        let (name, compaction) = row?;
+        let columns = BTreeMap::new();
+        all.insert(name, TableState { columns, compaction });
+    }
+    let r = session
+        .query_unpaged(
+            "SELECT table_name, column_name, type FROM system_schema.columns WHERE keyspace_name = ?",
+            (ks,),
+        )
+        .await?
+        .into_rows_result()?;
+    for row in r.rows::<(String, String, String)>()? {
+        let (name, column, kind) = row?;
+        if let Some(t) = all.get_mut(&name) {
+            t.columns.insert(column, kind);
+        }
+    }
+    Ok(all)
+}
+
+/// How many tables the cluster holds, in every keyspace (each has a memtable of its own).
+pub async fn table_count(session: &Session) -> Result<u64> {
+    let r = session
+        .query_unpaged("SELECT keyspace_name FROM system_schema.tables", ())
+        .await?
+        .into_rows_result()?;
+    Ok(r.rows_num() as u64)
+}
+
 /// Whether compaction is on in a table's compaction options (on unless `enabled` says false).
 pub fn compaction_enabled(compaction: &BTreeMap<String, String>) -> bool {
     compaction

@@ -164,6 +164,18 @@ fn server_metrics() -> Vec<Metric> {
         })
         .series(|s| &s.gc_pause_ms),
         Metric::lower("gc_max_ms", "GC max pause", "ms", |o| server(o).map(|s| s.gc_max_ms)),
+        // What the heap holds that a collection cannot free (a table's memtable and metadata
+        // among it): the mean heap after each collection of the window, over the local nodes
+        // whose GC log says.
+        Metric::lower("heap_after_gc", "heap after GC (mean)", "MB", |o| {
+            let after: Vec<f64> = server(o)?
+                .nodes
+                .iter()
+                .filter(|n| n.gc.collections_with_heap > 0)
+                .map(|n| n.gc.heap_after_mean_mb)
+                .collect();
+            (!after.is_empty()).then(|| after.iter().sum::<f64>() / after.len() as f64)
+        }),
         Metric::lower("allocation_stalls", "allocation stalls", "", |o| {
             server(o).map(|s| s.allocation_stalls as f64)
         }),
