@@ -28,7 +28,7 @@ pub async fn read_back_e1(
     stop: &Arc<Stop>,
 ) -> Result<Validation> {
     let began = Instant::now();
-    let stmt = Arc::new(workload.read_back_statements(consistency).await?);
+    let stmts = Arc::new(workload.read_back_statements(consistency).await?);
     // Once: `extent` looks through every chunk slot of the bitmaps (asked before each read, it
     // cost 74 s of client CPU to read back 1,000 rows in a debug build).
     let extent = acks.extent();
@@ -36,7 +36,7 @@ pub async fn read_back_e1(
         workload: workload.clone(),
         acks: acks.clone(),
         extent,
-        stmt: stmt.clone(),
+        stmts: stmts.clone(),
         fraction,
         rows: workload.worker(0),
         found: Validation::default(),
@@ -59,7 +59,7 @@ struct Operations {
     /// One past the last operation index that may have been sent.
     extent: u64,
     /// One per table.
-    stmt: Arc<Vec<PreparedStatement>>,
+    stmts: Arc<Vec<PreparedStatement>>,
     fraction: f64,
     rows: Vec<RowBuf>,
     found: Validation,
@@ -85,7 +85,7 @@ impl Reader for Operations {
         v.operations += 1;
         let mut tries = 0;
         let back = loop {
-            match self.workload.read_back(&self.stmt, &mut self.rows, i).await {
+            match self.workload.read_back(&self.stmts, &mut self.rows, i).await {
                 Err(kind) if again(kind, &mut tries).await => continue,
                 answer => break answer,
             }

@@ -290,14 +290,14 @@ impl E1 {
                 differs.join("; ")
             );
         }
-        let dropped: std::collections::BTreeSet<&String> = differ.iter().map(|(n, _)| *n).collect();
+        let dropped: std::collections::BTreeSet<&str> = differ.iter().map(|(n, _)| n.as_str()).collect();
         for table in &dropped {
             session
                 .query_unpaged(format!("DROP TABLE IF EXISTS {ks}.{table}"), ())
                 .await
                 .with_context(|| format!("cannot drop {ks}.{table}"))?;
         }
-        let missing = |n: &str| !have.contains_key(n) || dropped.iter().any(|d| d.as_str() == n);
+        let missing = |n: &str| !have.contains_key(n) || dropped.contains(n);
         let made = spread::create_missing(&session, ks, &names, missing, |t| opts.create_table_cql(t)).await?;
         let mut inserts = Vec::with_capacity(names.len());
         for table in &names {

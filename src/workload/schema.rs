@@ -141,28 +141,6 @@ pub struct TableState {
     pub compaction: BTreeMap<String, String>,
 }
 
-pub async fn table(session: &Session, ks: &str, table: &str) -> Result<Option<TableState>> {
-    let r = session
-        .query_unpaged(
-            "SELECT compaction FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
-            (ks, table),
-        )
-        .await?
-        .into_rows_result()?;
-    let Some((compaction,)) = r.maybe_first_row::<(BTreeMap<String, String>,)>()? else {
-        return Ok(None);
-    };
-    let r = session
-        .query_unpaged(
-            "SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
-            (ks, table),
-        )
-        .await?
-        .into_rows_result()?;
-    let columns = r.rows::<(String, String)>()?.collect::<Result<BTreeMap<_, _>, _>>()?;
-    Ok(Some(TableState { columns, compaction }))
-}
-
 /// Every table of keyspace `ks` as the server has it, in two queries however many there are
 /// (a workload spread over a thousand tables checks them all at once).
 pub async fn tables(session: &Session, ks: &str) -> Result<BTreeMap<String, TableState>> {

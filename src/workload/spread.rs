@@ -52,9 +52,9 @@ pub fn label(base: &str, n: u32) -> String {
     }
 }
 
-/// Creates every table of `names` in `ks` that `have_none` says is missing, with `create`'s
-/// statement, saying how far it got every 10 s when there are many; then counts the cluster's
-/// tables.
+/// Creates every table of `names` in `ks` that `missing` says is missing, with `create`'s
+/// statement, saying how far it got every 10 s when there are many; then counts the
+/// cluster's tables.
 pub async fn create_missing(
     session: &Session,
     ks: &str,
