@@ -124,6 +124,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     cassandra_5_workloads(&lab, &hosts);
     two_loaders_split_the_key_space(&lab, &hosts);
     profiles_run_as_files_with_partitions_of_their_shape(&lab, &hosts);
+    a_profile_file_s_rows_changed_behind_caplabs_back_are_found(&lab, &hosts);
     e1_runs_as_profiles_and_a_wrong_profile_is_refused(&lab, &hosts);
 }
 
@@ -527,6 +528,79 @@ fn profiles_run_as_files_with_partitions_of_their_shape(lab: &Lab, hosts: &str) 
     assert!(
         err.contains("binds clustering column `c` twice") && err.contains("range: N"),
         "{err}"
+    );
+}
+
+/// The positive control of a user's own profile file, in the keyspace `--keyspace` names: its
+/// rows read back as written (the column the server fills with `now()` is not compared, and
+/// does not count as wrong), then two
+/// rows deleted and one changed by another client are found by `caplab validate`, exactly those,
+/// and it exits 1.
+fn a_profile_file_s_rows_changed_behind_caplabs_back_are_found(lab: &Lab, hosts: &str) {
+    let file = lab.home.join("control.yaml");
+    std::fs::write(
+        &file,
+        "keyspace: control_file\nschema:\n  - CREATE TABLE IF NOT EXISTS kv (k text PRIMARY KEY, v text, at timestamp)\n\
+         columns:\n  k: {size: 8}\n  v: {size: 20}\npartitions: 60\noperations:\n  \
+         put: {cql: \"INSERT INTO kv (k, v, at) VALUES (?, ?, toTimestamp(now()))\", weight: 3}\n  \
+         get: {cql: \"SELECT v FROM kv WHERE k = ?\", weight: 1}\n",
+    )
+    .unwrap();
+    let out = lab.home.join("r-control");
+    ok(lab.caplab(&[
+        "run",
+        "--warmup",
+        "0s",
+        "--hosts",
+        hosts,
+        "--profile",
+        file.to_str().unwrap(),
+        "-n",
+        "400",
+        "--validate",
+        "--truncate",
+        "--keyspace",
+        "control",
+        "--replication-factor",
+        "1",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let v = result_json(&out)["validation"].clone();
+    let rows = count_rows(hosts, "control.kv") as u64;
+    assert!(rows > 40, "300-odd writes over 60 keys: {rows}");
+    assert_eq!(
+        (
+            v["rows"].as_u64(),
+            v["found"].as_u64(),
+            v["missing"].as_u64(),
+            v["wrong"].as_u64()
+        ),
+        (Some(rows), Some(rows), Some(0), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["table_had_rows"], false, "--truncate emptied it: {v}");
+    let compared = v["plain"]["columns"].to_string();
+    assert!(compared.contains("\"v\"") && !compared.contains("\"at\""), "{v}");
+    runtime().block_on(async {
+        let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
+        let keys = keys(&s, "SELECT k FROM control.kv LIMIT 3").await;
+        for key in &keys[..2] {
+            s.query_unpaged("DELETE FROM control.kv WHERE k = ?", (key,))
+                .await
+                .unwrap();
+        }
+        s.query_unpaged("UPDATE control.kv SET v = 'changed' WHERE k = ?", (&keys[2],))
+            .await
+            .unwrap();
+    });
+    let o = lab.caplab(&["validate", out.to_str().unwrap()]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(": 2 missing, 1 wrong (other values, or back after a delete)") && text.contains("LOST WRITES"),
+        "{text}"
     );
 }
 

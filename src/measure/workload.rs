@@ -66,12 +66,13 @@ pub struct WorkloadOptions {
     /// and the run records how long that took and how many tables the cluster then holds.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub tables: u32,
-    /// Keyspace (E1).
-    #[arg(long, default_value = "caplab")]
-    pub keyspace: String,
-    /// Replication factor (E1).
-    #[arg(long, default_value_t = 1)]
-    pub replication_factor: u32,
+    /// Keyspace (default: caplab for E1's workloads, a profile's own for the others).
+    #[arg(long)]
+    pub keyspace: Option<String>,
+    /// Replication factor, SimpleStrategy (default: 1 for E1's workloads, a profile's own
+    /// replication for the others).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub replication_factor: Option<u32>,
     /// Keep the commit log on (E1 turns it off with durable_writes = false).
     #[arg(long)]
     pub durable_writes: bool,
@@ -158,6 +159,12 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
         if let Some(seed) = args.seed {
             profile.seed = seed;
         }
+        if let Some(ks) = &args.keyspace {
+            profile.keyspace = ks.clone();
+        }
+        if let Some(rf) = args.replication_factor {
+            profile.replication = format!("{{'class': 'SimpleStrategy', 'replication_factor': {rf}}}");
+        }
         profile.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         if args.tables != 1 {
             bail!(
@@ -219,12 +226,12 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
     };
     let opts = E1Options {
         kind,
-        keyspace: args.keyspace.clone(),
+        keyspace: args.keyspace.clone().unwrap_or_else(|| "caplab".into()),
         partitions: args.partitions.unwrap_or(100_000),
         value_columns: args.value_columns,
         value_size: args.value_size,
         batch_size: args.batch_size,
-        replication_factor: args.replication_factor,
+        replication_factor: args.replication_factor.unwrap_or(1),
         durable_writes: args.durable_writes,
         compaction: args.compaction,
         tables: args.tables,

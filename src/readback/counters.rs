@@ -39,14 +39,21 @@ pub async fn read_back_profile(
             "a profile's run whose writes are neither counter increments, claims nor plain writes and deletes cannot be read back"
         );
     }
+    // Read where the writes are sure to be: at their own level when it overlaps every read
+    // (2 × written > replicas), else at ALL, as for E1.
+    let read_at = |w, replicas: Option<u32>| replicas.map_or(Consistency::All, |rf| read_consistency(w, rf));
     if workload.counts() {
-        let consistency = v.consistency.unwrap_or_else(|| read_consistency(written_at, 1));
+        let consistency = v
+            .consistency
+            .unwrap_or_else(|| read_at(written_at, workload.replicas()));
         say(&format!(
             "Validating: reading every counter row touched back at {consistency:?}"
         ));
         counters(workload, acks, consistency, v.fraction, in_flight, stop, had_rows).await
     } else if !workload.claims_rows() {
-        let consistency = v.consistency.unwrap_or_else(|| read_consistency(written_at, 1));
+        let consistency = v
+            .consistency
+            .unwrap_or_else(|| read_at(written_at, workload.replicas()));
         say(&format!(
             "Validating: reading every row the run's writes and deletes touched back at {consistency:?}"
         ));

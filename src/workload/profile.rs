@@ -284,6 +284,24 @@ impl Profile {
         Ok(p)
     }
 
+    /// How many replicas the keyspace keeps of a row, from `replication` (all data centres'
+    /// added); None when the map gives none.
+    pub fn replicas(&self) -> Option<u32> {
+        let unquote = |s: &str| s.trim().trim_matches(|c| c == '\'' || c == '"').to_string();
+        let factors: Vec<u32> = self
+            .replication
+            .trim()
+            .trim_start_matches('{')
+            .trim_end_matches('}')
+            .split(',')
+            .filter_map(|pair| {
+                let (key, value) = pair.split_once(':')?;
+                (unquote(key) != "class").then(|| unquote(value).parse().ok())?
+            })
+            .collect();
+        (!factors.is_empty()).then(|| factors.iter().sum())
+    }
+
     pub fn validate(&self) -> Result<()> {
         let ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !ident(&self.keyspace) {
@@ -443,6 +461,16 @@ populate: write
         assert_eq!(p.op_names(), vec!["read", "write"]);
         assert!(p.operations["read"].is_read() && !p.operations["write"].is_read());
         assert_eq!(p.operations["write"].weight, 3);
+    }
+
+    #[test]
+    fn replicas_add_up_over_data_centres() {
+        let mut p = Profile::parse(GOOD, "kv.yaml").unwrap();
+        assert_eq!(p.replicas(), Some(1));
+        p.replication = "{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': '2'}".into();
+        assert_eq!(p.replicas(), Some(5));
+        p.replication = "{'class': 'LocalStrategy'}".into();
+        assert_eq!(p.replicas(), None);
     }
 
     #[test]

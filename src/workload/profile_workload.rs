@@ -71,6 +71,8 @@ pub struct ProfileWorkload {
     select: Distribution,
     /// Mixed into the operation, partition and row choices (0 without a seed).
     salt: u64,
+    /// Replicas of each row (`Profile::replicas`).
+    replicas: Option<u32>,
 }
 
 /// Per worker: for each operation, for each batch row, one value per bind marker.
@@ -244,7 +246,13 @@ impl ProfileWorkload {
             rows_per_partition: profile.rows_per_partition,
             select: profile.partition_select,
             salt: if profile.seed == 0 { 0 } else { mix(profile.seed) },
+            replicas: profile.replicas(),
         })
+    }
+
+    /// How many replicas the keyspace keeps of a row (None: its replication map gives none).
+    pub fn replicas(&self) -> Option<u32> {
+        self.replicas
     }
 
     fn choose(&self, i: u64) -> usize {
