@@ -166,6 +166,7 @@ fn three_loaders_start_together_and_merge_exactly() {
         .collect();
     assert!(asked[..15].iter().all(|a| a == "3000.0"), "{asked:?}");
     assert!(asked[16..].iter().all(String::is_empty), "{asked:?}");
+    log_asks_as_the_csv(&merged.join("latency.hlog"), &asked);
 
     // Java's HistogramLogProcessor reads the merged log: its untagged histograms hold every
     // operation, and its p99 is the merged summary's.
@@ -300,6 +301,15 @@ fn java_totals(log: &Path) -> (u64, f64) {
     let last: Vec<&str> = text.lines().last().unwrap().split(',').collect();
     let col = |name: &str| last[header.iter().position(|h| *h == format!("\"{name}\"")).unwrap()];
     (col("Total_Count").parse().unwrap(), col("Total_99%").parse().unwrap())
+}
+
+/// The merged interval log gives the rates the merged CSV gives (`asked`, a second each, empty
+/// where not every loader asked one), in comments Java's reader skips.
+fn log_asks_as_the_csv(log: &Path, asked: &[String]) {
+    let logged = caplab::metrics::hdrlog::targets(log).unwrap();
+    let given: Vec<f64> = asked.iter().filter_map(|a| a.parse().ok()).collect();
+    let rates: Vec<f64> = logged.iter().map(|t| t.rate).collect();
+    assert_eq!(rates, given, "{logged:?}");
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -183,7 +183,9 @@ impl IntervalSink for Outputs {
         if iv.is_reported() {
             let at = humantime::format_rfc3339_seconds(self.started + iv.start);
             if let Some(h) = &mut self.hlog
-                && let Err(e) = h.write_interval(&self.names, iv, &mut self.all)
+                && let Err(e) = asked
+                    .map_or(Ok(()), |r| h.write_target(iv.start, iv.length, r))
+                    .and_then(|()| h.write_interval(&self.names, iv, &mut self.all))
             {
                 self.give_up("latency.hlog", &e, &at);
                 self.hlog = None;

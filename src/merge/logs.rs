@@ -76,14 +76,17 @@ pub fn write_logs(
                 .map_err(|e| anyhow::anyhow!("cannot add histograms: {e:?}"))?;
         }
         let start = Duration::from_millis((at_ms - base_ms) as u64);
+        // The rate asked of them all: the loaders' own, added, when each asked one that second.
+        let target = loaders.iter().map(|l| l.targets.get(&at_ms)).sum::<Option<f64>>();
+        if let Some(rate) = target {
+            log.write_target(start, length, rate)?;
+        }
         for (tag, h) in order.iter().zip(&sums) {
             if !h.is_empty() {
                 log.write(*tag, h, start, length)?;
             }
         }
         let when = humantime::format_rfc3339_millis(base + start + length);
-        // The rate asked of them all: the loaders' own, added, when each asked one that second.
-        let target = loaders.iter().map(|l| l.targets.get(&at_ms)).sum::<Option<f64>>();
         let empty = new_histogram();
         for op in &ops {
             let tag = format!("{op}.response");

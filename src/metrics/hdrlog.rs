@@ -4,6 +4,9 @@
 //! never-sent ones included; `<op>.ok`: successes only; `<op>.service`; `<op>.error`), values in
 //! nanoseconds, with the header lines and max-value divisor (ns → ms) that
 //! HistogramLogProcessor expects. Written unbuffered, so every completed interval is on disk.
+//! Before an interval's histograms, when the run asked a rate, a comment line
+//! `#[TargetRate: START,LENGTH,RATE]` gives the operations a second asked over it (the format
+//! has no field for it; its readers, Java's and the `hdrhistogram` crate's, skip comments).
 
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
@@ -82,6 +85,35 @@ impl TagKind {
     }
 }
 
+/// How the comment line giving an interval's target rate starts.
+const TARGET_RATE: &str = "#[TargetRate: ";
+
+/// One interval's rate asked, read back from the log's `#[TargetRate: …]` comments.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    /// After the log's base time.
+    pub start: Duration,
+    pub length: Duration,
+    /// Operations a second.
+    pub rate: f64,
+}
+
+/// The rates asked, interval by interval, from an interval log's comments (none for a run
+/// flat out, or a log written before caplab wrote them).
+pub fn targets(path: &Path) -> Result<Vec<Target>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let parse = |l: &str| -> Option<Target> {
+        let mut f = l.strip_prefix(TARGET_RATE)?.strip_suffix(']')?.split(',');
+        let mut next = || f.next()?.parse::<f64>().ok();
+        Some(Target {
+            start: Duration::try_from_secs_f64(next()?).ok()?,
+            length: Duration::try_from_secs_f64(next()?).ok()?,
+            rate: next()?,
+        })
+    };
+    Ok(text.lines().filter_map(parse).collect())
+}
+
 /// Java's HistogramLogWriter prints interval maxima in milliseconds for nanosecond values.
 pub const MAX_VALUE_DIVISOR: f64 = 1_000_000.0;
 
@@ -141,6 +173,19 @@ impl HdrLog {
             .map_err(|e| anyhow::anyhow!("cannot encode a histogram: {e:?}"))?;
         base64::engine::general_purpose::STANDARD.encode_string(&self.encoded, &mut self.line);
         self.line.push('\n');
+        super::write_whole(&mut self.file, self.line.as_bytes()).context("cannot write the interval log")
+    }
+
+    /// Appends the comment giving the rate asked (operations a second) over `[start, start +
+    /// length)`: `#[TargetRate: START,LENGTH,RATE]`, times as the intervals' own.
+    pub fn write_target(&mut self, start: Duration, length: Duration, rate: f64) -> Result<()> {
+        self.line.clear();
+        writeln!(
+            self.line,
+            "{TARGET_RATE}{:.3},{:.3},{rate:.3}]",
+            start.as_secs_f64(),
+            length.as_secs_f64()
+        )?;
         super::write_whole(&mut self.file, self.line.as_bytes()).context("cannot write the interval log")
     }
 
@@ -276,6 +321,37 @@ mod tests {
         for other in ["insert", "insert.latency", "response"] {
             assert_eq!(TagKind::parse(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn target_rates_ride_in_comments_the_histogram_readers_skip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hlog");
+        let mut log = HdrLog::create(&path, SystemTime::now()).unwrap();
+        let mut h = super::super::recorder::new_histogram();
+        h.record(1_000_000).unwrap();
+        let second = Duration::from_secs(1);
+        for (i, rate) in [250.0, 312.5].into_iter().enumerate() {
+            let start = Duration::from_secs(2 + i as u64);
+            log.write_target(start, second, rate).unwrap();
+            log.write(None, &h, start, second).unwrap();
+            log.write(Some("insert.response"), &h, start, second).unwrap();
+        }
+        let mut read = 0;
+        each(&path, |l| {
+            assert_eq!(l.histogram.len(), 1);
+            read += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(read, 4, "every histogram, no comment taken for one");
+        let t = targets(&path).unwrap();
+        assert_eq!(
+            t.iter()
+                .map(|t| (t.start.as_secs(), t.length, t.rate))
+                .collect::<Vec<_>>(),
+            [(2, second, 250.0), (3, second, 312.5)]
+        );
     }
 
     #[test]
