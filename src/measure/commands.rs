@@ -24,7 +24,7 @@ use crate::server_profile::Profiler;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 
 /// What a rate shape cannot be combined with yet, each named with its fix.
-fn refuse_with_shape(rate: &Rate, warmup: Warmup, ops: Option<u64>, sla: bool) -> Result<()> {
+fn refuse_with_shape(rate: &Rate, warmup: Warmup, ops: Option<u64>) -> Result<()> {
     let Some(shape) = &rate.shape else {
         return Ok(());
     };
@@ -41,13 +41,6 @@ fn refuse_with_shape(rate: &Rate, warmup: Warmup, ops: Option<u64>, sla: bool) -
             shape.text
         );
     }
-    if sla {
-        bail!(
-            "--rate {}: a service level checks one target rate, which a shape does not have: \
-             drop --sla, or judge each rate with `caplab capacity --rates`",
-            shape.text
-        );
-    }
     Ok(())
 }
 
@@ -61,7 +54,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     common.metrics.check()?;
     let warmup = resolve_warmup(args.warmup, args.warmup_max)?;
     let rate = args.rate()?;
-    refuse_with_shape(&rate, warmup, args.ops, sla.is_some())?;
+    refuse_with_shape(&rate, warmup, args.ops)?;
     let duration = match (args.duration, args.ops) {
         // A shape that ends (a ramp, steps, a trace) is measured to its end.
         (None, None) => Some(rate.shape.as_ref().and_then(|s| s.length()).unwrap_or(DEFAULT_DURATION)),

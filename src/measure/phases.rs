@@ -33,6 +33,10 @@ pub struct ShapePart {
     pub achieved_rate: f64,
     /// Response time (from the intended start) of the operations completed in it.
     pub response: Latency,
+    /// A constant part's steady-state verdict, judged as a run at its rate (`judge_parts`);
+    /// None for a ramp's or a sine's pieces, and for parts too short to judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<crate::steady::Class>,
 }
 
 /// The parts of `shape` (its constant parts, or pieces of a ramp or sine) in a measured window
@@ -81,28 +85,53 @@ pub fn parts(shape: &Shape, measured_from: Duration, measured_s: f64, hlog: &Pat
                 target_rate,
                 achieved_rate: h.len() as f64 / (to_s - from_s),
                 response: Latency::of(&h),
+                steady: None,
             })
         })
         .collect())
 }
 
-/// The parts of the run's shape, if it followed one and measured a window, and their knee by
-/// `rule`; an interval log that cannot be read leaves them out, saying why.
+/// The parts of the run's shape, if it followed one and measured a window, each constant one
+/// judged for steady state on its `seconds` (from the measured window's start), and their knee
+/// by `rule`; an interval log that cannot be read leaves them out, saying why.
 pub fn of_run(
     engine: &crate::engine::EngineConfig,
     measured: Option<crate::engine::Span>,
     log: &Path,
     rule: KneeRule,
+    seconds: &[crate::steady::SecondFigures],
 ) -> (Vec<ShapePart>, Option<Knee>) {
     let (Some(shape), Some(span)) = (&engine.shape, measured) else {
         return (Vec::new(), None);
     };
-    let parts = parts(shape, span.from, (span.to - span.from).as_secs_f64(), log).unwrap_or_else(|e| {
+    let mut parts = parts(shape, span.from, (span.to - span.from).as_secs_f64(), log).unwrap_or_else(|e| {
         eprintln!("The shape's parts are not summarized: {e:#}");
         Vec::new()
     });
+    judge_parts(shape, &mut parts, seconds);
     let knee = knee(&parts, rule.percentile, rule.factor);
     (parts, knee)
+}
+
+/// Judges each part of a shape whose rate holds still in its parts (steps, bursts, a trace)
+/// for steady state, as a run at that rate, from the measured seconds that start in it
+/// (`seconds`: times from the measured window's start). A part shorter than the verdict's
+/// 20 s, and every piece of a ramp or a sine, is left unjudged.
+pub fn judge_parts(shape: &Shape, parts: &mut [ShapePart], seconds: &[crate::steady::SecondFigures]) {
+    if !shape.piecewise_constant() {
+        return;
+    }
+    for p in parts {
+        let mine: Vec<crate::steady::SecondFigures> = seconds
+            .iter()
+            .filter(|s| s.at_s >= p.from_s - 1e-3 && s.at_s < p.to_s - 1e-3)
+            .map(|s| crate::steady::SecondFigures {
+                at_s: s.at_s - p.from_s,
+                ..*s
+            })
+            .collect();
+        p.steady = crate::steady::judge(&mine, crate::steady::Load::Fixed).class;
+    }
 }
 
 /// `Along the shape: 5,000 op/s asked, 4,998 achieved, p50 0.6 ms, p99 2.1 ms (0-120 s)`, a line
@@ -112,14 +141,15 @@ pub fn render(parts: &[ShapePart]) -> String {
     let mut text = String::from("Along the shape (each part):\n");
     for p in parts {
         text.push_str(&format!(
-            "  {:>7.0}-{:<7.0} s  {:>10} op/s asked, {:>10} achieved, p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms\n",
+            "  {:>7.0}-{:<7.0} s  {:>10} op/s asked, {:>10} achieved, p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms{}\n",
             p.from_s,
             p.to_s,
             group(p.target_rate),
             group(p.achieved_rate),
             p.response.median_ms,
             p.response.p99_ms,
-            p.response.max_ms
+            p.response.max_ms,
+            p.steady.map_or(String::new(), |c| format!(", window {}", c.name()))
         ));
     }
     text
@@ -301,16 +331,45 @@ mod tests {
             to_s: 10.0,
             target_rate: target,
             achieved_rate: achieved,
-            response: Latency {
-                count: 1,
-                mean_ms: p99 / 3.0,
-                median_ms: p99 / 3.0,
-                p95_ms: p99 / 2.0,
-                p99_ms: p99,
-                p999_ms: p99 * 2.0,
-                max_ms: p99 * 3.0,
-            },
+            response: Latency::around_p99(p99),
+            steady: None,
         }
+    }
+
+    #[test]
+    fn each_step_of_a_shape_is_judged_steady_on_its_own_seconds() {
+        let shape = Shape::parse("steps:1k,2k,3k/30s").unwrap();
+        // A step's seconds at its rate, p50 1 ms; in the third, p50 climbs 1 → 5 ms halfway.
+        let seconds: Vec<crate::steady::SecondFigures> = (0..90)
+            .map(|t| crate::steady::SecondFigures {
+                at_s: t as f64,
+                ops_per_s: 1000.0 * (1 + t / 30) as f64 + if t % 2 == 0 { 7.0 } else { -7.0 },
+                p50_ms: Some(if t >= 75 { 5.0 } else { 1.0 + 0.01 * (t % 3) as f64 }),
+                p99_ms: Some(3.0),
+            })
+            .collect();
+        let mut parts: Vec<ShapePart> = (0..3)
+            .map(|i| ShapePart {
+                from_s: 30.0 * i as f64,
+                to_s: 30.0 * (i + 1) as f64,
+                ..part(1000.0 * (i + 1) as f64, 1000.0 * (i + 1) as f64, 3.0)
+            })
+            .collect();
+        judge_parts(&shape, &mut parts, &seconds);
+        let classes: Vec<Option<crate::steady::Class>> = parts.iter().map(|p| p.steady).collect();
+        use crate::steady::Class;
+        assert_eq!(
+            classes[..2],
+            [Some(Class::Flat), Some(Class::Flat)],
+            "each step at its own level"
+        );
+        assert!(matches!(classes[2], Some(c) if c != Class::Flat), "{classes:?}");
+        assert!(render(&parts).contains("window flat"), "{}", render(&parts));
+        // A ramp's pieces are not judged: their rate never holds.
+        let mut pieces = parts.clone();
+        pieces.iter_mut().for_each(|p| p.steady = None);
+        judge_parts(&Shape::parse("ramp:1k..3k/90s").unwrap(), &mut pieces, &seconds);
+        assert!(pieces.iter().all(|p| p.steady.is_none()));
     }
 
     #[test]

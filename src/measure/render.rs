@@ -100,6 +100,20 @@ fn render_merge(m: &MergeRecord) -> String {
 }
 
 /// The load a step puts on, in words: `at 5,000 op/s for 60s after 15s warm-up, 256 in flight`.
+/// `Running insert as loader 1/3 against … at 3,000 op/s …; results in DIR`.
+pub fn running(name: &str, loader: &crate::engine::LoaderSlice, site: &str, c: &EngineConfig, out: &Path) -> String {
+    let as_loader = if loader.is_whole() {
+        String::new()
+    } else {
+        format!(" as loader {loader}")
+    };
+    format!(
+        "Running {name}{as_loader} against {site} {}; results in {}",
+        describe_load(c),
+        out.display()
+    )
+}
+
 pub fn describe_load(c: &EngineConfig) -> String {
     let rate = if let Some(shape) = &c.shape {
         format!("along {} (mean {} op/s)", shape.text, group(c.rate))

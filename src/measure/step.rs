@@ -91,18 +91,7 @@ impl Step {
         let mut result = self.new_result(site, &about);
         result.save(out)?;
         let marked = super::signal::running_result(&stop, out.join(RESULT_FILE));
-        say(&format!(
-            "Running {}{} against {} {}; results in {}",
-            about.name,
-            if self.loader.is_whole() {
-                String::new()
-            } else {
-                format!(" as loader {}", self.loader)
-            },
-            site.describe(),
-            render::describe_load(ecfg),
-            out.display()
-        ));
+        say(&render::running(&about.name, &self.loader, &site.describe(), ecfg, out));
 
         if !self.jmx.is_empty() {
             // Starts GCInspector's interval (it reports since its previous reading).
@@ -154,7 +143,7 @@ impl Step {
             ecfg.duration,
             ecfg.warmup,
             ecfg.asked(),
-            self.sla.as_ref().map(|s| Judge::new(s, target_rate)),
+            self.sla.as_ref().map(|s| Judge::new(s, ecfg.asked())),
             Watch::new(&site.local_nodes),
         );
         let pools = match (&site.cql, self.pools) {
@@ -206,6 +195,7 @@ impl Step {
             check: sink.check.take().map(|c| c.text),
         });
         result.steady_state = steady_state(&end, &mut sink.seconds, ecfg.rate);
+        let seconds = std::mem::take(&mut sink.seconds);
         self.fault_records(&mut result, &sink.tallies, &end, started, verdict.as_ref());
         drop(sink);
         if !self.jmx.is_empty() {
@@ -229,7 +219,7 @@ impl Step {
         result.sla = verdict;
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
-        (result.shape_parts, result.knee) = phases::of_run(ecfg, end.measured, &out.join(HDR_LOG), self.knee);
+        (result.shape_parts, result.knee) = phases::of_run(ecfg, end.measured, &out.join(HDR_LOG), self.knee, &seconds);
         result.retries = site.retries.load(std::sync::atomic::Ordering::Relaxed) - retries_before;
         result.keep_histograms(&names, end.totals);
         marked.finish();

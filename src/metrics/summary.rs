@@ -22,6 +22,22 @@ pub struct Latency {
     pub max_ms: f64,
 }
 
+#[cfg(test)]
+impl Latency {
+    /// For tests: a distribution with this p99 and the other figures in fixed proportion to it.
+    pub fn around_p99(p99: f64) -> Latency {
+        Latency {
+            count: 100,
+            mean_ms: p99 / 3.0,
+            median_ms: p99 / 3.0,
+            p95_ms: p99 / 2.0,
+            p99_ms: p99,
+            p999_ms: p99 * 2.0,
+            max_ms: p99 * 3.0,
+        }
+    }
+}
+
 impl Latency {
     pub fn of(h: &Histogram<u64>) -> Latency {
         let q = |x| h.value_at_quantile(x) as f64 / 1e6;

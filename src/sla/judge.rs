@@ -4,7 +4,8 @@
 //! intervals starting in [k·W, (k+1)·W). A window passes when every objective's percentile of
 //! response time (of every due operation: timeouts, errors and never-sent ones included) is
 //! within its bound, the achieved rate is at least the required share of
-//! the target (runs with a rate), and failed operations stay within the error budget. A
+//! the target (runs with a rate; along a rate shape, the rate the shape asked over that
+//! window's own seconds), and failed operations stay within the error budget. A
 //! window where nothing completed is reported and fails; a trailing window shorter than half
 //! its length is reported but not judged. The run passes when every judged window passes.
 
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use super::spec::Sla;
 use crate::console::group;
+use crate::engine::Asked;
 use crate::metrics::Interval;
 use crate::metrics::recorder::new_histogram;
 
@@ -34,6 +36,9 @@ pub struct WindowVerdict {
     pub ops: u64,
     pub errors: u64,
     pub achieved_rate: f64,
+    /// The rate asked over the window (None flat out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_rate: Option<f64>,
     pub values: Vec<ObjectiveValue>,
     pub judged: bool,
     pub pass: bool,
@@ -53,7 +58,11 @@ pub struct ObjectiveResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SlaVerdict {
     pub sla: Sla,
+    /// The run's constant rate (None flat out, or along a shape).
     pub target_rate: Option<f64>,
+    /// The rate shape whose rate each window had to achieve (`ramp:1k..5k/2m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_shape: Option<String>,
     pub pass: bool,
     pub windows_judged: usize,
     pub windows_failed: usize,
@@ -77,7 +86,8 @@ struct Lane {
 
 pub struct Judge {
     sla: Sla,
-    target_rate: Option<f64>,
+    /// What the schedule asked, in the intervals' time.
+    asked: Asked,
     lanes: Vec<Lane>,
     /// Start of the first reported interval: windows count from here.
     origin: Option<Duration>,
@@ -85,8 +95,8 @@ pub struct Judge {
 }
 
 impl Judge {
-    /// `target_rate`: the run's rate, if it has one (flat-out runs have no rate to achieve).
-    pub fn new(sla: &Sla, target_rate: Option<f64>) -> Judge {
+    /// `asked`: the rate the run's schedule asks (flat-out runs have no rate to achieve).
+    pub fn new(sla: &Sla, asked: Asked) -> Judge {
         let lanes = sla
             .windows()
             .into_iter()
@@ -105,7 +115,10 @@ impl Judge {
             .collect();
         Judge {
             sla: sla.clone(),
-            target_rate: target_rate.filter(|r| *r > 0.0),
+            asked: match asked {
+                Asked::Rate(r) if r <= 0.0 => Asked::FlatOut,
+                a => a,
+            },
             lanes,
             origin: None,
             windows: Vec::new(),
@@ -208,7 +221,14 @@ impl Judge {
             windows_judged: judged.len(),
             windows_failed,
             sla: self.sla,
-            target_rate: self.target_rate,
+            target_rate: match self.asked {
+                Asked::Rate(r) => Some(r),
+                _ => None,
+            },
+            rate_shape: match &self.asked {
+                Asked::Shape(s) => Some(s.text.clone()),
+                _ => None,
+            },
             objectives,
             windows: self.windows,
         }
@@ -217,6 +237,8 @@ impl Judge {
     fn close(&mut self, li: usize) -> WindowVerdict {
         let lane = &mut self.lanes[li];
         let index = lane.index.take().expect("an open window");
+        let from = self.origin.unwrap_or_default() + lane.window * index as u32;
+        let target = self.asked.over(from, lane.length);
         let secs = lane.length.as_secs_f64();
         let mut reasons = Vec::new();
         let judged = lane.length * 2 >= lane.window;
@@ -259,7 +281,7 @@ impl Judge {
         } else {
             0.0
         };
-        if let Some(target) = self.target_rate
+        if let Some(target) = target
             && attempted > 0
             && achieved_rate < target * self.sla.min_rate_share
         {
@@ -286,6 +308,7 @@ impl Judge {
             ops: lane.ok,
             errors: lane.errors,
             achieved_rate,
+            target_rate: target,
             values,
             judged,
             pass: judged && reasons.is_empty(),
@@ -333,6 +356,12 @@ impl SlaVerdict {
                 ", rate >= {:.0}% of {} op/s",
                 self.sla.min_rate_share * 100.0,
                 group(r)
+            ));
+        }
+        if let Some(shape) = &self.rate_shape {
+            head.push_str(&format!(
+                ", rate >= {:.0}% of what {shape} asked in each window",
+                self.sla.min_rate_share * 100.0
             ));
         }
         head.push_str(&format!(", errors <= {}%", self.sla.error_budget * 100.0));
@@ -384,11 +413,47 @@ mod tests {
     }
 
     fn judge(s: &Sla, rate: Option<f64>, seconds: &[Interval]) -> SlaVerdict {
-        let mut j = Judge::new(s, rate);
+        let mut j = Judge::new(s, rate.map_or(Asked::FlatOut, Asked::Rate));
         for iv in seconds {
             j.feed(iv);
         }
         j.finish()
+    }
+
+    #[test]
+    fn along_a_shape_each_window_must_achieve_what_the_shape_asked_in_it() {
+        let s = sla("p99<10ms/2s");
+        let shape = crate::engine::Shape::parse("steps:1k,2k/4s").unwrap();
+        let asked = || Asked::Shape(std::sync::Arc::new(shape.clone()));
+        let kept_up: Vec<Interval> = (0..8)
+            .map(|t| second(t, if t < 4 { 1000 } else { 2000 }, 2, 0))
+            .collect();
+        let mut j = Judge::new(&s, asked());
+        kept_up.iter().for_each(|iv| drop(j.feed(iv)));
+        let v = j.finish();
+        assert!(v.pass, "{}", v.render());
+        let targets: Vec<Option<f64>> = v.windows.iter().map(|w| w.target_rate).collect();
+        assert_eq!(targets, [Some(1000.0), Some(1000.0), Some(2000.0), Some(2000.0)]);
+        assert_eq!((v.target_rate, v.rate_shape.as_deref()), (None, Some("steps:1k,2k/4s")));
+        assert!(
+            v.render().contains("of what steps:1k,2k/4s asked in each window"),
+            "{}",
+            v.render()
+        );
+        // Holding 1,000 op/s while the shape asks 2,000 fails the second step's windows only.
+        let mut j = Judge::new(&s, asked());
+        (0..8).for_each(|t| drop(j.feed(&second(t, 1000, 2, 0))));
+        let v = j.finish();
+        let failed: Vec<(u64, String)> = v
+            .windows
+            .iter()
+            .filter(|w| !w.pass)
+            .map(|w| (w.index, w.reasons.join("; ")))
+            .collect();
+        assert_eq!(
+            failed,
+            [2, 3].map(|i| (i, "1,000 op/s < 97% of 2,000 op/s".to_string()))
+        );
     }
 
     #[test]
