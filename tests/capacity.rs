@@ -257,6 +257,39 @@ fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted(lab: &Lab, hosts: &str)
         result_json_named(&lab.home.join("fresh"), "capacity.json")["capacity"].as_f64(),
         Some(500.0)
     );
+
+    // --curve: the probe's flat-out throughput, then 4 rates spread evenly up to it, each a
+    // point of the latency–throughput curve with its knee named, on the page too.
+    let curve = dir("curve");
+    let o = ok(lab.caplab(&[&quick[..], &["--hosts", hosts, "--curve", "4", "--out", &curve]].concat()));
+    let cap = result_json_named(&lab.home.join("curve"), "capacity.json");
+    let ceiling = cap["probe"]["achieved_rate"].as_f64().unwrap();
+    let rates: Vec<f64> = cap["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["rate"].as_f64().unwrap())
+        .collect();
+    let spread: Vec<f64> = (1..=4).map(|i| (ceiling * i as f64 / 4.0).round()).collect();
+    assert_eq!(rates, spread, "every rate runs, failing or not: {cap:#}");
+    assert!(
+        cap["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["response"]["p99_ms"].as_f64() > Some(0.0)),
+        "each step keeps its point: {cap:#}"
+    );
+    assert_eq!(cap["curve"], true);
+    let knee = &cap["knee"];
+    let named = |k: &str| knee[k].as_f64().is_none_or(|r| rates.contains(&r));
+    assert!(
+        knee["base_rate"].as_f64() == Some(rates[0]) && named("held_rate") && named("broke_rate"),
+        "{knee}"
+    );
+    assert!(stdout(&o).contains("Knee "), "{}", stdout(&o));
+    let page = std::fs::read_to_string(lab.home.join("curve").join("report.html")).unwrap();
+    assert!(page.contains("id=\"chart-curve\""), "the curve's chart");
 }
 
 fn result_json_named(dir: &std::path::Path, name: &str) -> serde_json::Value {

@@ -27,6 +27,12 @@ fn capacity_mistakes_are_named_before_anything_runs() {
     assert!(err.contains("shorter than the SLA's 10s window"), "{err}");
     let err = fails(lab.caplab(&["capacity", "--hosts", &nowhere, "--sla", "p99<10ms/2s", "--fresh-node"]));
     assert!(err.contains("cannot restart --hosts"), "{err}");
+    let sla = ["capacity", "--hosts", &nowhere, "--sla", "p99<10ms/2s"];
+    let err = fails(lab.caplab(&[&sla[..], &["--curve", "--no-probe"]].concat()));
+    assert!(err.contains("give --rates, or drop --no-probe"), "{err}");
+    let o = lab.caplab(&[&sla[..], &["--curve", "1"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 is not in 2..=100"), "{}", stderr(&o));
     let err = fails(lab.caplab(&["run", "--hosts", &nowhere, "--sla", "p99 10ms"]));
     assert!(err.contains("p99.9<100ms/10s"), "{err}");
     let o = lab.caplab(&[
@@ -119,15 +125,13 @@ fn rate_shapes_are_checked_before_anything_runs() {
     assert!(bad(&["run", "--rate", "ramp:1k/5m"]).contains("ramp:1k..40k/5m"));
     assert!(bad(&["run", "--rate", "sine:1k±2k/10s"]).contains("cannot exceed its mean"));
     assert!(bad(&["run", "--rate", "1k", "--rate-file", "t.csv"]).contains("cannot be used with"));
-    // A shape starts with the measured window, so its warm-up must have a known length; it runs
-    // for a time; and a service level's rate check needs one rate.
+    // A shape starts with the measured window, so its warm-up must have a known length; and it
+    // runs for a time.
     let shaped = ["run", "--hosts", "x", "--rate", "steps:1k,2k/10s"];
     let auto = fails(lab.caplab(&shaped));
     assert!(auto.contains("give --warmup 30s (or --warmup 0)"), "{auto}");
     let count = fails(lab.caplab(&[&shaped[..], &["--warmup", "0", "-n", "100"]].concat()));
     assert!(count.contains("give --duration"), "{count}");
-    let sla = fails(lab.caplab(&[&shaped[..], &["--warmup", "0", "--sla", "p99<10ms/1s"]].concat()));
-    assert!(sla.contains("drop --sla"), "{sla}");
     let missing = lab.home.join("no-such-trace.csv");
     let trace = fails(lab.caplab(&["run", "--hosts", "x", "--rate-file", missing.to_str().unwrap()]));
     assert!(

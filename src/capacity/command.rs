@@ -36,9 +36,13 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
             longest.as_secs()
         );
     }
-    let plan = match args.rates.as_deref() {
-        Some(rates) => Plan::sweep(parse_rates(rates).map_err(|e| anyhow::anyhow!(e))?, args.repeats),
-        None => Plan::adaptive(args.start, args.precision, !args.no_probe, args.repeats),
+    let plan = match (args.rates.as_deref(), args.curve) {
+        (Some(rates), _) => Plan::sweep(parse_rates(rates).map_err(|e| anyhow::anyhow!(e))?, args.repeats),
+        (None, Some(_)) if args.no_probe => bail!(
+            "--curve without --rates sweeps up to the flat-out throughput, which --no-probe skips: give --rates, or drop --no-probe"
+        ),
+        (None, Some(points)) => Plan::curve(points, args.repeats),
+        (None, None) => Plan::adaptive(args.start, args.precision, !args.no_probe, args.repeats),
     };
     common.conn.options(Vec::new(), common.load.threads)?;
     let choice = Choice::of(&common.workload)?;
@@ -82,6 +86,10 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
         labels: common.labels.iter().cloned().collect(),
         validate: common.validation()?,
         live: None,
+        knee: args.curve.map(|_| crate::measure::phases::KneeRule {
+            percentile: args.knee_on,
+            factor: args.knee_factor,
+        }),
     };
 
     let out = search.out.clone();

@@ -45,6 +45,19 @@ pub struct CapacityOptions {
     /// once one fails).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
+    /// Also draw the latency–throughput curve of the steps and name its knee (as a ramp's:
+    /// --knee-on, --knee-factor). Without --rates, sweep N rates (default 10) evenly from
+    /// 1/N of the flat-out throughput up to it, each a step of its own (docs/capacity.md).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10",
+          value_parser = clap::value_parser!(u32).range(2..=100))]
+    pub curve: Option<u32>,
+    /// With --curve: the knee is where the percentile --knee-on rises past this many times
+    /// its low-load level and stays there, or a step stops keeping up.
+    #[arg(long, value_name = "FACTOR", default_value_t = 3.0, value_parser = crate::measure::options::parse_factor)]
+    pub knee_factor: f64,
+    /// With --curve: the percentile the knee is judged on.
+    #[arg(long, value_enum, default_value = "p99")]
+    pub knee_on: crate::measure::phases::Percentile,
     /// Do not measure the flat-out throughput first (the search then grows from --start).
     #[arg(long)]
     pub no_probe: bool,

@@ -30,6 +30,9 @@ enum Mode {
     Sweep {
         rates: Vec<f64>,
         next: usize,
+        /// A curve's sweep: this many rates spread up to the flat-out probe's throughput,
+        /// known once the probe has run.
+        from_probe: Option<u32>,
     },
 }
 
@@ -68,6 +71,22 @@ impl Plan {
             mode: Mode::Sweep {
                 rates: rates.into_iter().map(|r| r.round().max(1.0)).collect(),
                 next: 0,
+                from_probe: None,
+            },
+            repeats: repeats.max(1),
+            current: None,
+            rates: Vec::new(),
+        }
+    }
+
+    /// A curve's sweep: `points` rates, the flat-out probe's throughput × 1/points, 2/points …
+    /// up to all of it (`--curve` without `--rates`).
+    pub fn curve(points: u32, repeats: u32) -> Plan {
+        Plan {
+            mode: Mode::Sweep {
+                rates: Vec::new(),
+                next: 0,
+                from_probe: Some(points.max(2)),
             },
             repeats: repeats.max(1),
             current: None,
@@ -86,6 +105,9 @@ impl Plan {
     pub fn describe(&self) -> String {
         match &self.mode {
             Mode::Adaptive { precision, .. } => format!("adaptive search to {:.0}% precision", precision * 100.0),
+            Mode::Sweep {
+                from_probe: Some(n), ..
+            } => format!("sweeping {n} rates up to the flat-out throughput"),
             Mode::Sweep { rates, .. } => format!("sweeping {} rates", rates.len()),
         }
     }
@@ -104,20 +126,38 @@ impl Plan {
 
     /// Whether a flat-out probe should run before the first rate.
     pub fn wants_probe(&self) -> bool {
-        matches!(self.mode, Mode::Adaptive { probe: true, .. }) && self.rates.is_empty() && self.current.is_none()
+        let probes = matches!(
+            self.mode,
+            Mode::Adaptive { probe: true, .. }
+                | Mode::Sweep {
+                    from_probe: Some(_),
+                    ..
+                }
+        );
+        probes && self.rates.is_empty() && self.current.is_none()
     }
 
     /// The probe's flat-out throughput: the search starts below it and never goes above it
-    /// before a run has passed there.
+    /// before a run has passed there; a curve's sweep takes its rates from it.
     pub fn probed(&mut self, ceiling: f64) {
-        if let Mode::Adaptive {
-            search,
-            start,
-            precision,
-            ..
-        } = &mut self.mode
-        {
-            *search = Search::new(start.unwrap_or(ceiling / 2.0), *precision).with_ceiling(ceiling);
+        match &mut self.mode {
+            Mode::Adaptive {
+                search,
+                start,
+                precision,
+                ..
+            } => *search = Search::new(start.unwrap_or(ceiling / 2.0), *precision).with_ceiling(ceiling),
+            Mode::Sweep {
+                rates,
+                from_probe: Some(n),
+                ..
+            } => {
+                *rates = (1..=*n)
+                    .map(|i| (ceiling * f64::from(i) / f64::from(*n)).round().max(1.0))
+                    .collect();
+                rates.dedup();
+            }
+            Mode::Sweep { .. } => {}
         }
     }
 
@@ -136,7 +176,7 @@ impl Plan {
         }
         let rate = match &mut self.mode {
             Mode::Adaptive { search, .. } => search.next()?,
-            Mode::Sweep { rates, next } => {
+            Mode::Sweep { rates, next, .. } => {
                 let r = *rates.get(*next)?;
                 *next += 1;
                 r
@@ -269,6 +309,20 @@ mod tests {
         );
         assert_eq!(plan.caveat(), None);
         assert_eq!(plan.bracket(), None);
+    }
+
+    #[test]
+    fn a_curve_sweeps_evenly_up_to_the_probe_and_past_failures() {
+        let mut plan = Plan::curve(4, 1);
+        assert!(plan.wants_probe(), "its rates come from the flat-out throughput");
+        assert_eq!(plan.describe(), "sweeping 4 rates up to the flat-out throughput");
+        plan.probed(10_000.0);
+        // Every rate runs, the ones above a failure too: they are the curve's points.
+        let steps = drive(&mut plan, |r, _| r <= 5_000.0);
+        let rates: Vec<f64> = steps.iter().map(|s| s.0).collect();
+        assert_eq!(rates, [2_500.0, 5_000.0, 7_500.0, 10_000.0]);
+        assert_eq!(plan.capacity(), Some(5_000.0));
+        assert!(!plan.capacity_is_a_lower_bound());
     }
 
     #[test]

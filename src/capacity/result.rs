@@ -7,7 +7,9 @@ use std::path::Path;
 
 use super::plan::RateResult;
 use crate::console::group;
+use crate::measure::phases::{Knee, KneeRule, ShapePart, knee};
 use crate::measure::result::{CAPACITY_FILE, RunResult, RunStatus};
+use crate::metrics::summary::Latency;
 use crate::sla::Sla;
 
 /// One step as capacity.json records it.
@@ -41,6 +43,10 @@ pub struct SearchStep {
     /// Whether every fault recovered within the window (None: no faults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered: Option<bool>,
+    /// Response time over the measured window (every due operation): the step's point on the
+    /// latency–throughput curve (None in searches recorded before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Latency>,
 }
 
 impl SearchStep {
@@ -67,6 +73,7 @@ impl SearchStep {
             availability: r.availability,
             recovery_s: r.longest_recovery(),
             recovered: (!r.faults.is_empty()).then(|| r.faults.iter().all(|f| f.recover_s.is_some())),
+            response: r.summary.as_ref().map(|s| s.total.response.clone()),
         }
     }
 
@@ -170,6 +177,11 @@ pub struct CapacityResult {
     /// The user's labels (`--label KEY=VALUE`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub labels: std::collections::BTreeMap<String, String>,
+    /// Whether the steps are drawn as a latency–throughput curve (`--curve`), and its knee.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub curve: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<Knee>,
 }
 
 impl CapacityResult {
@@ -213,6 +225,31 @@ impl CapacityResult {
                 group(c)
             ),
         }
+    }
+
+    /// The steps (not the probe, nor the confirmation) as points of a latency–throughput
+    /// curve: each completed step that kept its response times, at its rate asked and achieved.
+    pub fn curve_parts(&self) -> Vec<ShapePart> {
+        self.steps
+            .iter()
+            .filter(|s| s.status == RunStatus::Completed)
+            .filter_map(|s| {
+                Some(ShapePart {
+                    from_s: 0.0,
+                    to_s: self.measure_s,
+                    target_rate: s.rate,
+                    achieved_rate: s.achieved_rate,
+                    response: s.response.clone()?,
+                    steady: s.steady_class,
+                })
+            })
+            .collect()
+    }
+
+    /// Names the knee of the steps' curve by `rule` (None: fewer than two rates).
+    pub fn find_knee(&mut self, rule: KneeRule) {
+        self.curve = true;
+        self.knee = knee(&self.curve_parts(), rule.percentile, rule.factor);
     }
 
     pub fn load(dir: &Path) -> Result<CapacityResult> {
@@ -283,6 +320,9 @@ impl CapacityResult {
         if let Some(why) = &self.stopped_early {
             s.push_str(&format!("Note: {why}\n"));
         }
+        if let Some(k) = &self.knee {
+            s.push_str(&k.render());
+        }
         s.push_str(&format!(
             "Highest throughput achieved (any SLA): {} op/s\n",
             group(self.highest_achieved_rate)
@@ -323,7 +363,47 @@ mod tests {
             availability: None,
             recovery_s: None,
             recovered: None,
+            response: None,
         }
+    }
+
+    #[test]
+    fn the_steps_are_a_curve_whose_knee_is_named_like_a_ramp_s() {
+        let mut doc: CapacityResult = serde_json::from_value(serde_json::json!({
+            "caplab_version": "0", "command": [], "status": "completed", "workload": "insert",
+            "sla": {"objectives": [], "min_rate_share": 0.97, "error_budget": 0.001},
+            "mode": "sweep", "precision": null, "warmup_s": 0.0, "measure_s": 30.0, "repeats": 1,
+            "fresh_node": false, "probe": null, "steps": [], "rates": [], "capacity": null,
+            "highest_achieved_rate": 0.0, "bracket": null, "stopped_early": null, "cost": null,
+            "started_at": "", "elapsed_s": 0.0
+        }))
+        .unwrap();
+        // p99 1 ms up to 3,000 op/s, 9 ms from 4,000: the knee lies between them. A step
+        // that did not complete is no point; one without response times (an older file) neither.
+        for (rate, p99, status) in [
+            (1_000.0, 1.0, RunStatus::Completed),
+            (2_000.0, 1.1, RunStatus::Completed),
+            (3_000.0, 1.0, RunStatus::Completed),
+            (3_500.0, 50.0, RunStatus::Failed),
+            (4_000.0, 9.0, RunStatus::Completed),
+            (5_000.0, 12.0, RunStatus::Completed),
+        ] {
+            let mut s = step();
+            (s.rate, s.achieved_rate, s.status) = (rate, rate, status);
+            s.response = Some(Latency::around_p99(p99));
+            doc.steps.push(s);
+        }
+        doc.steps.push(SearchStep {
+            rate: 6_000.0,
+            ..step()
+        });
+        assert_eq!(doc.curve_parts().len(), 5);
+        doc.find_knee(KneeRule::default());
+        let k = doc.knee.clone().unwrap();
+        assert_eq!((k.held_rate, k.broke_rate), (Some(3_000.0), Some(4_000.0)));
+        assert!(doc.curve && doc.render().contains("Knee "), "{}", doc.render());
+        let back: CapacityResult = serde_json::from_str(&serde_json::to_string(&doc).unwrap()).unwrap();
+        assert_eq!(back.knee, doc.knee);
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub struct Capacity {
     pub validate: Option<crate::readback::ValidateOptions>,
     /// The live metrics every step adds to.
     pub live: Option<crate::live::Feed>,
+    /// `--curve`: the rule the steps' knee is named by.
+    pub knee: Option<crate::measure::phases::KneeRule>,
 }
 
 /// What a step needs besides its rate.
@@ -140,6 +142,9 @@ impl Capacity {
             },
         )
         .await?;
+        if let Some(rule) = cfg.knee {
+            report.find_knee(rule);
+        }
         if report.status == RunStatus::Completed {
             report.cost = cfg.pricing.zip(report.held()).and_then(|(p, cap)| cost(p, cap));
         }
@@ -190,6 +195,8 @@ impl Capacity {
             started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
             elapsed_s: 0.0,
             labels: cfg.labels.clone(),
+            curve: cfg.knee.is_some(),
+            knee: None,
         }
     }
 }
@@ -489,6 +496,7 @@ mod tests {
             availability: None,
             recovery_s: None,
             recovered: None,
+            response: None,
         };
         (end, step)
     }

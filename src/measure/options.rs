@@ -299,7 +299,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub const WARMUP_MAX: Duration = Duration::from_secs(300);
 
 /// A factor above 1 (`--knee-factor 3`).
-fn parse_factor(s: &str) -> Result<f64, String> {
+pub fn parse_factor(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(f) if f > 1.0 && f.is_finite() => Ok(f),
         _ => Err(format!(

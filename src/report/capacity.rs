@@ -25,6 +25,9 @@ struct Page<'a> {
     /// The capacity as it stands (confirmed, when confirmed) and the line that says so.
     held: Option<f64>,
     capacity_text: String,
+    /// With `--curve`: the knee as the search printed it, and its rule in words.
+    knee_text: Option<String>,
+    knee_rule: String,
 }
 
 #[derive(Serialize)]
@@ -45,6 +48,10 @@ struct Data {
     bound: f64,
     capacity: Option<f64>,
     points: Vec<Point>,
+    /// With `--curve`: each step a point (achieved op/s, p50, p99, p99.9 ms), and the knee's
+    /// (held, broke) rates asked.
+    curve: Vec<(f64, f64, f64, f64)>,
+    knee: Option<(Option<f64>, Option<f64>)>,
 }
 
 /// A step's directory as capacity.json names it: relative to `dir`, or (searches recorded
@@ -127,6 +134,12 @@ pub fn page(dir: &Path, report: &CapacityResult) -> Result<String> {
         bound: first.map_or(0.0, |o| o.bound.as_secs_f64() * 1e3),
         capacity: report.held(),
         points,
+        curve: if report.curve {
+            super::series::shape_curve(&report.curve_parts())
+        } else {
+            Vec::new()
+        },
+        knee: report.knee.as_ref().map(|k| (k.held_rate, k.broke_rate)),
     };
     let title = format!("caplab capacity: {} ({})", report.workload, super::run::label(dir));
     let page = Page {
@@ -134,6 +147,19 @@ pub fn page(dir: &Path, report: &CapacityResult) -> Result<String> {
         steps,
         held: report.held(),
         capacity_text: report.capacity_text(),
+        knee_text: report.knee.as_ref().map(|k| {
+            k.render()
+                .split_once(':')
+                .map_or(String::new(), |(_, t)| t.trim().to_string())
+        }),
+        knee_rule: report.knee.as_ref().map_or_else(String::new, |k| {
+            format!(
+                "{} rose past {}× its low-load level or a step achieved less than {:.0} % of its rate",
+                k.percentile.name(),
+                k.factor,
+                crate::measure::phases::KEPT_UP * 100.0
+            )
+        }),
     };
     html::render("capacity.html", &title, page, &data)
 }

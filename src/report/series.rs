@@ -99,7 +99,7 @@ pub struct RunSeries {
 }
 
 /// The latency–throughput curve of a shape's parts, by achieved rate.
-fn shape_curve(parts: &[crate::measure::phases::ShapePart]) -> Vec<(f64, f64, f64, f64)> {
+pub(super) fn shape_curve(parts: &[crate::measure::phases::ShapePart]) -> Vec<(f64, f64, f64, f64)> {
     let mut out: Vec<_> = parts
         .iter()
         .filter(|p| p.target_rate > 0.0)

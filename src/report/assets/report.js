@@ -200,7 +200,7 @@
 
   // Latency against throughput along a shape: each part of it a point at its achieved rate;
   // p50, p99 and p99.9 for one run, p99 for each of several runs; one run's knee marked.
-  function curveChart(id, runs) {
+  function curveChart(id, runs, points) {
     var withCurve = runs.filter(function (s) { return s.curve.length > 1; });
     if (!withCurve.length) {
       var section = document.getElementById("section-curve");
@@ -233,7 +233,7 @@
       ctx.restore();
     };
     chart(id, {
-      title: "Latency against throughput (each part of the shape; log scale)",
+      title: "Latency against throughput (" + (points || "each part of the shape") + "; log scale)",
       scales: { x: { time: false }, y: { distr: 3 } },
       axes: [{ label: "achieved op/s", values: function (u, s) { return s.map(function (v) { return fmt(v, 0); }); } }, { label: "ms", size: 60 }],
       series: [{ label: "achieved op/s", value: function (u, v) { return fmt(v, 0); } }].concat(series),
@@ -291,6 +291,9 @@
       series: [{ label: "target", value: function (u, v) { return fmt(v, 0); } }, dots("achieved", "#1f77b4", 8),
         line("achieved = target", "#999", { dash: [4, 4], width: 1, spanGaps: true })],
     }, [x, pts.map(function (p) { return p.achieved; }), pts.map(function (p) { return p.rate; })], pts.length);
+    if (document.getElementById("chart-curve")) {
+      curveChart("chart-curve", [{ label: "steps", curve: c.curve, knee: c.knee }], "each step");
+    }
   }
 
   // ---- experiment pages ----
