@@ -112,6 +112,12 @@ fn client_metrics() -> Vec<Metric> {
             Observation::Capacity(c) => Some(c.highest_achieved_rate),
             _ => None,
         }),
+        // Along a ramp or steps (or a capacity search with --curve): the highest rate asked
+        // below the latency-throughput curve's rise (none when it rose from the lowest rate).
+        Metric::higher("knee", "knee (highest rate held)", "op/s", |o| match o {
+            Observation::Capacity(c) => c.knee.as_ref()?.held_rate,
+            _ => o.result()?.knee.as_ref()?.held_rate,
+        }),
         Metric::higher("throughput", "throughput", "op/s", |o| total(o).map(|t| t.op_rate)).series(|s| &s.throughput),
         Metric::higher("row_rate", "rows", "row/s", |o| total(o).map(|t| t.row_rate)),
         Metric::lower("p50", "response p50", "ms", |o| total(o).map(|t| t.response.median_ms))

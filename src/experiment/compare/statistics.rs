@@ -483,9 +483,39 @@ mod tests {
     /// A run's observation with throughput `rate` and a window classed `class` (None: a result
     /// from before verdicts).
     fn run(dir: &str, rate: f64, class: Option<&str>) -> Unit {
+        let mut json = run_doc(rate);
+        if let Some(c) = class {
+            json["steady_state"] = serde_json::json!({"class": c, "steady": c == "flat", "window_s": 30.0,
+                "series": [], "summary": format!("{c} over 30 s"), "rule": ""});
+        }
+        Unit::from_observation(&observation(dir, json), 0, None)
+    }
+
+    fn observation(dir: &str, json: serde_json::Value) -> Observation {
+        Observation::Run {
+            dir: dir.into(),
+            result: Box::new(serde_json::from_value(json).unwrap()),
+            series: Series::default(),
+            response: Box::new(new_histogram()),
+        }
+    }
+
+    #[test]
+    fn a_shaped_run_s_knee_is_a_metric_and_higher_is_better() {
+        let knee = metrics().into_iter().find(|m| m.key == "knee").unwrap();
+        assert!(knee.higher_is_better);
+        let mut json = run_doc(1000.0);
+        assert_eq!((knee.of)(&observation("flat", json.clone())), None, "no shape, no knee");
+        json["knee"] = serde_json::json!({"percentile": "p99", "factor": 3.0, "base_rate": 1000.0,
+            "base_ms": 1.2, "held_rate": 7000.0, "broke_rate": 8000.0, "broke_because": "p99 9 ms"});
+        assert_eq!((knee.of)(&observation("ramp", json)), Some(7000.0));
+    }
+
+    /// A run's result.json with throughput `rate`.
+    fn run_doc(rate: f64) -> serde_json::Value {
         let stat = serde_json::json!({"count": 1, "mean_ms": 1.0, "median_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0,
             "p999_ms": 1.0, "max_ms": 1.0});
-        let mut json = serde_json::json!({
+        serde_json::json!({
             "caplab_version": "x", "format": 2, "status": "completed", "workload": "insert", "started_at": "",
             "command": [],
             "config": {
@@ -505,18 +535,7 @@ mod tests {
                 "ops": 1, "op_rate": rate, "partitions": 1, "partition_rate": rate, "rows": 1, "row_rate": rate,
                 "due": 1, "response": stat, "response_ok": stat, "service": stat, "errors": {}, "error_total": 0,
                 "late_ops": 0, "max_lag_ms": 0.0}},
-        });
-        if let Some(c) = class {
-            json["steady_state"] = serde_json::json!({"class": c, "steady": c == "flat", "window_s": 30.0,
-                "series": [], "summary": format!("{c} over 30 s"), "rule": ""});
-        }
-        let o = Observation::Run {
-            dir: dir.into(),
-            result: Box::new(serde_json::from_value(json).unwrap()),
-            series: Series::default(),
-            response: Box::new(new_histogram()),
-        };
-        Unit::from_observation(&o, 0, None)
+        })
     }
 
     #[test]
