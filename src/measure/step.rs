@@ -540,6 +540,7 @@ mod tests {
                 durable_writes: false,
                 compaction: false,
                 tables: 1,
+                table_select: Default::default(),
             }),
             schema: vec!["CREATE TABLE t (k int PRIMARY KEY)".into()],
             schema_requested: vec!["CREATE TABLE t (k int PRIMARY KEY)".into()],

@@ -66,6 +66,10 @@ pub struct WorkloadOptions {
     /// and the run records how long that took and how many tables the cluster then holds.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub tables: u32,
+    /// With --tables: uniform (partition p to table p mod N), or skewed by a hash of the
+    /// partition: gaussian (around the middle table), exponential, zipf (to the first tables).
+    #[arg(long, value_name = "DISTRIBUTION", value_parser = crate::workload::spread::parse_select)]
+    pub table_select: Option<crate::workload::values::Distribution>,
     /// Keyspace (default: caplab for E1's workloads, a profile's own for the others).
     #[arg(long)]
     pub keyspace: Option<String>,
@@ -159,14 +163,9 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
         if let Some(seed) = args.seed {
             profile.seed = seed;
         }
-        if let Some(ks) = &args.keyspace {
-            profile.keyspace = ks.clone();
-        }
-        if let Some(rf) = args.replication_factor {
-            profile.replication = format!("{{'class': 'SimpleStrategy', 'replication_factor': {rf}}}");
-        }
+        profile.place(args.keyspace.as_deref(), args.replication_factor);
         profile.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
-        if args.tables != 1 {
+        if args.tables != 1 || args.table_select.is_some() {
             bail!(
                 "--tables spreads the built-in insert and batch workloads over many tables; {origin} names its own tables: drop --tables, or use --workload insert"
             );
@@ -235,6 +234,7 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
         durable_writes: args.durable_writes,
         compaction: args.compaction,
         tables: args.tables,
+        table_select: args.table_select.unwrap_or_default(),
     };
     opts.validate()?;
     Ok(Choice::E1(opts, Existing::of(args)))

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use super::schema::{self, TableState};
 use super::spread::{self, MAX_TABLES, TablesMade};
-use super::values::{fill_key, fill_text};
+use super::values::{Distribution, fill_key, fill_text};
 use crate::client::classify;
 use crate::engine::{Outcome, Workload};
 use crate::metrics::ErrorKind;
@@ -68,6 +68,14 @@ pub struct E1Options {
     /// existed, so their history series stay the same).
     #[serde(default = "one_table", skip_serializing_if = "is_one_table")]
     pub tables: u32,
+    /// How partitions are spread over the tables: uniform (p mod N), or skewed by a hash of the
+    /// partition (`--table-select`).
+    #[serde(default, skip_serializing_if = "is_uniform")]
+    pub table_select: Distribution,
+}
+
+fn is_uniform(d: &Distribution) -> bool {
+    *d == Distribution::Uniform
 }
 
 fn one_table() -> u32 {
@@ -97,9 +105,9 @@ impl E1Options {
         spread::label(&self.base(), self.tables)
     }
 
-    /// Which table partition `partition` is written to.
+    /// Which table partition `partition` is written to (`spread::table_of`).
     pub fn table_of(&self, partition: u64) -> usize {
-        (partition % u64::from(self.tables.max(1))) as usize
+        spread::table_of(self.table_select, self.tables, partition)
     }
 
     pub fn validate(&self) -> Result<()> {
@@ -117,6 +125,11 @@ impl E1Options {
         }
         if self.tables == 0 || self.tables > MAX_TABLES {
             bail!("--tables must be between 1 and {MAX_TABLES}");
+        }
+        if self.table_select != Distribution::Uniform && self.tables == 1 {
+            bail!(
+                "--table-select spreads partitions over the tables of --tables N: give --tables, or drop --table-select"
+            );
         }
         if !self.keyspace.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || self.keyspace.is_empty() {
             bail!(
@@ -501,6 +514,7 @@ mod tests {
             durable_writes: false,
             compaction: false,
             tables: 1,
+            table_select: Distribution::Uniform,
         }
     }
 
@@ -526,6 +540,28 @@ mod tests {
     }
 
     #[test]
+    fn a_skewed_spread_favours_the_first_tables_the_same_way_every_run() {
+        let mut o = opts(Kind::Insert);
+        (o.tables, o.table_select) = (30, Distribution::Zipf);
+        let mut per_table = [0u32; 30];
+        for p in 0..30_000u64 {
+            per_table[o.table_of(p)] += 1;
+        }
+        let mut sorted = per_table;
+        sorted.sort_unstable();
+        // Zipf with exponent 1.1 over 30 tables: the first holds about 23 % of the partitions,
+        // the median one about 1.6 %.
+        assert!(per_table[0] == sorted[29] && per_table[0] > 6_000, "{per_table:?}");
+        assert!(per_table[0] > 8 * sorted[15], "{per_table:?}");
+        assert!(per_table.iter().all(|n| *n > 0), "every table some: {per_table:?}");
+        assert_eq!(o.table_of(12_345), o.clone().table_of(12_345));
+        let json = serde_json::to_string(&o).unwrap();
+        assert!(json.contains("\"table_select\":\"zipf\""), "{json}");
+        let back: E1Options = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.table_select, Distribution::Zipf);
+    }
+
+    #[test]
     fn many_tables_share_the_partitions_evenly_and_are_recorded_in_short() {
         let mut o = opts(Kind::Insert);
         o.tables = 40;
@@ -541,6 +577,13 @@ mod tests {
         assert!(serde_json::to_string(&o).unwrap().contains("\"tables\":40"));
         o.tables = 0;
         assert!(o.validate().unwrap_err().to_string().contains("--tables"));
+        (o.tables, o.table_select) = (1, Distribution::Zipf);
+        assert!(
+            o.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("give --tables, or drop --table-select")
+        );
     }
 
     #[test]

@@ -284,6 +284,17 @@ impl Profile {
         Ok(p)
     }
 
+    /// Runs in `keyspace` and at SimpleStrategy's `replication_factor` where given
+    /// (`--keyspace`, `--replication-factor`), over the profile's own.
+    pub fn place(&mut self, keyspace: Option<&str>, replication_factor: Option<u32>) {
+        if let Some(ks) = keyspace {
+            self.keyspace = ks.to_string();
+        }
+        if let Some(rf) = replication_factor {
+            self.replication = format!("{{'class': 'SimpleStrategy', 'replication_factor': {rf}}}");
+        }
+    }
+
     /// How many replicas the keyspace keeps of a row, from `replication` (all data centres'
     /// added); None when the map gives none.
     pub fn replicas(&self) -> Option<u32> {

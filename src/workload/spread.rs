@@ -1,6 +1,7 @@
 //! A workload spread over many tables of one schema (`--tables N`): their names, creating the
 //! ones missing with progress (those that exist, checked as one, are kept), and what making
-//! them cost, recorded with the run. Schema size is where clusters hurt (a memtable and its
+//! them cost, recorded with the run; and which table a partition goes to (evenly, or skewed by
+//! `--table-select`). Schema size is where clusters hurt (a memtable and its
 //! metadata per table, heap, flush storms), so the figures say how many tables the whole
 //! cluster held, not only the workload's.
 
@@ -10,7 +11,34 @@ use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 use super::schema;
+use super::values::{Distribution, draw, mix};
 use crate::console::{group, say};
+
+/// Mixed into a partition's index before its table is drawn from a skewed spread.
+const TABLE_SALT: u64 = 0x7ab1_e5e1_ec70_0001;
+
+/// The table (of `tables`) partition `p` goes to: p mod N, or drawn by `select` from a hash of
+/// p (the same table every run).
+pub fn table_of(select: Distribution, tables: u32, p: u64) -> usize {
+    let n = u64::from(tables.max(1));
+    match select {
+        Distribution::Uniform | Distribution::Sequence => (p % n) as usize,
+        // `draw`'s Zipf inverts the continuous law over [1, n], which never reaches its last
+        // index: over n + 1 every table gets its share.
+        Distribution::Zipf => draw(Distribution::Zipf, mix(p ^ TABLE_SALT), n + 1, p) as usize,
+        d => draw(d, mix(p ^ TABLE_SALT), n, p) as usize,
+    }
+}
+
+/// `--table-select`: uniform, gaussian, exponential or zipf.
+pub fn parse_select(s: &str) -> Result<Distribution, String> {
+    match serde_json::from_value(serde_json::Value::String(s.to_ascii_lowercase())) {
+        Ok(Distribution::Sequence) | Err(_) => {
+            Err(format!("'{s}' is not a spread: uniform, gaussian, exponential or zipf"))
+        }
+        Ok(d) => Ok(d),
+    }
+}
 
 /// The most tables a workload is spread over (names are zero-padded to four digits).
 pub const MAX_TABLES: u32 = 10_000;
