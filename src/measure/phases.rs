@@ -291,6 +291,15 @@ impl Knee {
     /// `Knee : between 10,000 and 12,000 op/s (p99 within 3× its low-load 1.20 ms …; at
     /// 12,000: p99 9.80 ms, 8.2× …)`.
     pub fn render(&self) -> String {
+        let words = self.describe();
+        if words.is_empty() {
+            return words;
+        }
+        format!("Knee                          : {words}\n")
+    }
+
+    /// The knee in words, without the label: `between 10,000 and 12,000 op/s (…)`.
+    pub fn describe(&self) -> String {
         use crate::console::group;
         let rule = format!(
             "{} within {}× its low-load {:.2} ms and achieved ≥ {:.0} % of the rate asked",
@@ -301,19 +310,15 @@ impl Knee {
         );
         match (self.held_rate, self.broke_rate, &self.broke_because) {
             (Some(h), Some(b), Some(why)) => format!(
-                "Knee                          : between {} and {} op/s ({rule} up to {}; from {} on it rose: {why})\n",
+                "between {} and {} op/s ({rule} up to {}; from {} on it rose: {why})",
                 group(h),
                 group(b),
                 group(h),
                 group(b)
             ),
-            (None, Some(b), Some(why)) => format!(
-                "Knee                          : below {} op/s, the lowest rate asked ({why})\n",
-                group(b)
-            ),
+            (None, Some(b), Some(why)) => format!("below {} op/s, the lowest rate asked ({why})", group(b)),
             (Some(h), _, _) => format!(
-                "Knee                          : above {} op/s, the highest rate asked ({rule}, or rose at \
-                 no more than one rate in five)\n",
+                "above {} op/s, the highest rate asked ({rule}, or rose at no more than one rate in five)",
                 group(h)
             ),
             _ => String::new(),

@@ -61,9 +61,9 @@ pub struct WorkloadOptions {
     /// Rows per batch (E1 batch workload).
     #[arg(long, default_value_t = 10)]
     pub batch_size: usize,
-    /// Spread E1's rows over N tables of the same schema (e1_insert_0000 …; partition p is
-    /// written to table p mod N): the tables that exist are kept, the rest created with progress,
-    /// and the run records how long that took and how many tables the cluster then holds.
+    /// Spread E1's rows over N tables of the same schema (e1_insert_0000 …; partition p to
+    /// table p mod N, or as --table-select says): the tables that exist are kept, the rest created
+    /// with progress, and the run records how long that took and how many tables the cluster holds.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub tables: u32,
     /// With --tables: uniform (partition p to table p mod N), or skewed by a hash of the

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::{html, link};
 use crate::capacity::{CapacityResult, SearchStep};
+use crate::measure::phases::{KEPT_UP, Knee};
 
 #[derive(Serialize)]
 struct SearchStepView {
@@ -147,17 +148,13 @@ pub fn page(dir: &Path, report: &CapacityResult) -> Result<String> {
         steps,
         held: report.held(),
         capacity_text: report.capacity_text(),
-        knee_text: report.knee.as_ref().map(|k| {
-            k.render()
-                .split_once(':')
-                .map_or(String::new(), |(_, t)| t.trim().to_string())
-        }),
+        knee_text: report.knee.as_ref().map(Knee::describe),
         knee_rule: report.knee.as_ref().map_or_else(String::new, |k| {
             format!(
                 "{} rose past {}× its low-load level or a step achieved less than {:.0} % of its rate",
                 k.percentile.name(),
                 k.factor,
-                crate::measure::phases::KEPT_UP * 100.0
+                KEPT_UP * 100.0
             )
         }),
     };

@@ -298,17 +298,11 @@ impl Profile {
     /// How many replicas the keyspace keeps of a row, from `replication` (all data centres'
     /// added); None when the map gives none.
     pub fn replicas(&self) -> Option<u32> {
-        let unquote = |s: &str| s.trim().trim_matches(|c| c == '\'' || c == '"').to_string();
-        let factors: Vec<u32> = self
-            .replication
-            .trim()
-            .trim_start_matches('{')
-            .trim_end_matches('}')
-            .split(',')
-            .filter_map(|pair| {
-                let (key, value) = pair.split_once(':')?;
-                (unquote(key) != "class").then(|| unquote(value).parse().ok())?
-            })
+        let map = super::schema::parse_replication(&self.replication);
+        let factors: Vec<u32> = map
+            .iter()
+            .filter(|(key, _)| *key != "class")
+            .filter_map(|(_, value)| value.parse().ok())
             .collect();
         (!factors.is_empty()).then(|| factors.iter().sum())
     }
