@@ -39,8 +39,12 @@ fn a_small_heap_pauses_more_surely() {
         ),
     )
     .unwrap();
+    // Run from the lab's home with a relative --out, as a user types it: the variants' nodes
+    // live under it, and each node's JVM (which runs in its own directory) must still find its
+    // GC log there (it once could not, and no step started).
+    let o = common::spawn(&lab, None, &["experiment", "heap.yaml", "--out", "heap-out"]);
+    let o = ok(o.wait_with_output().unwrap());
     let out = lab.home.join("heap-out");
-    let o = ok(lab.caplab(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]));
     let doc = experiment_json(&out);
     let small = cell(&doc, "gc_count", "small");
     let base = cell(&doc, "gc_count", "large");

@@ -28,17 +28,25 @@ impl Home {
                 None => home.join(fallback).join("caplab"),
             }
         };
-        Home {
-            data: pick("CAPLAB_HOME", "XDG_DATA_HOME", ".local/share"),
-            cache: pick("CAPLAB_CACHE", "XDG_CACHE_HOME", ".cache"),
-        }
+        Home::at(
+            pick("CAPLAB_HOME", "XDG_DATA_HOME", ".local/share"),
+            pick("CAPLAB_CACHE", "XDG_CACHE_HOME", ".cache"),
+        )
     }
 
     /// A home with an explicit data directory and the environment's cache.
     pub fn with_data(data: impl AsRef<Path>) -> Home {
+        Home::at(data.as_ref(), Home::from_env().cache)
+    }
+
+    /// The two roots, made absolute against the working directory: a node's JVM runs in its
+    /// own directory, so a relative path (`--out results`, `CAPLAB_HOME=lab`) would name
+    /// another place for it (its GC log could not be opened and the node never started).
+    pub fn at(data: impl AsRef<Path>, cache: impl AsRef<Path>) -> Home {
+        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
         Home {
-            data: data.as_ref().to_path_buf(),
-            ..Home::from_env()
+            data: absolute(data.as_ref()),
+            cache: absolute(cache.as_ref()),
         }
     }
 
@@ -52,5 +60,17 @@ impl Home {
 
     pub fn cassandra_dir(&self, version: &str) -> PathBuf {
         self.cache.join("cassandra").join(version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relative_home_is_made_absolute_against_the_working_directory() {
+        let h = Home::at("results/home", "cache");
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!((h.data, h.cache), (cwd.join("results/home"), cwd.join("cache")));
     }
 }

@@ -28,10 +28,7 @@ pub const SHARED: &[&str] = &["client_cpu"];
 
 /// Variant `name`'s home in a duet under `out`: each variant's nodes have their own.
 pub fn home(out: &Path, cache: &Path, name: &str) -> Home {
-    Home {
-        data: out.join(format!("home-{name}")),
-        cache: cache.to_path_buf(),
-    }
+    Home::at(out.join(format!("home-{name}")), cache)
 }
 
 /// One side of a duet: its variant's name, home, cell and step directory.

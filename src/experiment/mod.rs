@@ -64,10 +64,7 @@ pub fn run(
 ) -> Result<ExperimentRecord> {
     std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
     let priors = analyse::priors(exp)?;
-    let home = Home {
-        data: out.join("home"),
-        cache: cache.to_path_buf(),
-    };
+    let home = Home::at(out.join("home"), cache);
     let began = Instant::now();
     let mut record = runner::open_record(exp, out, opening)?;
     let prior_elapsed = record.current().elapsed_s;
