@@ -128,12 +128,13 @@ pub fn analyse(exp: &Experiment, record: &ExperimentRecord) -> Result<Calibratio
         .first()
         .and_then(|row| row.first())
         .map(|c| match &c.what {
-            What::Run(o) => o.duration.unwrap_or(crate::measure::commands::DEFAULT_DURATION),
-            What::Capacity(o) => o.measure,
+            What::Run(o) => {
+                o.duration.unwrap_or(crate::measure::commands::DEFAULT_DURATION) + super::step::later_warmup(o)
+            }
+            What::Capacity(o) => o.measure + super::step::LATER_WARMUP,
         })
-        .unwrap_or(Duration::from_secs(60))
-        .as_secs_f64()
-        + super::step::LATER_WARMUP.as_secs_f64();
+        .unwrap_or(Duration::from_secs(65))
+        .as_secs_f64();
     let node_s = done
         .iter()
         .map(|s| s.elapsed_s.unwrap_or(0.0) - f64::from(s.windows) * window_s)

@@ -21,7 +21,7 @@ use crate::measure::options::RunOptions;
 use crate::measure::{RunResult, RunStatus, commands};
 
 /// The warm-up of a node's second and later windows: the node and its JIT are warm, the
-/// client's new session is not quite.
+/// client's new session is not quite. A shorter fixed warm-up the file asks for is kept.
 pub const LATER_WARMUP: Duration = Duration::from_secs(5);
 
 /// How the plan runs a step.
@@ -145,10 +145,20 @@ pub fn window_options(o: &RunOptions, dir: &Path, plan: StepPlan, w: u32) -> Run
         longer(&mut o);
     }
     if w > 1 {
-        o.warmup = Warmup::Time(LATER_WARMUP);
+        o.warmup = Warmup::Time(later_warmup(&o));
         o.warmup_max = None;
     }
     o
+}
+
+/// The warm-up of a node's second and later windows of a run with these options:
+/// [`LATER_WARMUP`], or the shorter fixed warm-up the run asks for.
+pub fn later_warmup(o: &RunOptions) -> Duration {
+    match crate::measure::options::resolve_warmup(o.warmup, o.warmup_max) {
+        Ok(Warmup::Time(d)) => d.min(LATER_WARMUP),
+        Ok(Warmup::None) => Duration::ZERO,
+        _ => LATER_WARMUP,
+    }
 }
 
 /// A run step's windows on the node just started: the first after the measurement's warm-up,
@@ -270,5 +280,24 @@ pub fn stop_nodes(home: &Home) {
             },
             &mut |m| say(&format!("  {m}")),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn later(yaml: &str) -> Duration {
+        let opts: super::super::keys::Options = serde_norway::from_str(yaml).unwrap();
+        later_warmup(&super::super::keys::parse_run(&opts).unwrap())
+    }
+
+    #[test]
+    fn later_windows_warm_up_briefly_or_as_briefly_as_the_file_asks() {
+        assert_eq!(later("warmup: 2s"), Duration::from_secs(2));
+        assert_eq!(later("warmup: 0s"), Duration::ZERO);
+        assert_eq!(later("warmup: 30s"), LATER_WARMUP);
+        assert_eq!(later("warmup: auto"), LATER_WARMUP);
+        assert_eq!(later("rate: 100"), LATER_WARMUP);
     }
 }
