@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """The layout's rules, checked (run by .ci/run; stdlib only):
 
-1. No file under src/ has more than 500 lines outside its test modules (`#[cfg(test)] mod NAME`,
+1. No file under src/ (or a workspace crate's crates/NAME/src/) has more than 500 lines outside its test modules (`#[cfg(test)] mod NAME`,
    each ending at the first line that is only `}`, as rustfmt writes it; code after one counts).
 2. No two files of a folder import each other, directly or round a longer cycle. A file names a
    sibling as `super::x`, `crate::folder::x`, `x::` (from the folder's mod.rs), or through a name
    the folder's mod.rs re-exports from it (`pub use x::Name;` then `super::Name`).
-3. Folders depend one way: src/lib.rs's doc lists the layers, highest first, between the lines
+3. Folders depend one way: src/lib.rs's doc (and each crate's lib.rs's) lists the layers, highest first, between the lines
    "Layers" and the end of its ```text block; a folder may import only folders on lower lines.
 
 `python3 scripts/check-layout.py --self-test` plants one violation of each rule in a copy of src/
@@ -19,6 +19,16 @@ import sys
 import tempfile
 
 MAX_LINES = 500
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def shown(path, src):
+    """`path` as a message names it: from the project's root (`crates/stats/src/...`), or from
+    the checked tree's parent for a copy elsewhere (the self-test's)."""
+    try:
+        return path.relative_to(ROOT)
+    except ValueError:
+        return path.relative_to(src.parent)
 
 
 TESTS = re.compile(r"^#\[cfg\(test\)\]\s*\nmod \w+ \{", re.M)
@@ -48,7 +58,7 @@ def check_sizes(src):
     for p in sorted(src.rglob("*.rs")):
         n = non_test_lines(p)
         if n > MAX_LINES:
-            bad.append(f"{p.relative_to(src.parent)}: {n} lines outside its tests (at most {MAX_LINES}): split it by topic")
+            bad.append(f"{shown(p, src)}: {n} lines outside its tests (at most {MAX_LINES}): split it by topic")
     return bad
 
 
@@ -153,7 +163,7 @@ def check_cycles(src):
         for comp in cycles(graph):
             links = ", ".join(f"{a} -> {b}" for a in comp for b in sorted(graph[a]) if b in comp)
             bad.append(
-                f"{folder.relative_to(src.parent)}: {' and '.join(comp)} import each other ({links}): "
+                f"{shown(folder, src)}: {' and '.join(comp)} import each other ({links}): "
                 "move what they share into one of them, or a third"
             )
     return bad
@@ -192,8 +202,15 @@ def check_direction(src):
     level = {name: i for i, names in enumerate(order) for name in names}
     tops = {p.stem if p.is_file() else p.name for p in src.iterdir()
             if (p.suffix == ".rs" and p.stem not in ("lib", "main")) or (p / "mod.rs").exists()}
-    bad = [f"src/lib.rs: '{t}' is in no layer: add it to the Layers list" for t in sorted(tops - set(level))]
-    bad += [f"src/lib.rs: the Layers list names '{t}', which is not a module" for t in sorted(set(level) - tops)]
+    # Modules a workspace crate holds and lib.rs names as its own (`pub use caplab_stats::{stats,
+    # steady};`): the layers place them, and the compiler keeps their crate from importing back.
+    lib = code(src / "lib.rs")
+    for group in re.findall(r"\bpub\s+use\s+caplab_\w+::\{([^}]*)\}", lib):
+        tops |= {g.strip() for g in group.split(",") if g.strip()}
+    tops |= set(re.findall(r"\bpub\s+use\s+caplab_\w+::(\w+)\s*;", lib))
+    lib_rs = shown(src / "lib.rs", src)
+    bad = [f"{lib_rs}: '{t}' is in no layer: add it to the Layers list" for t in sorted(tops - set(level))]
+    bad += [f"{lib_rs}: the Layers list names '{t}', which is not a module" for t in sorted(set(level) - tops)]
     for p in sorted(src.rglob("*.rs")):
         rel = p.relative_to(src)
         if rel.name in ("lib.rs", "main.rs") and len(rel.parts) == 1:
@@ -212,10 +229,10 @@ def check_direction(src):
                 continue
             if level[other] <= level[top]:
                 seen.add(other)
-                target = target_file(src, other, parts[1:]).relative_to(src.parent)
+                target = shown(target_file(src, other, parts[1:]), src)
                 bad.append(
-                    f"{p.relative_to(src.parent)} imports {target} ({'::'.join(['crate'] + parts)}), "
-                    f"but {other}/ is not below {top}/ in src/lib.rs's Layers: move what both need into a lower folder, "
+                    f"{shown(p, src)} imports {target} ({'::'.join(['crate'] + parts)}), "
+                    f"but {other}/ is not below {top}/ in {lib_rs}'s Layers: move what both need into a lower folder, "
                     "or pass it in from above"
                 )
     return bad
@@ -284,16 +301,20 @@ def self_test(src):
 
 
 def main():
-    src = pathlib.Path(__file__).resolve().parent.parent / "src"
+    src = ROOT / "src"
     if sys.argv[1:] == ["--self-test"]:
         self_test(src)
         return
-    if report(src):
+    # caplab's own tree and each workspace crate's (crates/NAME/src), each with its lib.rs's layers.
+    roots = [src] + sorted(p / "src" for p in (ROOT / "crates").iterdir() if (p / "src" / "lib.rs").exists())
+    failed = [root for root in roots if report(root)]
+    if failed:
         sys.exit(1)
-    n = sum(len(modules(f)) for f in folders(src))
+    n = sum(len(modules(f)) for root in roots for f in folders(root))
     print(
-        f"layout: every file within {MAX_LINES} lines, no cycle among the sibling files of {len(folders(src))} folders "
-        f"({n} modules), every import down the {len(layers(src))} layers of src/lib.rs"
+        f"layout: every file within {MAX_LINES} lines, no cycle among the sibling files of "
+        f"{sum(len(folders(r)) for r in roots)} folders ({n} modules), every import down the layers of "
+        + " and ".join(f"{shown(r / 'lib.rs', r)} ({len(layers(r))})" for r in roots)
     )
 
 

@@ -54,7 +54,9 @@ pub mod readback;
 pub mod report;
 pub mod server_profile;
 pub mod sla;
-pub mod stats;
-pub mod steady;
 pub mod telemetry;
 pub mod workload;
+
+// The statistics and steady-state rules live in crates/stats (pure functions over numbers,
+// optimised even in debug builds); caplab names them as its own bottom-layer modules.
+pub use caplab_stats::{stats, steady};

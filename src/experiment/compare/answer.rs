@@ -413,7 +413,7 @@ fn pooled_text(p: &Pooled) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::sim::normal;
+    use crate::stats::normal;
     use crate::steady::{Load, SecondFigures, judge};
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;

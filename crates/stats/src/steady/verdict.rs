@@ -20,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::pelt::{self, mad, median};
-use crate::console::group;
+use crate::format::group;
 
 /// The shortest segment, seconds: shorter excursions are noise, not levels.
 pub const MIN_SEGMENT: usize = 10;
