@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::engine::LoaderSlice;
+use crate::workload::schema;
 
 const KEYSPACE: &str = "caplab_loaders";
 /// After the last loader settled, how long until measuring starts: every loader reads the table
@@ -27,20 +28,20 @@ const LEAD: Duration = Duration::from_secs(2);
 pub async fn prepare(session: &Session) -> Result<()> {
     session
         .query_unpaged(
-            format!(
+            schema::ddl(format!(
                 "CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = \
                  {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
-            ),
+            )),
             (),
         )
         .await
         .context("cannot create the keyspace loaders agree in")?;
     session
         .query_unpaged(
-            format!(
+            schema::ddl(format!(
                 "CREATE TABLE IF NOT EXISTS {KEYSPACE}.settled (run text, loader int, at_ms bigint, \
                  PRIMARY KEY (run, loader))"
-            ),
+            )),
             (),
         )
         .await

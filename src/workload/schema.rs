@@ -8,6 +8,18 @@ use anyhow::{Context, Result, bail};
 use scylla::client::session::Session;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// How long a schema change may take: its coordinator waits for every node to agree, which on
+/// loaded nodes takes longer than an operation's `--timeout` (a CREATE KEYSPACE on three nodes
+/// beside another test file ran past a 2 s timeout).
+pub const SCHEMA_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A schema statement (CREATE, ALTER, DROP) with [`SCHEMA_TIMEOUT`], whatever the session's.
+pub fn ddl(cql: impl Into<String>) -> scylla::statement::unprepared::Statement {
+    let mut s = scylla::statement::unprepared::Statement::new(cql.into());
+    s.set_request_timeout(Some(SCHEMA_TIMEOUT));
+    s
+}
+
 /// A replication map as CQL writes it (`{'class': 'SimpleStrategy', 'replication_factor': 1}`),
 /// normalised: the strategy's short class name, every value as text.
 pub fn parse_replication(cql: &str) -> BTreeMap<String, String> {
@@ -95,7 +107,7 @@ pub async fn ensure_keyspace(
         "CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {replication} AND durable_writes = {durable_writes}"
     );
     session
-        .query_unpaged(create.as_str(), ())
+        .query_unpaged(ddl(create.as_str()), ())
         .await
         .with_context(|| format!("the server rejected: {create}"))?;
     Ok(())
@@ -103,7 +115,7 @@ pub async fn ensure_keyspace(
 
 pub async fn drop_keyspace(session: &Session, ks: &str) -> Result<()> {
     session
-        .query_unpaged(format!("DROP KEYSPACE IF EXISTS {ks}"), ())
+        .query_unpaged(ddl(format!("DROP KEYSPACE IF EXISTS {ks}")), ())
         .await
         .with_context(|| format!("cannot drop keyspace {ks}"))?;
     let _ = session.await_schema_agreement().await;

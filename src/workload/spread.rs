@@ -105,7 +105,7 @@ pub async fn create_missing(
     for (k, table) in todo.iter().enumerate() {
         let stmt = create(table);
         session
-            .query_unpaged(stmt.as_str(), ())
+            .query_unpaged(schema::ddl(stmt.as_str()), ())
             .await
             .with_context(|| format!("schema statement failed: {stmt}"))?;
         if many && told.elapsed() >= PROGRESS_EVERY {
