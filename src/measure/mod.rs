@@ -4,7 +4,7 @@
 //! `phases`); a capacity search is made of them one layer
 //! up (`capacity`); `load` is how the client
 //! generates load, whatever a step's rate. The
-//! workload is chosen and prepared here (`workload`), on a target reached here (`target`);
+//! workload is chosen and prepared here (`workload`, from `workload_options`), on a target reached here (`target`);
 //! `signal` turns Ctrl-C, SIGTERM and SIGHUP into a clean stop; `out` names results directories
 //! and keeps secrets out of what is recorded; `validated` runs a step whose acknowledged writes
 //! `readback` then reads back (`--validate`). The command line only builds the settings and
@@ -25,6 +25,7 @@ pub mod step;
 pub mod target;
 pub mod validated;
 pub mod workload;
+pub mod workload_options;
 
 pub use load::Load;
 pub use result::{RunResult, RunStatus};

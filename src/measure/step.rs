@@ -539,6 +539,7 @@ mod tests {
                 replication_factor: 1,
                 durable_writes: false,
                 compaction: false,
+                strategy: None,
                 tables: 1,
                 table_select: Default::default(),
             }),

@@ -2,7 +2,7 @@
 //! values of 10 chars) written by one prepared INSERT per operation (`insert`), or by
 //! UNLOGGED batches of N rows of one partition (`batch`). As in E1, the keyspace has
 //! `durable_writes = false` (no commit log) and the table has compaction disabled, unless
-//! asked otherwise.
+//! asked otherwise (`--compaction`, with a strategy: `--compaction ucs,T4`).
 //!
 //! With `--tables N` the rows are spread over N tables of that schema (`e1_insert_0000`, …):
 //! partition `p` to table `p % N`, or where `--table-select` draws it (`spread::table_of`).
@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::compaction::{self, Compaction};
 use super::schema::{self, TableState};
 use super::spread::{self, MAX_TABLES, TablesMade};
 use super::values::{Distribution, fill_key, fill_text};
@@ -64,6 +65,9 @@ pub struct E1Options {
     pub replication_factor: u32,
     pub durable_writes: bool,
     pub compaction: bool,
+    /// With compaction on, the strategy asked (`--compaction ucs,T4`; size-tiered when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<Compaction>,
     /// Tables the rows are spread over (absent from results of one table, as before it
     /// existed, so their history series stay the same).
     #[serde(default = "one_table", skip_serializing_if = "is_one_table")]
@@ -170,10 +174,10 @@ impl E1Options {
     pub fn create_table_cql(&self, table: &str) -> String {
         let values: Vec<String> = (1..=self.value_columns).map(|i| format!("v{i} text")).collect();
         format!(
-            "CREATE TABLE IF NOT EXISTS {}.{table} (pk text, ck text, {}, PRIMARY KEY (pk, ck)) WITH compaction = {{'class': 'SizeTieredCompactionStrategy', 'enabled': '{}'}}",
+            "CREATE TABLE IF NOT EXISTS {}.{table} (pk text, ck text, {}, PRIMARY KEY (pk, ck)) WITH compaction = {}",
             self.keyspace,
             values.join(", "),
-            self.compaction
+            compaction::map_of(self.compaction, self.strategy.as_ref())
         )
     }
 
@@ -195,13 +199,8 @@ impl E1Options {
             .map(|c| (c, "text".to_string()))
             .collect();
         let mut differs = schema::column_differences(&have.columns, &wanted);
-        if schema::compaction_enabled(&have.compaction) != self.compaction {
-            differs.push(format!(
-                "compaction is {}, not {}",
-                if self.compaction { "off" } else { "on" },
-                if self.compaction { "on" } else { "off" }
-            ));
-        }
+        let c = compaction::differences_of(self.compaction, self.strategy.as_ref(), &have.compaction);
+        differs.extend(c);
         differs
     }
 }
@@ -306,7 +305,7 @@ impl E1 {
         let dropped: std::collections::BTreeSet<&str> = differ.iter().map(|(n, _)| n.as_str()).collect();
         for table in &dropped {
             session
-                .query_unpaged(format!("DROP TABLE IF EXISTS {ks}.{table}"), ())
+                .query_unpaged(schema::ddl(format!("DROP TABLE IF EXISTS {ks}.{table}")), ())
                 .await
                 .with_context(|| format!("cannot drop {ks}.{table}"))?;
         }
@@ -513,6 +512,7 @@ mod tests {
             replication_factor: 1,
             durable_writes: false,
             compaction: false,
+            strategy: None,
             tables: 1,
             table_select: Distribution::Uniform,
         }

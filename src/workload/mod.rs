@@ -5,6 +5,7 @@
 pub mod ann;
 pub mod builtin;
 pub mod cells;
+pub mod compaction;
 pub mod e1;
 pub mod generate;
 pub mod profile;

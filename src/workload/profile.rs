@@ -133,6 +133,9 @@ pub struct Profile {
     /// always gives the same data.
     #[serde(default)]
     pub seed: u64,
+    /// The compaction `--compaction` asks for the schema's tables (altered to it once created).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<super::compaction::Compaction>,
     /// The oldest Cassandra release the profile runs on, and what it needs from it (`5.0 for
     /// Storage-Attached Indexes`): an older cluster is refused before anything runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -105,11 +105,14 @@ impl ProfileWorkload {
         session.use_keyspace(ks, false).await?;
         for stmt in &profile.schema {
             session
-                .query_unpaged(stmt.as_str(), ())
+                .query_unpaged(schema::ddl(stmt.as_str()), ())
                 .await
                 .with_context(|| format!("the server rejected schema statement: {stmt}"))?;
         }
         let _ = session.await_schema_agreement().await;
+        if let Some(c) = &profile.compaction {
+            super::compaction::alter(&session, ks, &profile.schema, c).await?;
+        }
 
         let mut known_columns = BTreeSet::new();
         let mut ops = Vec::new();
@@ -481,13 +484,13 @@ async fn existing_tables(session: &Session, ks: &str) -> Result<Option<BTreeSet<
 async fn cleanup(session: &Session, ks: &str, before: Option<&BTreeSet<String>>) {
     match before {
         None => {
-            let _ = session.query_unpaged(format!("DROP KEYSPACE IF EXISTS {ks}"), ()).await;
+            let _ = schema::drop_keyspace(session, ks).await;
         }
         Some(old) => {
             if let Ok(Some(now)) = existing_tables(session, ks).await {
                 for t in now.difference(old) {
                     let _ = session
-                        .query_unpaged(format!("DROP TABLE IF EXISTS {ks}.{t}"), ())
+                        .query_unpaged(schema::ddl(format!("DROP TABLE IF EXISTS {ks}.{t}")), ())
                         .await;
                 }
             }

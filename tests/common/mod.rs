@@ -45,6 +45,7 @@ const TEST_FILES: &[&str] = &[
     "history_gate",
     "loaders_warmup",
     "faults_cluster",
+    "compaction",
 ];
 
 /// Labs per test file.

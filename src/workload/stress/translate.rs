@@ -115,6 +115,7 @@ pub fn translate(y: StressYaml) -> Result<Imported> {
         populate_rows_per_partition: None,
         populate_concurrency: None,
         seed: 0,
+        compaction: None,
         requires: None,
     };
     profile.validate()?;
