@@ -32,4 +32,5 @@ pub use result::{RunResult, RunStatus};
 pub use sinks::Show;
 pub use step::Step;
 pub use target::{JmxOptions, Site, Target};
-pub use workload::{Choice, Prepared, WorkloadOptions};
+pub use workload::{Choice, Prepared};
+pub use workload_options::WorkloadOptions;

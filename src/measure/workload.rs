@@ -21,7 +21,7 @@ use crate::workload::spread;
 use crate::workload::stress;
 use crate::workload::{ann, builtin};
 
-pub use super::workload_options::WorkloadOptions;
+use super::workload_options::WorkloadOptions;
 
 /// The workload a step drives, settled before anything touches the cluster.
 pub enum Choice {

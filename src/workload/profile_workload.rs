@@ -111,7 +111,7 @@ impl ProfileWorkload {
         }
         let _ = session.await_schema_agreement().await;
         if let Some(c) = &profile.compaction {
-            super::compaction::alter(&session, ks, &profile.schema, c).await?;
+            super::compaction::alter(&session, ks, &super::stress::created_tables(&profile.schema), c).await?;
         }
 
         let mut known_columns = BTreeSet::new();

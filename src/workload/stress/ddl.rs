@@ -186,6 +186,14 @@ pub fn name_after(stmt: &str, words: &[&str]) -> Option<String> {
     Some(ident(qualified.rsplit('.').next()?))
 }
 
+/// The tables a list of schema statements creates, named as the server stores them.
+pub fn created_tables(schema: &[String]) -> Vec<String> {
+    schema
+        .iter()
+        .filter_map(|s| name_after(s, &["create", "table"]))
+        .collect()
+}
+
 /// The `{...}` that follows `key =` in a statement.
 pub fn braces_after<'a>(stmt: &'a str, key: &str) -> Option<&'a str> {
     let at = stmt.to_ascii_lowercase().find(key)?;
@@ -222,6 +230,18 @@ pub fn if_not_exists(stmt: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tables_a_schema_creates_are_named_as_the_server_stores_them() {
+        let schema = [
+            "CREATE TABLE IF NOT EXISTS kv (k text PRIMARY KEY, v blob)",
+            "create table ks.\"Events\"(id int PRIMARY KEY)",
+            "CREATE TYPE IF NOT EXISTS point (x int)",
+            "CREATE TABLE\n  Readings (s int, t timestamp, PRIMARY KEY (s, t))",
+        ]
+        .map(String::from);
+        assert_eq!(created_tables(&schema), ["kv", "Events", "readings"]);
+    }
 
     #[test]
     fn statements_become_safe_to_rerun() {

@@ -13,11 +13,14 @@
 //! Each entry of `queries` becomes an operation of that name.
 //!
 //! The parts: `dist` reads cassandra-stress's distribution grammar, `ddl` reads the CQL the
-//! profile carries, `translate` maps the whole, step by step.
+//! profile carries (and names the tables any schema creates, `created_tables`), `translate`
+//! maps the whole, step by step.
 
 mod ddl;
 mod dist;
 mod translate;
+
+pub use ddl::created_tables;
 
 use anyhow::{Context, Result};
 use serde_norway::Value as Yaml;
