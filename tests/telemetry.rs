@@ -7,6 +7,7 @@ mod common;
 
 use common::prometheus::{Prometheus, http_get};
 use common::{Lab, jvm_lock, ok, result_json, stderr, stdout};
+use serde_json::Value;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -394,9 +395,14 @@ fn a_cluster_caplab_does_not_run(lab: &Lab, hosts: &str, out: &std::path::Path) 
         "{}",
         stdout(&o)
     );
+    // An endpoint that does not answer (or a run over before the first reading) leaves no
+    // per-second figures, and says why.
+    let why = result_json(out)["server"]["not_collected"].clone();
+    assert!(why.as_str().unwrap().contains("read over JMX"), "{why}");
     // With the automatic warm-up, the servers' JIT is read over the same JMX (compilation time
     // over process CPU), as it is from /proc on nodes caplab runs, instead of the blind rule's
-    // 30 s more; the watch's JVM is gone once the warm-up ends.
+    // 30 s more; and once a second through the run, the server's CPU, GC, heap and compaction
+    // make its timeline, as the GC log and /proc do for nodes caplab runs.
     let auto = [
         "--home",
         elsewhere.to_str().unwrap(),
@@ -410,19 +416,54 @@ fn a_cluster_caplab_does_not_run(lab: &Lab, hosts: &str, out: &std::path::Path) 
         "--rate",
         "2000",
         "--duration",
-        "2s",
+        "6s",
         "--warmup-max",
         "40s",
         "--jmx",
         &endpoint,
     ];
     let o = ok(lab.caplab(&auto));
-    let warmup = &result_json(out)["warmup"];
+    let doc = result_json(out);
+    let warmup = &doc["warmup"];
     let check = warmup["check"].as_str().unwrap_or_default();
     assert!(
         check.contains("% of server CPU over JMX") && !check.contains("no JIT telemetry"),
         "{warmup}\n{}",
         stderr(&o)
     );
-    assert!(!stderr(&o).contains("cannot be watched over JMX"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("cannot be read over JMX"), "{}", stderr(&o));
+    let server = &doc["server"];
+    assert!(server["not_collected"].is_null(), "{server}");
+    assert!(
+        server["sources"]["cpu"].as_str().unwrap().contains("over JMX"),
+        "{server}"
+    );
+    let seconds: Vec<&Value> = server["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["measured"] == true)
+        .collect();
+    // One reading a second; the first of the window may come before the JVM's first reading
+    // of it (read half a second after each whole second).
+    assert!((5..=7).contains(&seconds.len()), "{server}");
+    for s in &seconds {
+        assert!(
+            s["server_cpu_cores"].as_f64().unwrap() > 0.0,
+            "2,000 writes a second: {s}"
+        );
+        assert!(s["heap_used_mb"].as_f64().unwrap() > 1.0, "{s}");
+        assert!(s["pending_compactions"].as_f64().is_some(), "{s}");
+    }
+    // Its window's GC is what those seconds counted.
+    let paused: u64 = seconds.iter().map(|s| s["gc_pauses"].as_u64().unwrap()).sum();
+    assert_eq!(server["gc_count"].as_u64(), Some(paused), "{server}");
+    let page = common::browse(&out.join("report.html"));
+    page.assert_clean();
+    assert_eq!(
+        page.check["charts"]["chart-cpu"].as_u64(),
+        Some(seconds.len() as u64),
+        "the CPU chart draws the JMX seconds: {}",
+        page.check
+    );
 }

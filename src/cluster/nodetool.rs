@@ -25,18 +25,24 @@ pub struct JmxTarget {
     pub workdir: PathBuf,
 }
 
+impl JmxTarget {
+    /// A node caplab runs here: its JMX listens on loopback, without credentials.
+    pub fn local(node: &NodeState) -> JmxTarget {
+        JmxTarget {
+            java: node.spec.jdk.java.clone(),
+            classpath: node.classpath.clone(),
+            host: "127.0.0.1".into(),
+            port: node.jmx_port,
+            user: None,
+            password: None,
+            workdir: node.dir.clone(),
+        }
+    }
+}
+
 /// Runs `nodetool <args>` against `node`, killing it after `timeout`. Returns stdout.
 pub fn run(node: &NodeState, args: &[&str], timeout: Duration) -> Result<String> {
-    let target = JmxTarget {
-        java: node.spec.jdk.java.clone(),
-        classpath: node.classpath.clone(),
-        host: "127.0.0.1".into(),
-        port: node.jmx_port,
-        user: None,
-        password: None,
-        workdir: node.dir.clone(),
-    };
-    run_on(&target, args, timeout)
+    run_on(&JmxTarget::local(node), args, timeout)
 }
 
 /// Runs `nodetool <args>` against any JMX endpoint.

@@ -482,6 +482,7 @@ measure:
         assert_eq!(
             names,
             [
+                "compaction",
                 "e1-batches",
                 "e1-jdk",
                 "e1-versions",

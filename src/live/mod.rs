@@ -177,6 +177,11 @@ impl Feed {
         });
     }
 
+    /// A second's compaction figures (see `State::compaction`).
+    pub fn compaction(&self, pending: f64, compacted_mb: f64, sstables_per_read: Option<f64>) {
+        self.with(|s| s.compaction(pending, compacted_mb, sstables_per_read));
+    }
+
     pub fn end(&self) {
         self.with(State::end);
     }

@@ -83,6 +83,17 @@ pub struct State {
     pub fault_active: bool,
     /// Seconds of the server's GC pauses and CPU, nodes caplab runs only (None: not watched).
     pub server: Option<(f64, f64)>,
+    /// The servers' compaction, read over JMX (None: not read).
+    pub compaction: Option<Compaction>,
+}
+
+/// The servers' compaction as the live metrics show it: pending compactions and SSTables per
+/// read as last read, the bytes compacted since caplab began reading.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Compaction {
+    pub pending: f64,
+    pub compacted_bytes: f64,
+    pub sstables_per_read: Option<f64>,
 }
 
 impl State {
@@ -98,6 +109,7 @@ impl State {
             faults: Vec::new(),
             fault_active: false,
             server: None,
+            compaction: None,
         }
     }
 
@@ -138,6 +150,15 @@ impl State {
             *gc += gc_ms / 1e3;
             *cpu += cpu_cores * iv.length.as_secs_f64();
         }
+    }
+
+    /// A second's compaction figures: the pending compactions now, the MB compacted in it,
+    /// and SSTables per read (None: no reads, the last figure stands).
+    pub fn compaction(&mut self, pending: f64, compacted_mb: f64, sstables_per_read: Option<f64>) {
+        let c = self.compaction.get_or_insert_default();
+        c.pending = pending;
+        c.compacted_bytes += compacted_mb * 1_048_576.0;
+        c.sstables_per_read = sstables_per_read.or(c.sstables_per_read);
     }
 
     /// The step has ended.
@@ -242,6 +263,28 @@ impl State {
                 MetricType::COUNTER,
                 vec![counter(with(&[]), cpu)],
             ));
+        }
+        if let Some(c) = self.compaction {
+            out.push(family(
+                "caplab_server_pending_compactions",
+                "Compactions the nodes estimate they still have to do, over JMX (Compaction PendingTasks).",
+                MetricType::GAUGE,
+                vec![gauge(with(&[]), c.pending)],
+            ));
+            out.push(family(
+                "caplab_server_compacted_bytes_total",
+                "Bytes the nodes' compactions wrote since caplab began reading them, over JMX (BytesCompacted).",
+                MetricType::COUNTER,
+                vec![counter(with(&[]), c.compacted_bytes)],
+            ));
+            if let Some(per_read) = c.sstables_per_read {
+                out.push(family(
+                    "caplab_server_sstables_per_read",
+                    "SSTables touched per read, all tables: the mean of Cassandra's SSTablesPerReadHistogram.",
+                    MetricType::GAUGE,
+                    vec![gauge(with(&[]), per_read)],
+                ));
+            }
         }
         // A family with nothing in it (no step has begun) is not valid exposition.
         out.retain(|f| !f.get_metric().is_empty());
@@ -361,7 +404,21 @@ mod tests {
         assert!(!s.fault_active);
         let (gc, cpu) = s.server.unwrap();
         assert!((gc - 0.02).abs() < 1e-9 && (cpu - 2.5).abs() < 1e-9);
+        s.compaction(3.0, 1.0, Some(1.5));
+        s.compaction(2.0, 0.5, None);
         let text = prometheus::TextEncoder::new().encode_to_string(&s.families()).unwrap();
+        assert!(
+            text.contains(r#"caplab_server_pending_compactions{run="r1"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"caplab_server_compacted_bytes_total{run="r1"} 1572864"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"caplab_server_sstables_per_read{run="r1"} 1.5"#),
+            "a second without reads keeps the last figure: {text}"
+        );
         assert!(
             text.contains(r#"caplab_operations_total{op="insert",outcome="ok",run="r1"} 4"#),
             "{text}"

@@ -477,3 +477,14 @@ pub struct About {
     /// What making a workload's many tables took (`--tables`).
     pub tables_made: Option<TablesMade>,
 }
+
+impl About {
+    /// Whether the workload's tables compact (E1's only with --compaction; a profile's keep
+    /// the server's compaction on): the run then reads the compaction figures.
+    pub fn compacts(&self) -> bool {
+        match &self.record {
+            WorkloadRecord::E1(o) => o.compaction,
+            WorkloadRecord::Profile { .. } => true,
+        }
+    }
+}

@@ -21,7 +21,7 @@ use crate::metrics::{Interval, OpStats};
 use crate::sla::Judge;
 use crate::steady::{self, Check, Settle};
 use crate::telemetry::Watch;
-use crate::telemetry::jit_jmx::JitWatch;
+use crate::telemetry::jmx_watch::JmxWatch;
 
 /// What the user sees while a step runs.
 #[derive(Debug, Clone, Copy)]
@@ -73,9 +73,9 @@ pub struct Outputs {
     /// Loaders of one run agreeing on when measuring starts (`--loader i/n`, `--start-at`,
     /// automatic warm-up).
     pub agreement: Option<super::agree::Agreement>,
-    /// The JIT of a cluster caplab does not run, read over JMX during an automatic warm-up
-    /// (stopped when it ends).
-    pub jit_jmx: Option<JitWatch>,
+    /// The servers read over JMX once a second through the run (`--jmx`, or nodes caplab runs
+    /// whose tables compact), whose seconds `watch` keeps.
+    pub jmx: Option<JmxWatch>,
     /// The live metrics (`--metrics-listen`, `--metrics-push`), and when the measured window
     /// began (from the anchor), once it has.
     pub live: Option<crate::live::Feed>,
@@ -123,7 +123,7 @@ impl Outputs {
             window_started: None,
             tallies: Vec::new(),
             agreement: None,
-            jit_jmx: None,
+            jmx: None,
             live: None,
             measured_from: None,
             asked,
@@ -143,23 +143,16 @@ impl IntervalSink for Outputs {
 
     fn interval(&mut self, iv: &Interval) -> Result<()> {
         let end = iv.start + iv.length;
-        let mut jit = None;
-        let server = self.watch.as_mut().map(|w| {
-            let s = w.tick(self.started + end, iv.length.as_secs_f64(), !iv.warmup);
-            jit = Some(s.jit_cpu_cores);
-            (s.gc_pause_ms, s.server_cpu_cores)
-        });
-        let mut server_cores = server.map(|s| s.1);
-        if let Some(w) = &mut self.jit_jmx {
-            if let Some((jit_s, cpu_s)) = w.tick() {
-                let secs = iv.length.as_secs_f64().max(1e-3);
-                (jit, server_cores) = (Some(jit_s / secs), Some(cpu_s / secs));
-            }
-            if !iv.warmup {
-                // Measuring: the watch's JVM has done its part and stops.
-                self.jit_jmx = None;
-            }
-        }
+        let jmx = self.jmx.as_mut().and_then(JmxWatch::tick);
+        let second = self
+            .watch
+            .as_mut()
+            .and_then(|w| w.tick(self.started + end, iv.length.as_secs_f64(), !iv.warmup, jmx.as_ref()));
+        let jit = second.map(|s| s.jit_cpu_cores);
+        let server = second.map(|s| (s.gc_pause_ms, s.server_cpu_cores));
+        let compaction =
+            second.and_then(|s| Some((s.pending_compactions?, s.compaction_mb_per_s?, s.sstables_per_read)));
+        let server_cores = server.map(|s| s.1);
         let whole = iv.length >= Duration::from_millis(500);
         if iv.warmup && whole && self.check.as_ref().is_none_or(|c| !c.settled) {
             self.judge_warmup(iv, jit, server_cores);
@@ -179,6 +172,9 @@ impl IntervalSink for Outputs {
         let asked = self.asked.over(iv.start, iv.length);
         if let Some(live) = &self.live {
             live.interval(&self.names, iv, self.measured_from, server, asked);
+            if let Some((pending, mb_per_s, per_read)) = compaction {
+                live.compaction(pending, mb_per_s * iv.length.as_secs_f64(), per_read);
+            }
         }
         if iv.is_reported() {
             let at = humantime::format_rfc3339_seconds(self.started + iv.start);

@@ -28,7 +28,7 @@ use crate::metrics::summary::Summary;
 use crate::server_profile::{Profiler, Slice};
 use crate::sla::{Judge, Sla, SlaVerdict};
 use crate::telemetry::gclog::epoch_ms;
-use crate::telemetry::{ServerFacts, Watch, jit_jmx::JitWatch, jmx, pools::PoolWatch};
+use crate::telemetry::{ServerFacts, Watch, jmx, jmx_watch::JmxWatch, pools::PoolWatch};
 
 use super::phases;
 pub use super::result::{CSV, HDR_LOG};
@@ -81,6 +81,7 @@ impl Step {
         stop: Arc<Stop>,
     ) -> Result<RunResult> {
         let (ecfg, out) = (&self.engine, &self.out);
+        let compacts = about.compacts();
         std::fs::create_dir_all(out)
             .with_context(|| format!("cannot create the results directory {}", out.display()))?;
         let workload = Arc::new(Sliced {
@@ -156,7 +157,7 @@ impl Step {
         };
         let mut sink = sink;
         sink.agreement = self.agreement(site, &about.name, started).await?;
-        self.watch_jit_over_jmx(&mut sink);
+        Self::watch_over_jmx(&mut sink, &self.jmx, site, compacts);
         let undo = self.start_faults(&mut sink, started);
         sink.live = self.live_begin(&names, target_rate);
         let retries_before = site.retries.load(std::sync::atomic::Ordering::Relaxed);
@@ -283,21 +284,30 @@ impl Step {
         result.availability = impact::availability(tallies);
     }
 
-    /// With an automatic warm-up against a cluster caplab does not watch here, reads its JIT
-    /// over the `--jmx` endpoints, so the warm-up need not fall back to the blind rule.
-    fn watch_jit_over_jmx(&self, sink: &mut Outputs) {
-        if sink.watch.is_some() || self.jmx.is_empty() {
+    /// Reads the servers over JMX once a second through the step: a cluster caplab does not
+    /// watch here over its `--jmx` endpoints (its GC, CPU, heap, JIT, for the timeline and an
+    /// automatic warm-up), the nodes it watches when the workload's tables compact (their
+    /// compaction figures; the rest comes from their GC logs and /proc).
+    fn watch_over_jmx(sink: &mut Outputs, jmx: &[JmxTarget], site: &Site, compacts: bool) {
+        let targets: Vec<JmxTarget> = match &sink.watch {
+            None => jmx.to_vec(),
+            Some(_) if compacts => site.local_nodes.iter().map(JmxTarget::local).collect(),
+            Some(_) => Vec::new(),
+        };
+        if targets.is_empty() {
             return;
         }
-        let Some(settle) = &mut sink.settle else {
-            return;
-        };
-        match JitWatch::start(&self.jmx) {
+        match JmxWatch::start(&targets) {
             Ok(w) => {
-                settle.jit_from = " over JMX";
-                sink.jit_jmx = Some(w);
+                if sink.watch.is_none() {
+                    sink.watch = Some(Watch::remote());
+                    if let Some(settle) = &mut sink.settle {
+                        settle.jit_from = " over JMX";
+                    }
+                }
+                sink.jmx = Some(w);
             }
-            Err(e) => crate::telemetry::jit_jmx::unwatched(&format!("{e:#}")),
+            Err(e) => crate::telemetry::jmx_watch::unwatched(&format!("{e:#}")),
         }
     }
 

@@ -40,6 +40,8 @@ struct RunView {
 #[derive(Serialize)]
 struct Page {
     overlay: bool,
+    /// Whether any run read compaction figures (their table is shown then only).
+    compaction: bool,
     runs: Vec<RunView>,
 }
 
@@ -121,6 +123,9 @@ pub fn page(dirs: &[PathBuf]) -> Result<String> {
         &title,
         Page {
             overlay: views.len() > 1,
+            compaction: views
+                .iter()
+                .any(|v| v.result.server.as_ref().is_some_and(|s| s.compaction.is_some())),
             runs: views,
         },
         &Data {

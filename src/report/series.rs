@@ -45,6 +45,16 @@ pub struct SteadySegments {
     pub segments: Vec<(f64, f64, f64)>,
 }
 
+/// Per second read over JMX (its start): pending compactions, MiB/s compacted and SSTables
+/// per read (None: no reads in that second).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CompactionSeries {
+    pub t: Vec<f64>,
+    pub pending: Vec<f64>,
+    pub mb_per_s: Vec<Option<f64>>,
+    pub per_read: Vec<Option<f64>>,
+}
+
 /// Everything a run's charts draw; times are Unix seconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSeries {
@@ -87,6 +97,8 @@ pub struct RunSeries {
     pub blocked: Vec<f64>,
     pub completed: Vec<Option<f64>>,
     pub dropped: Vec<Option<f64>>,
+    /// The servers' compaction per second, read over JMX.
+    pub compaction: CompactionSeries,
     pub sla: Vec<SlaWindow>,
     /// The steady-state verdict's segments, per series (times are Unix seconds).
     pub steady: Vec<SteadySegments>,
@@ -246,6 +258,7 @@ impl RunSeries {
             blocked: Vec::new(),
             completed: Vec::new(),
             dropped: Vec::new(),
+            compaction: CompactionSeries::default(),
             sla: Vec::new(),
             steady: Vec::new(),
             faults: Vec::new(),
@@ -304,6 +317,17 @@ impl RunSeries {
                 s.server_cpu.push(sec.server_cpu_cores);
                 s.client_cpu.push(sec.client_cpu_cores);
                 s.flush_cpu.push(sec.flush_cpu_cores);
+                // A cluster caplab does not run: its pauses are counted per second, over JMX.
+                if server.nodes.is_empty() && sec.gc_pauses > 0 {
+                    s.gc.push((sec.at_ms as f64 / 1e3 - sec.length_s, sec.gc_pause_ms));
+                }
+                if let Some(pending) = sec.pending_compactions {
+                    let c = &mut s.compaction;
+                    c.t.push(sec.at_ms as f64 / 1e3 - sec.length_s);
+                    c.pending.push(pending);
+                    c.mb_per_s.push(sec.compaction_mb_per_s);
+                    c.per_read.push(sec.sstables_per_read);
+                }
             }
             for p in server.pools.iter().flat_map(|p| &p.timeline) {
                 s.pool_t.push(p.at_ms as f64 / 1e3);

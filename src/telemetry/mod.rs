@@ -4,36 +4,37 @@
 //! closes one, so a latency spike in the per-second output sits beside the pause and the CPU
 //! of the same second.
 //!
-//! GC, CPU and flushes are read for nodes caplab runs on this machine only; for other clusters
-//! the report says once that they were not collected, and why, and `--jmx` reads GCInspector
-//! (`jmx`) and, during an automatic warm-up, the JIT (`jit_jmx`). Every cluster's thread pools
-//! and dropped messages are read over CQL (`pools`). `render` says it all in lines for people.
+//! GC logs, /proc and flushes are read for nodes caplab runs on this machine only. For other
+//! clusters `--jmx` reads GCInspector before and after the run (`jmx`) and, once a second
+//! through it, GC pauses, CPU, heap, the JIT and compactions (`jmx_watch`), which are then the
+//! run's server timeline; without it the report says once that they were not collected, and
+//! why. On nodes caplab runs, the same watch adds the compaction figures when the run's tables
+//! compact. Every cluster's thread pools and dropped messages are read over CQL (`pools`).
+//! `render` says it all in lines for people.
 
+mod facts;
 pub mod flush;
 pub mod gclog;
-pub mod jit_jmx;
 pub mod jmx;
+pub mod jmx_watch;
 pub mod pools;
 mod render;
 
-use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::cluster::node::{Liveness, NodeState};
 use crate::procfs::{self, NamedThreads, ProcSample};
-use flush::FlushStats;
 use gclog::{GcStats, epoch_ms};
+use jmx_watch::JmxSecond;
+
+use facts::us_per_flushed_op;
+pub use facts::{CompactionFacts, NodeEvent, NodeFacts, ServerFacts, ServerSecond};
 
 /// Sum of floats that is 0.0, not -0.0, when there are none (std's f64 sum starts at -0.0).
 pub(crate) fn total(values: impl Iterator<Item = f64>) -> f64 {
     values.fold(0.0, |a, b| a + b)
-}
-
-/// Flush-writer CPU seconds per flushed operation, in µs; None when nothing was flushed.
-fn us_per_flushed_op(cpu_seconds: f64, ops: u64) -> Option<f64> {
-    (ops > 0).then(|| cpu_seconds * 1e6 / ops as f64)
 }
 
 /// Thread names (truncated to 15 characters) of Cassandra's memtable flush writers.
@@ -64,95 +65,15 @@ struct NodeWatch {
     measured_flush_ticks: u64,
 }
 
-/// One interval's server and client figures.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ServerSecond {
-    /// Epoch milliseconds at the end of the interval.
-    pub at_ms: u64,
-    pub length_s: f64,
-    pub gc_pause_ms: f64,
-    pub gc_pauses: usize,
-    pub server_cpu_cores: f64,
-    pub flush_cpu_cores: f64,
-    /// The JIT compiler threads' CPU (what an automatic warm-up waits to fall).
-    #[serde(default)]
-    pub jit_cpu_cores: f64,
-    pub server_rss_mb: f64,
-    pub client_cpu_cores: f64,
-    /// Whether it lies in the measured window.
-    pub measured: bool,
-}
-
-/// Something that happened to a node while a run went on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NodeEvent {
-    pub node: String,
-    /// Epoch milliseconds of the interval end when it was seen.
-    pub at_ms: u64,
-    /// `exited`: its process was gone.
-    pub event: String,
-}
-
-/// Watches the local nodes (and this process) while a run goes on.
+/// Watches the local nodes (and this process) while a run goes on, or, for a cluster caplab
+/// does not run, keeps what JMX says of it (`remote`).
 pub struct Watch {
     nodes: Vec<NodeWatch>,
+    remote: bool,
     events: Vec<NodeEvent>,
     client_last: ProcSample,
     tck: f64,
     timeline: Vec<ServerSecond>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct NodeFacts {
-    pub name: String,
-    pub pid: u32,
-    pub gc: GcStats,
-    pub cpu_seconds: f64,
-    pub cpu_user_seconds: f64,
-    pub cpu_system_seconds: f64,
-    pub cpu_cores: f64,
-    pub rss_max_mb: f64,
-    pub flushes: FlushStats,
-    pub flush_cpu_seconds: f64,
-    /// Flush writer CPU per memtable operation flushed (E4's "CPU per partition").
-    pub flush_cpu_us_per_op: Option<f64>,
-    pub flushed_mb_per_s: f64,
-}
-
-/// `server` in result.json.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ServerFacts {
-    /// Why server facts are missing, when they are.
-    pub not_collected: Option<String>,
-    pub sources: serde_json::Value,
-    /// The measured span, epoch milliseconds, and its length (`window_…` in result.json, from
-    /// before "window" meant the service level's only).
-    #[serde(rename = "window_from_ms")]
-    pub measured_from_ms: u64,
-    #[serde(rename = "window_to_ms")]
-    pub measured_to_ms: u64,
-    #[serde(rename = "window_s")]
-    pub measured_s: f64,
-    pub nodes: Vec<NodeFacts>,
-    pub gc_count: usize,
-    pub gc_total_ms: f64,
-    pub gc_mean_ms: f64,
-    pub gc_stddev_ms: f64,
-    pub gc_max_ms: f64,
-    pub gc_reclaimed_mb: f64,
-    pub allocation_stalls: usize,
-    pub allocation_stall_max_ms: f64,
-    pub server_cpu_cores: f64,
-    pub client_cpu_cores: f64,
-    pub timeline: Vec<ServerSecond>,
-    /// Nodes that exited while the run went on.
-    #[serde(default)]
-    pub events: Vec<NodeEvent>,
-    /// GCInspector readings over JMX (`--jmx`), covering the whole run.
-    pub jmx: Vec<jmx::JmxGc>,
-    /// Every node's thread pools over CQL, each second of the measured window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pools: Option<pools::PoolFacts>,
 }
 
 impl Watch {
@@ -194,6 +115,7 @@ impl Watch {
         }
         Some(Watch {
             nodes: watched,
+            remote: false,
             client_last: procfs::sample(std::process::id()).unwrap_or_default(),
             tck: procfs::ticks_per_second(),
             timeline: Vec::new(),
@@ -201,8 +123,30 @@ impl Watch {
         })
     }
 
-    /// Samples at the end of an interval of `length_s` seconds.
-    pub fn tick(&mut self, now: SystemTime, length_s: f64, measured: bool) -> &ServerSecond {
+    /// A cluster caplab does not run: its seconds are what JMX reads of it.
+    pub fn remote() -> Watch {
+        Watch {
+            nodes: Vec::new(),
+            remote: true,
+            client_last: procfs::sample(std::process::id()).unwrap_or_default(),
+            tck: procfs::ticks_per_second(),
+            timeline: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Samples at the end of an interval of `length_s` seconds, with what JMX read over it
+    /// (`jmx`). A remote cluster's second without a JMX reading is no second of its timeline.
+    pub fn tick(
+        &mut self,
+        now: SystemTime,
+        length_s: f64,
+        measured: bool,
+        jmx: Option<&JmxSecond>,
+    ) -> Option<&ServerSecond> {
+        if self.remote && jmx.is_none() {
+            return None;
+        }
         let secs = length_s.max(1e-3);
         let mut s = ServerSecond {
             at_ms: epoch_ms(now),
@@ -251,16 +195,33 @@ impl Watch {
             s.gc_pause_ms += gc.pause_total_ms;
             s.gc_pauses += gc.pause_count;
         }
+        if let Some(j) = jmx {
+            if self.remote {
+                s.gc_pause_ms = j.gc_ms;
+                s.gc_pauses = j.gc_pauses as usize;
+                s.server_cpu_cores = j.cpu_s / secs;
+                s.jit_cpu_cores = j.jit_s / secs;
+            }
+            s.heap_used_mb = Some(j.heap_mb);
+            s.pending_compactions = j.pending_compactions;
+            s.compaction_mb_per_s = j.compacted_mb.map(|mb| mb / secs);
+            s.sstables_per_read = j.sstables_per_read;
+        }
         if let Some(c) = procfs::sample(std::process::id()) {
             s.client_cpu_cores = c.cpu_ticks().saturating_sub(self.client_last.cpu_ticks()) as f64 / self.tck / secs;
             self.client_last = c;
         }
         self.timeline.push(s);
-        self.timeline.last().expect("just pushed")
+        self.timeline.last()
     }
 
     /// The report for the measured window `[from, to)`.
     pub fn report(self, from: SystemTime, to: SystemTime) -> ServerFacts {
+        if self.remote && !self.timeline.iter().any(|s| s.measured) {
+            return ServerFacts::not_collected(
+                "no second of the measured window was read over JMX (the note above says why)",
+            );
+        }
         let measured_s = to.duration_since(from).map(|d| d.as_secs_f64()).unwrap_or(0.0);
         let measured: Vec<&ServerSecond> = self.timeline.iter().filter(|s| s.measured).collect();
         let (from_ms, to_ms) = (epoch_ms(from), epoch_ms(to));
@@ -310,7 +271,10 @@ impl Watch {
         };
         let server_cpu = total(nodes.iter().map(|n| n.cpu_seconds));
         let client_cpu = total(measured.iter().map(|s| s.client_cpu_cores * s.length_s));
-        ServerFacts {
+        let remote = self.remote;
+        let flushed_mb = (!remote).then(|| total(nodes.iter().map(|n| n.flushes.written_mb)));
+        let compaction = CompactionFacts::of(&self.timeline, flushed_mb);
+        let mut facts = ServerFacts {
             not_collected: None,
             sources: serde_json::json!({
                 "gc": "each node's unified GC log (-Xlog:gc*), lines inside the measured window",
@@ -320,6 +284,7 @@ impl Watch {
                 "flush_cpu": "/proc/<pid>/task/*/stat of the threads named PerDiskMemtableFlushWriter/MemtableFlushWriter",
                 "jit_cpu": "/proc/<pid>/task/*/stat of the JIT compiler threads (C1/C2 CompilerThread, JVMCI CompilerThread)",
                 "client_cpu": "/proc/self/stat utime+stime of caplab",
+                "compaction": "over JMX once a second when the run's tables compact: org.apache.cassandra.metrics:type=Compaction PendingTasks and CompressedBytesCompacted (the size on disk of what compactions read, counted as each ends; uncompressed BytesCompacted before 5.0), type=Table SSTablesPerReadHistogram (all tables), java.lang:type=Memory heap used",
             }),
             measured_from_ms: from_ms,
             measured_to_ms: to_ms,
@@ -339,7 +304,12 @@ impl Watch {
             events: self.events,
             jmx: Vec::new(),
             pools: None,
+            compaction,
+        };
+        if remote {
+            facts.sum_jmx_seconds();
         }
+        facts
     }
 }
 
@@ -372,95 +342,5 @@ impl NodeWatch {
             return GcStats::default();
         }
         gclog::parse_window(&text, 0, u64::MAX)
-    }
-}
-
-impl ServerFacts {
-    /// The flush writers' CPU per memtable operation they flushed, all nodes together (E4's
-    /// "CPU per flushed partition": an insert writes one partition); None without flushes.
-    pub fn flush_cpu_us_per_flushed_op(&self) -> Option<f64> {
-        us_per_flushed_op(
-            total(self.nodes.iter().map(|n| n.flush_cpu_seconds)),
-            self.nodes.iter().map(|n| n.flushes.ops).sum(),
-        )
-    }
-
-    /// For runs against nodes caplab does not run here.
-    pub fn not_collected(why: &str) -> ServerFacts {
-        ServerFacts {
-            not_collected: Some(why.to_string()),
-            sources: serde_json::Value::Null,
-            measured_from_ms: 0,
-            measured_to_ms: 0,
-            measured_s: 0.0,
-            nodes: Vec::new(),
-            gc_count: 0,
-            gc_total_ms: 0.0,
-            gc_mean_ms: 0.0,
-            gc_stddev_ms: 0.0,
-            gc_max_ms: 0.0,
-            gc_reclaimed_mb: 0.0,
-            allocation_stalls: 0,
-            allocation_stall_max_ms: 0.0,
-            server_cpu_cores: 0.0,
-            client_cpu_cores: 0.0,
-            timeline: Vec::new(),
-            events: Vec::new(),
-            jmx: Vec::new(),
-            pools: None,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn node(name: &str, flushed_ops: u64, flush_cpu_seconds: f64) -> NodeFacts {
-        NodeFacts {
-            name: name.into(),
-            pid: 1,
-            gc: GcStats::default(),
-            cpu_seconds: 10.0,
-            cpu_user_seconds: 9.0,
-            cpu_system_seconds: 1.0,
-            cpu_cores: 1.0,
-            rss_max_mb: 100.0,
-            flushes: FlushStats {
-                count: usize::from(flushed_ops > 0),
-                ops: flushed_ops,
-                ..FlushStats::default()
-            },
-            flush_cpu_seconds,
-            flush_cpu_us_per_op: None,
-            flushed_mb_per_s: 0.0,
-        }
-    }
-
-    #[test]
-    fn flush_cost_is_the_writers_cpu_per_operation_they_flushed_on_every_node() {
-        let mut s = ServerFacts::not_collected("test");
-        s.not_collected = None;
-        s.measured_s = 60.0;
-        assert_eq!(s.flush_cpu_us_per_flushed_op(), None, "no nodes, no flushes");
-        // A replica's flush counts its own operations: 3 s of CPU over 1.5M flushed ops is 2 µs,
-        // whatever the client sent. A node that flushed nothing adds no cost and no operations.
-        s.nodes = vec![
-            node("node1", 1_000_000, 2.0),
-            node("node2", 500_000, 1.0),
-            node("node3", 0, 0.0),
-        ];
-        assert!((s.flush_cpu_us_per_flushed_op().unwrap() - 2.0).abs() < 1e-9);
-        assert!(
-            s.render().contains("2.00 µs flush CPU per flushed op"),
-            "{}",
-            s.render()
-        );
-        s.nodes = vec![node("node1", 0, 0.4)];
-        assert_eq!(
-            s.flush_cpu_us_per_flushed_op(),
-            None,
-            "CPU with no completed flush is no figure"
-        );
     }
 }

@@ -35,13 +35,20 @@ impl ServerFacts {
             }
             return out;
         }
+        let per_pause = |v: f64| {
+            if self.nodes.is_empty() {
+                "per second over JMX".to_string()
+            } else {
+                format!("{v:.3} ms")
+            }
+        };
         let mut out = format!(
             "Total GC count                : {:>12}\n\
              Total GC memory               : {:>12}\n\
              Total GC time                 : {:>12}\n\
              Avg GC time                   : {:>12.3} ms\n\
-             StdDev GC time                : {:>12.3} ms\n\
-             Max GC pause                  : {:>12.3} ms\n\
+             StdDev GC time                : {:>12}\n\
+             Max GC pause                  : {:>12}\n\
              Allocation stalls             : {:>12}",
             self.gc_count,
             format!("{:.3} GiB", self.gc_reclaimed_mb / 1024.0),
@@ -51,8 +58,8 @@ impl ServerFacts {
                 format!("{:.3} ms", self.gc_total_ms)
             },
             self.gc_mean_ms,
-            self.gc_stddev_ms,
-            self.gc_max_ms,
+            per_pause(self.gc_stddev_ms),
+            per_pause(self.gc_max_ms),
             if self.allocation_stalls > 0 {
                 format!(
                     "{} (max {:.1} ms)",
@@ -77,6 +84,19 @@ impl ServerFacts {
                 mb,
                 mb / self.measured_s.max(1e-9),
                 self.flush_cpu_us_per_flushed_op().unwrap_or(0.0)
+            ));
+        }
+        if let Some(c) = &self.compaction {
+            out.push_str(&format!(
+                "\nCompaction (JMX)              : {:>12} pending at most ({:.1} on average), {:.1} MiB compacted ({:.2} MiB/s{}), {}",
+                format!("{:.0}", c.pending_max),
+                c.pending_mean,
+                c.compacted_mb,
+                c.compacted_mb_per_s,
+                c.compacted_per_flushed
+                    .map_or(String::new(), |r| format!(", {r:.2} MiB per MiB flushed")),
+                c.sstables_per_read
+                    .map_or("no reads".into(), |r| format!("{r:.2} SSTables per read")),
             ));
         }
         for e in &self.events {

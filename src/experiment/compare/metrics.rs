@@ -128,6 +128,9 @@ fn client_metrics() -> Vec<Metric> {
             .quantile(0.99),
         Metric::lower("p999", "response p99.9", "ms", |o| total(o).map(|t| t.response.p999_ms)).quantile(0.999),
         Metric::lower("max", "response max", "ms", |o| total(o).map(|t| t.response.max_ms)),
+        Metric::lower("read_p99", "read response p99", "ms", |o| {
+            op(o, "read").map(|t| t.response.p99_ms)
+        }),
         Metric::lower("service_p99", "service p99", "ms", |o| {
             total(o).map(|t| t.service.p99_ms)
         }),
@@ -169,7 +172,11 @@ fn server_metrics() -> Vec<Metric> {
             server(o).map(|s| s.gc_total_ms)
         })
         .series(|s| &s.gc_pause_ms),
-        Metric::lower("gc_max_ms", "GC max pause", "ms", |o| server(o).map(|s| s.gc_max_ms)),
+        // Per pause only where the GC log says (nodes caplab runs); over JMX pauses are counted
+        // per second.
+        Metric::lower("gc_max_ms", "GC max pause", "ms", |o| {
+            server(o).filter(|s| !s.nodes.is_empty()).map(|s| s.gc_max_ms)
+        }),
         // What the heap holds that a collection cannot free (a table's memtable and metadata
         // among it): the mean heap after each collection of the window, over the local nodes
         // whose GC log says.
@@ -188,5 +195,24 @@ fn server_metrics() -> Vec<Metric> {
         Metric::lower("flush_cpu_us_per_flushed_op", "flush CPU per flushed op", "µs", |o| {
             server(o)?.flush_cpu_us_per_flushed_op()
         }),
+        // Compaction, read over JMX when the run's tables compact (a cost: less is better).
+        Metric::lower("pending_compactions", "pending compactions (mean)", "", |o| {
+            Some(server(o)?.compaction.as_ref()?.pending_mean)
+        }),
+        Metric::lower("compaction_mb_per_s", "compaction read", "MiB/s", |o| {
+            Some(server(o)?.compaction.as_ref()?.compacted_mb_per_s)
+        }),
+        Metric::lower("compacted_per_flushed", "MiB compacted per MiB flushed", "", |o| {
+            server(o)?.compaction.as_ref()?.compacted_per_flushed
+        }),
+        Metric::lower("sstables_per_read", "SSTables per read", "", |o| {
+            server(o)?.compaction.as_ref()?.sstables_per_read
+        }),
     ]
+}
+
+/// The summary of the operation type named `name` (a profile's `read`, say).
+fn op<'a>(o: &'a Observation, name: &str) -> Option<&'a OpSummary> {
+    let s = o.result()?.summary.as_ref()?;
+    s.per_op.iter().find(|p| p.name == name)
 }

@@ -167,6 +167,22 @@
         var pe = document.getElementById("chart-pools");
         if (pe) pe.textContent = "No thread-pool series (--server-facts none, or the cluster has no system_views).";
       }
+      var c = s.compaction;
+      if (c.t.length) {
+        var co = timeOpts("Compaction, all nodes (over JMX)", "pending", [
+          line("pending compactions", COLORS[4]),
+          Object.assign(line("MiB/s compacted", COLORS[2], { width: 1 }), { scale: "mb" }),
+          Object.assign(line("SSTables per read", COLORS[0], { dash: [5, 4] }), { scale: "per" }),
+        ], false, { hooks: hooks([faultHook(s.faults)]) });
+        co.scales.mb = {};
+        co.scales.per = {};
+        co.axes.push({ scale: "mb", side: 1, label: "MiB/s", grid: { show: false }, size: 60 });
+        co.axes.push({ scale: "per", side: 1, label: "SSTables per read", grid: { show: false }, size: 60 });
+        chart("chart-compaction", co, [c.t, c.pending, c.mb_per_s, c.per_read], c.t.length);
+      } else {
+        var ce = document.getElementById("chart-compaction");
+        if (ce) ce.remove();
+      }
       distributionChart("chart-distribution", s.distribution);
       curveChart("chart-curve", runs);
       return;
@@ -190,8 +206,10 @@
       uPlot.join(runs.map(function (s, i) { return [tables[i], positive(s.p99)]; })), most);
     chart("chart-throughput", relative("Achieved throughput", "op/s", rate, "ok_rate", false),
       uPlot.join(runs.map(function (s, i) { return [tables[i], s.ok_rate]; })), most);
-    var el = document.getElementById("chart-cpu");
-    if (el) el.remove();
+    ["chart-cpu", "chart-compaction"].forEach(function (id) {
+      var el = document.getElementById(id);
+      if (el) el.remove();
+    });
     var curves = [];
     runs.forEach(function (s) { if (s.distribution.length) curves.push({ name: s.label, x: s.distribution[0].x, ms: s.distribution[0].ms }); });
     distributionChart("chart-distribution", curves);

@@ -12,7 +12,7 @@
 //!   within 20 % (throughput and p50) or 50 % (p99: per-second p99s swing with GC);
 //! - **JIT**: the C1 and C2 compiler threads used at most `JIT_SHARE` (3 %) of the server's
 //!   CPU over the window, where the server is watched: from /proc on nodes caplab runs here,
-//!   and over JMX (`telemetry::jit_jmx`: compilation time over process CPU time) on clusters
+//!   and over JMX (`telemetry::jmx_watch`: compilation time over process CPU time) on clusters
 //!   given `--jmx`;
 //! - **without the JIT's telemetry** (a cluster caplab does not run here), the rule must hold
 //!   for `BLIND_HOLD` (30) seconds more, every 30 s window within them settled: a fresh node
