@@ -270,4 +270,68 @@ mod tests {
             "CPU with no completed flush is no figure"
         );
     }
+
+    fn second(measured: bool, pending: Option<f64>, mb_per_s: f64, per_read: Option<f64>) -> ServerSecond {
+        ServerSecond {
+            length_s: 1.0,
+            measured,
+            gc_pauses: 1,
+            gc_pause_ms: 10.0,
+            server_cpu_cores: 1.5,
+            pending_compactions: pending,
+            compaction_mb_per_s: pending.map(|_| mb_per_s),
+            sstables_per_read: per_read,
+            ..ServerSecond::default()
+        }
+    }
+
+    #[test]
+    fn a_window_s_compaction_is_its_measured_seconds_read_over_jmx() {
+        let timeline = [
+            // Warm-up, and a measured second before the reader's first reading: left out.
+            second(false, Some(9.0), 50.0, Some(5.0)),
+            second(true, None, 0.0, None),
+            second(true, Some(2.0), 4.0, Some(1.0)),
+            second(true, Some(4.0), 0.0, None),
+            second(true, Some(0.0), 2.0, Some(2.0)),
+        ];
+        let c = CompactionFacts::of(&timeline, Some(3.0)).unwrap();
+        assert_eq!((c.seconds, c.pending_max, c.pending_mean), (3, 4.0, 2.0));
+        assert_eq!((c.compacted_mb, c.compacted_mb_per_s), (6.0, 2.0));
+        assert_eq!(c.compacted_per_flushed, Some(2.0), "6 MiB compacted of 3 flushed");
+        assert_eq!(c.sstables_per_read, Some(1.5), "the seconds with reads");
+        assert_eq!(
+            CompactionFacts::of(&timeline, Some(0.0)).unwrap().compacted_per_flushed,
+            None
+        );
+        assert_eq!(CompactionFacts::of(&timeline[..2], None), None, "nothing read");
+    }
+
+    #[test]
+    fn a_remote_window_counts_its_pauses_and_cpu_from_its_seconds() {
+        let mut s = ServerFacts::not_collected("test");
+        s.not_collected = None;
+        s.timeline = vec![
+            second(false, None, 0.0, None),
+            second(true, None, 0.0, None),
+            second(true, None, 0.0, None),
+        ];
+        s.timeline[2].gc_pauses = 3;
+        s.timeline[2].gc_pause_ms = 30.0;
+        s.timeline[2].server_cpu_cores = 0.5;
+        s.sum_jmx_seconds();
+        assert_eq!(
+            (s.gc_count, s.gc_total_ms, s.gc_mean_ms),
+            (4, 40.0, 10.0),
+            "the measured seconds only"
+        );
+        assert!((s.server_cpu_cores - 1.0).abs() < 1e-9, "{}", s.server_cpu_cores);
+        assert!(s.sources["cpu"].as_str().unwrap().contains("JMX"));
+        assert!(
+            s.render()
+                .contains("Max GC pause                  : per second over JMX"),
+            "{}",
+            s.render()
+        );
+    }
 }

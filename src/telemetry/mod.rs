@@ -344,3 +344,44 @@ impl NodeWatch {
         gclog::parse_window(&text, 0, u64::MAX)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_cluster_s_seconds_are_what_jmx_read_of_them() {
+        let mut w = Watch::remote();
+        let now = SystemTime::now();
+        assert!(w.tick(now, 1.0, false, None).is_none(), "no reading, no second");
+        let j = JmxSecond {
+            jit_s: 0.1,
+            cpu_s: 3.0,
+            gc_pauses: 2.0,
+            gc_ms: 25.0,
+            heap_mb: 700.0,
+            pending_compactions: Some(1.0),
+            compacted_mb: Some(4.0),
+            sstables_per_read: None,
+        };
+        let s = w.tick(now, 2.0, true, Some(&j)).unwrap().clone();
+        assert_eq!(
+            (s.server_cpu_cores, s.jit_cpu_cores),
+            (1.5, 0.05),
+            "per second of the interval"
+        );
+        assert_eq!((s.gc_pauses, s.gc_pause_ms), (2, 25.0));
+        assert_eq!(
+            (
+                s.heap_used_mb,
+                s.pending_compactions,
+                s.compaction_mb_per_s,
+                s.sstables_per_read
+            ),
+            (Some(700.0), Some(1.0), Some(2.0), None)
+        );
+        let facts = w.report(now, now + std::time::Duration::from_secs(2));
+        assert_eq!((facts.gc_count, facts.timeline.len()), (2, 1), "{facts:?}");
+        assert_eq!(facts.compaction.unwrap().compacted_mb, 4.0);
+    }
+}
