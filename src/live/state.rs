@@ -81,7 +81,7 @@ pub struct State {
     pub phase: &'static str,
     pub faults: Vec<FaultWindow>,
     pub fault_active: bool,
-    /// Seconds of the server's GC pauses and CPU, nodes caplab runs only (None: not watched).
+    /// Seconds of the server's GC pauses and CPU (None: not watched).
     pub server: Option<(f64, f64)>,
     /// The servers' compaction, read over JMX (None: not read).
     pub compaction: Option<Compaction>,
@@ -253,13 +253,13 @@ impl State {
         if let Some((gc, cpu)) = self.server {
             out.push(family(
                 "caplab_server_gc_pause_seconds_total",
-                "Time the nodes caplab runs spent in GC pauses, from their GC logs.",
+                "Time the nodes spent in GC pauses: from their GC logs (nodes caplab runs), or over JMX (--jmx).",
                 MetricType::COUNTER,
                 vec![counter(with(&[]), gc)],
             ));
             out.push(family(
                 "caplab_server_cpu_seconds_total",
-                "CPU time the nodes caplab runs used, from /proc.",
+                "CPU time the nodes used: from /proc (nodes caplab runs), or over JMX (--jmx).",
                 MetricType::COUNTER,
                 vec![counter(with(&[]), cpu)],
             ));
