@@ -39,7 +39,7 @@ impl ServerFacts {
             if self.nodes.is_empty() {
                 "per second over JMX".to_string()
             } else {
-                format!("{v:.3} ms")
+                format!("{v:>12.3} ms")
             }
         };
         let mut out = format!(
@@ -47,8 +47,8 @@ impl ServerFacts {
              Total GC memory               : {:>12}\n\
              Total GC time                 : {:>12}\n\
              Avg GC time                   : {:>12.3} ms\n\
-             StdDev GC time                : {:>12}\n\
-             Max GC pause                  : {:>12}\n\
+             StdDev GC time                : {}\n\
+             Max GC pause                  : {}\n\
              Allocation stalls             : {:>12}",
             self.gc_count,
             format!("{:.3} GiB", self.gc_reclaimed_mb / 1024.0),
