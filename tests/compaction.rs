@@ -8,7 +8,6 @@ mod common;
 
 use common::{Lab, Shared, fails, jvm_lock, ok, result_json, runtime};
 use scylla::client::session_builder::SessionBuilder;
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 static LAB: Shared<()> = Shared::new();
@@ -168,12 +167,7 @@ fn a_run_whose_tables_compact_reads_the_compaction_each_second() {
     let c = &server["compaction"];
     // Once the reader's JVM is up (it compiles its source first: 2 s alone, 15 s beside another
     // test file here), every second has its reading.
-    let seconds: Vec<&Value> = server["timeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["measured"] == true)
-        .collect();
+    let seconds = common::measured_seconds(server);
     let first = seconds
         .iter()
         .position(|s| s["pending_compactions"].is_number())

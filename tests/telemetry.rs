@@ -7,7 +7,6 @@ mod common;
 
 use common::prometheus::{Prometheus, http_get};
 use common::{Lab, jvm_lock, ok, result_json, stderr, stdout};
-use serde_json::Value;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -438,12 +437,7 @@ fn a_cluster_caplab_does_not_run(lab: &Lab, hosts: &str, out: &std::path::Path) 
         server["sources"]["cpu"].as_str().unwrap().contains("over JMX"),
         "{server}"
     );
-    let seconds: Vec<&Value> = server["timeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["measured"] == true)
-        .collect();
+    let seconds = common::measured_seconds(server);
     // One reading a second; the first of the window may come before the JVM's first reading
     // of it (read half a second after each whole second).
     assert!((5..=7).contains(&seconds.len()), "{server}");

@@ -129,11 +129,6 @@ impl JmxWatch {
         let before = self.last.replace(now.clone())?;
         Some(since(&before, &now))
     }
-
-    /// Why the watch stopped reading, if it did.
-    pub fn failure(&self) -> Option<&str> {
-        self.shared.failure.get().map(String::as_str)
-    }
 }
 
 /// The endpoints' figures between two readings of each.

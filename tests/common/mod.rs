@@ -357,6 +357,16 @@ pub fn result_json(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).expect("result.json")).expect("valid JSON")
 }
 
+/// The seconds of a result's server timeline (`doc["server"]`) that lie in the measured window.
+pub fn measured_seconds(server: &serde_json::Value) -> Vec<&serde_json::Value> {
+    server["timeline"]
+        .as_array()
+        .expect("a server timeline")
+        .iter()
+        .filter(|s| s["measured"] == true)
+        .collect()
+}
+
 /// An experiment directory's experiment.json.
 pub fn experiment_json(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("experiment.json")).expect("experiment.json"))
