@@ -7,10 +7,11 @@ mod common;
 use common::{Lab, jvm_lock, ok, stdout};
 
 /// The setting: the delay the fault proxy adds to every operation, written six ways; the
-/// first three are no delay, the last three 20 ms (the planted change at the fourth value). 20 ms,
-/// not 3: beside another test file's three nodes the undelayed runs' p50 rose from about 0.3 ms
-/// to 6 ms and 3 ms could not be told apart in 6 rounds.
-const VALUES: &str = "0ns,0us,0ms,20ms,20000us,20000000ns";
+/// first three are no delay, the last three 100 ms (the planted change at the fourth value).
+/// 100 ms, not 3 or 20: beside another test file's three nodes the undelayed runs' p50 rose from
+/// about 0.3 ms to 6 ms, and in one CI to 16.5 ms, where 20 ms (p50 4.5 ms against 16.5) could
+/// not be told apart in 6 rounds and the bisection ended open (exit 3).
+const VALUES: &str = "0ns,0us,0ms,100ms,100000us,100000000ns";
 
 fn bisect(lab: &Lab, out: &str) -> std::process::Output {
     lab.caplab(&[
@@ -64,7 +65,7 @@ fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
     let done = ok(bisect(&lab, &out));
     let text = stdout(&done);
     assert!(
-        text.contains("the first value at the new level is 20ms (the last at the old: 0ms)"),
+        text.contains("the first value at the new level is 100ms (the last at the old: 0ms)"),
         "{text}"
     );
     let doc: serde_json::Value =
@@ -73,7 +74,7 @@ fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
     let probes = doc["probes"].as_array().unwrap();
     assert_eq!(probes.len(), 2, "two probes halve five gaps to one: {doc:#}");
     let ratio = doc["answer"]["ratio"].as_f64().unwrap();
-    assert!(ratio > 3.0, "20 ms on a p50 of 0.3-6 ms: {doc:#}");
+    assert!(ratio > 3.0, "100 ms on a p50 of 0.3-17 ms: {doc:#}");
     let seen = common::browse(&lab.home.join("bisection/bisect.html"));
     seen.assert_clean();
     assert!(seen.dom.contains("the first at the new level"), "the value is marked");
@@ -83,8 +84,9 @@ fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
     let seen = common::browse(&history);
     seen.assert_clean();
     assert!(
-        seen.dom
-            .contains("bisection of p50_ms over 6 values (0ns … 20000000ns): the first value at the new level is 20ms"),
+        seen.dom.contains(
+            "bisection of p50_ms over 6 values (0ns … 100000000ns): the first value at the new level is 100ms"
+        ),
         "the page lists the bisection"
     );
 
@@ -97,7 +99,7 @@ fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
     let written = std::fs::metadata(&kept).unwrap().modified().unwrap();
     let again = ok(bisect(&lab, &out));
     assert!(
-        stdout(&again).contains("the first value at the new level is 20ms"),
+        stdout(&again).contains("the first value at the new level is 100ms"),
         "{}",
         stdout(&again)
     );
