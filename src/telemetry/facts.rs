@@ -122,6 +122,8 @@ pub struct CompactionFacts {
     pub compacted_mb_per_s: f64,
     /// MiB compacted per MiB the memtables flushed (nodes caplab runs: their system.log says
     /// what was flushed): what compaction rewrote of what was written, a write amplification.
+    /// None under 1 MiB flushed: a ratio to almost nothing (a 25 s window of the bank flushed a
+    /// few KiB of system tables and read 46 "per MiB flushed") says nothing.
     pub compacted_per_flushed: Option<f64>,
     /// SSTables touched per read: the mean of the seconds that had reads.
     pub sstables_per_read: Option<f64>,
@@ -147,7 +149,7 @@ impl CompactionFacts {
             pending_mean: total(pending.iter().copied()) / pending.len() as f64,
             compacted_mb,
             compacted_mb_per_s: compacted_mb / length,
-            compacted_per_flushed: flushed_mb.filter(|mb| *mb > 0.0).map(|mb| compacted_mb / mb),
+            compacted_per_flushed: flushed_mb.filter(|mb| *mb >= 1.0).map(|mb| compacted_mb / mb),
             sstables_per_read: (!per_read.is_empty()).then(|| total(per_read.iter().copied()) / per_read.len() as f64),
         })
     }
@@ -300,10 +302,10 @@ mod tests {
         assert_eq!((c.compacted_mb, c.compacted_mb_per_s), (6.0, 2.0));
         assert_eq!(c.compacted_per_flushed, Some(2.0), "6 MiB compacted of 3 flushed");
         assert_eq!(c.sstables_per_read, Some(1.5), "the seconds with reads");
-        assert_eq!(
-            CompactionFacts::of(&timeline, Some(0.0)).unwrap().compacted_per_flushed,
-            None
-        );
+        for flushed in [0.0, 0.02] {
+            let c = CompactionFacts::of(&timeline, Some(flushed)).unwrap();
+            assert_eq!(c.compacted_per_flushed, None, "{flushed} MiB flushed");
+        }
         assert_eq!(CompactionFacts::of(&timeline[..2], None), None, "nothing read");
     }
 
