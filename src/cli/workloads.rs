@@ -7,7 +7,7 @@ use crate::workload::builtin::{self, BUILTINS};
 
 #[derive(Debug, Subcommand)]
 pub enum WorkloadsCommand {
-    /// Print a built-in profile (YAML) to copy and edit.
+    /// Print a built-in profile (YAML) to copy and edit (the bank's statements, CQL).
     Show { name: String },
 }
 
@@ -17,7 +17,9 @@ pub fn run(cmd: Option<WorkloadsCommand>) -> Result<()> {
             for b in BUILTINS {
                 println!("{:<12} {}", b.name, b.describe());
             }
-            println!("\nRun one with 'caplab run --workload NAME'; 'caplab workloads show NAME' prints its profile.");
+            println!(
+                "\nRun one with 'caplab run --workload NAME'; 'caplab workloads show NAME' prints its profile (the bank's: its CQL)."
+            );
         }
         Some(WorkloadsCommand::Show { name }) => {
             print!("{}", builtin::find(&name)?.yaml);

@@ -10,9 +10,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::node::{Liveness, NodeState, cql_ready, tail_since};
+use super::node::{Liveness, NodeState, cql_ready, startup_failure};
 use super::yaml::{BaseConfig, Override};
-use super::{ClusterSpec, Home, NATIVE_PORT, STORAGE_PORT, java, jvm, maven, nodetool, ring, yaml};
+use super::{ClusterSpec, Home, NATIVE_PORT, STORAGE_PORT, jvm, maven, nodetool, ring, yaml};
 
 /// How `start` treats nodes that already run.
 #[derive(Debug, Clone, Copy, Default)]
@@ -143,6 +143,15 @@ pub fn start(home: &Home, spec: &ClusterSpec, opts: StartOptions, say: &mut dyn 
         nodes: out,
         reused: false,
     })
+}
+
+/// Starts node `index` of a cluster that runs, with `spec` (which may differ from the spec its
+/// peers run with: another version, for a rolling upgrade) over the data it has; returns when
+/// it accepts CQL.
+pub fn start_one(home: &Home, spec: &ClusterSpec, index: u32, say: &mut dyn FnMut(&str)) -> Result<NodeState> {
+    let classpath = super::jars::of_spec(home, spec, say)?;
+    let dir = home.node_dir(&ClusterSpec::node_name(index));
+    launch(spec, index, false, &dir, &classpath, Duration::from_secs(240), say)
 }
 
 /// The jars NodeTool runs from for a cluster of `version` (resolved from Maven Central once).
@@ -317,46 +326,6 @@ fn launch(
         begin.elapsed().as_secs_f64()
     ));
     Ok(state)
-}
-
-/// One paragraph: what happened, the likely cause where the logs tell it, the last log
-/// lines and where the whole logs are.
-fn startup_failure(state: &NodeState, log_offset: u64, what: &str) -> String {
-    let system = tail_since(&state.system_log, log_offset, 400);
-    let console = tail_since(&state.console_log, 0, 200);
-    let both = format!("{console}\n{system}");
-    let mut cause = String::new();
-    if both.contains("Setting a system-wide Policy object is not supported")
-        || both.contains("UnsupportedClassVersionError")
-    {
-        let ok = java::supported_majors(&state.spec.version);
-        cause = format!(
-            "Cassandra {} does not run on JDK {}: use a JDK it supports ({}) with --java. ",
-            state.spec.version,
-            state.spec.jdk.major,
-            ok.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(" or ")
-        );
-    } else if let Some(line) = both.lines().find(|l| {
-        l.contains("Invalid yaml")
-            || l.contains("ConfigurationException")
-            || l.contains("Exception encountered during startup")
-    }) {
-        cause = format!("Cassandra said: {}. ", line.trim());
-    }
-    let (shown, lines) = if system.trim().is_empty() {
-        (&state.console_log, &console)
-    } else {
-        (&state.system_log, &system)
-    };
-    let last: Vec<&str> = lines.lines().collect();
-    format!(
-        "{} {what}. {cause}Last lines of {}:\n{}\n(full logs: {} and {})",
-        state.name,
-        shown.display(),
-        last[last.len().saturating_sub(15)..].join("\n"),
-        state.system_log.display(),
-        state.console_log.display()
-    )
 }
 
 /// A start refused before any JVM ran, for a reason trying again does not change (a port

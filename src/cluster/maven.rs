@@ -118,7 +118,7 @@ pub fn fetch(
 }
 
 /// Versions become file names and XML text: keep them to what Maven versions look like.
-fn validate_version(version: &str) -> Result<()> {
+pub fn validate_version(version: &str) -> Result<()> {
     let ok = !version.is_empty()
         && version.chars().next().is_some_and(|c| c.is_ascii_digit())
         && version

@@ -175,6 +175,54 @@ pub fn dir_size(path: &Path) -> u64 {
         .sum()
 }
 
+/// One paragraph: what happened, the likely cause where the logs tell it, the last log
+/// lines and where the whole logs are.
+pub fn startup_failure(state: &NodeState, log_offset: u64, what: &str) -> String {
+    let system = tail_since(&state.system_log, log_offset, 400);
+    let console = tail_since(&state.console_log, 0, 200);
+    let both = format!("{console}\n{system}");
+    let mut cause = String::new();
+    if both.contains("Setting a system-wide Policy object is not supported")
+        || both.contains("UnsupportedClassVersionError")
+    {
+        let ok = super::java::supported_majors(&state.spec.version);
+        cause = format!(
+            "Cassandra {} does not run on JDK {}: use a JDK it supports ({}) with --java. ",
+            state.spec.version,
+            state.spec.jdk.major,
+            ok.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(" or ")
+        );
+    } else if both.contains("Stop marker is older than start marker") {
+        cause = format!(
+            "Cassandra said: its Accord journal has no stop marker (the node was killed), and \
+             accord.journal.stop_marker_failure_policy is EXIT. Start the cluster with --set \
+             accord.journal.stop_marker_failure_policy=REBOOTSTRAP: {} then rebuilds its Accord \
+             state from its peers, as a kill fault on an Accord cluster needs. ",
+            state.name
+        );
+    } else if let Some(line) = both.lines().find(|l| {
+        l.contains("Invalid yaml")
+            || l.contains("ConfigurationException")
+            || l.contains("Exception encountered during startup")
+    }) {
+        cause = format!("Cassandra said: {}. ", line.trim());
+    }
+    let (shown, lines) = if system.trim().is_empty() {
+        (&state.console_log, &console)
+    } else {
+        (&state.system_log, &system)
+    };
+    let last: Vec<&str> = lines.lines().collect();
+    format!(
+        "{} {what}. {cause}Last lines of {}:\n{}\n(full logs: {} and {})",
+        state.name,
+        shown.display(),
+        last[last.len().saturating_sub(15)..].join("\n"),
+        state.system_log.display(),
+        state.console_log.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -482,6 +482,7 @@ measure:
         assert_eq!(
             names,
             [
+                "accord",
                 "compaction",
                 "e1-batches",
                 "e1-jdk",

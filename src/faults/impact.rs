@@ -282,9 +282,67 @@ pub fn availability(tallies: &[Tally]) -> Option<f64> {
     Period::of(tallies.iter()).availability
 }
 
+/// A rolling upgrade's mixed-version period, in words: each upgraded node's return on its new
+/// version, and the seconds from the first return to the last (to the window's end if a node
+/// was not back by then). None without upgrades.
+pub fn mixed_versions(faults: &[FaultRecord]) -> Option<String> {
+    let ups: Vec<&FaultRecord> = faults.iter().filter(|f| f.action == Action::Upgrade).collect();
+    if ups.is_empty() {
+        return None;
+    }
+    let version = |f: &FaultRecord| f.fault.rsplit(' ').next().unwrap_or("?").to_string();
+    let each: Vec<String> = ups
+        .iter()
+        .map(|f| match f.back_s {
+            Some(b) => format!("{} on {} at {b:.1} s", f.node, version(f)),
+            None => format!("{} not back on {} by the end", f.node, version(f)),
+        })
+        .collect();
+    let backs: Vec<f64> = ups.iter().filter_map(|f| f.back_s).collect();
+    let period = match (backs.first(), backs.last()) {
+        (Some(a), Some(b)) if backs.len() == ups.len() && ups.len() > 1 => {
+            format!("; mixed versions from {a:.1} s to {b:.1} s (if these are all the cluster's nodes)")
+        }
+        (Some(a), _) => format!("; mixed versions from {a:.1} s"),
+        _ => String::new(),
+    };
+    Some(format!("Upgrades                      : {}{period}", each.join(", ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rolling_upgrade_says_when_each_node_came_back_and_how_long_versions_were_mixed() {
+        let up = |node: &str, back: Option<f64>| FaultRecord {
+            fault: format!("upgrade {node} at 5s to 6.0-alpha2"),
+            action: Action::Upgrade,
+            node: node.into(),
+            start_s: Some(5.0),
+            end_s: Some(9.0),
+            back_s: back,
+            detect_s: None,
+            recover_s: None,
+            band: None,
+            during: Period::default(),
+            after: Period::default(),
+            sla_windows_failed: None,
+            note: None,
+            error: None,
+        };
+        assert_eq!(mixed_versions(&[]), None);
+        assert_eq!(
+            mixed_versions(&[up("node1", Some(30.0)), up("node2", Some(75.5))]).unwrap(),
+            "Upgrades                      : node1 on 6.0-alpha2 at 30.0 s, node2 on 6.0-alpha2 at 75.5 s; \
+             mixed versions from 30.0 s to 75.5 s (if these are all the cluster's nodes)"
+        );
+        assert!(
+            mixed_versions(&[up("node1", Some(30.0)), up("node2", None)])
+                .unwrap()
+                .ends_with("node2 not back on 6.0-alpha2 by the end; mixed versions from 30.0 s")
+        );
+    }
 
     /// Seconds 0..n from the anchor at `rate`, p99 1 ms, all successful.
     fn calm(n: usize, rate: u64) -> Vec<Tally> {

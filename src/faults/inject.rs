@@ -40,6 +40,8 @@ enum Left {
     Paused(u32),
     Down,
     Drained,
+    /// Drained and stopped by upgrade fault i, to start on its version.
+    Upgrading(usize),
     /// Its proxy carries a toxic.
     Network,
 }
@@ -65,6 +67,8 @@ pub struct Injector {
     /// Blocking actions under way (a stop, a start): `undo` waits for them, as aborting a
     /// task does not stop its blocking work.
     busy: std::sync::atomic::AtomicUsize,
+    /// Held by the upgrade under way, from its start until its node is back.
+    upgrades: tokio::sync::Mutex<()>,
 }
 
 /// Ends a blocking action's count (`Injector::blocking`) when dropped.
@@ -87,6 +91,7 @@ impl Injector {
             tasks: Mutex::new(Vec::new()),
             proxies: Mutex::new(BTreeMap::new()),
             busy: std::sync::atomic::AtomicUsize::new(0),
+            upgrades: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -150,6 +155,18 @@ impl Injector {
     async fn run(self: Arc<Self>, i: usize, window_start: SystemTime) {
         let f = self.faults[i].clone();
         sleep_until(window_start + f.at).await;
+        // Upgrades go one node at a time: one whose time comes while another is under way waits
+        // until that node is back (and begins then).
+        let _turn = match f.action {
+            Action::Upgrade => Some(match self.upgrades.try_lock() {
+                Ok(turn) => turn,
+                Err(_) => {
+                    say(&format!("Fault: {} waits for the upgrade under way", f.text));
+                    self.upgrades.lock().await
+                }
+            }),
+            _ => None,
+        };
         let began = SystemTime::now();
         self.set(i, |t| t.began = Some(began));
         say(&format!("Fault: {} (now)", f.text));
@@ -168,17 +185,26 @@ impl Injector {
                 self.set(i, |t| t.ended = Some(began));
                 return;
             }
-            (Action::Restart, _) => None,
+            (Action::Restart | Action::Upgrade, _) => None,
             (_, Some(d)) => Some(began + d),
             (_, None) => return,
         };
         if let Some(until) = until {
             sleep_until(until).await;
         }
-        self.set(i, |t| t.ended = Some(SystemTime::now()));
+        // A restart or an upgrade lasts until its node is back; any other fault until undone.
+        let instant = until.is_none();
+        if !instant {
+            self.set(i, |t| t.ended = Some(SystemTime::now()));
+        }
         let node = f.node.clone();
         match self.blocking(move |me| me.undo_node(&node)).await {
-            Ok(Ok(back)) => self.set(i, |t| t.back = back),
+            Ok(Ok(back)) => self.set(i, |t| {
+                t.back = back;
+                if instant {
+                    t.ended = Some(back.unwrap_or_else(SystemTime::now));
+                }
+            }),
             Ok(Err(e)) => self.set(i, |t| t.error = Some(format!("undoing it: {e:#}"))),
             Err(e) => self.set(i, |t| t.error = Some(format!("undoing it: {e}"))),
         }
@@ -256,6 +282,16 @@ impl Injector {
                 nodetool::run(&node, &["drain"], Duration::from_secs(120))?;
                 Left::Drained
             }
+            Action::Upgrade => {
+                let i = self
+                    .faults
+                    .iter()
+                    .position(|g| g == f)
+                    .expect("a fault of this schedule");
+                nodetool::run(&node, &["drain"], Duration::from_secs(120))?;
+                stop_now(&node)?;
+                Left::Upgrading(i)
+            }
             Action::Delay | Action::Bandwidth | Action::Blackhole | Action::Reset => {
                 unreachable!("network faults above")
             }
@@ -281,6 +317,14 @@ impl Injector {
                 self.start_again(name)
             }
             Some(Left::Down) => self.start_again(name),
+            Some(Left::Upgrading(i)) => {
+                let node = self.node(name)?;
+                let mut spec = node.spec.clone();
+                spec.version = self.faults[i].version.clone().expect("an upgrade has its version");
+                say(&format!("Upgrade: starting {name} on Cassandra {}", spec.version));
+                local::start_one(&self.home, &spec, node.index, &mut |m| say(m))?;
+                Ok(Some(SystemTime::now()))
+            }
             Some(Left::Network) => {
                 self.proxy(name)?.set(Toxic::None);
                 Ok(None)

@@ -10,6 +10,6 @@ pub mod inject;
 pub mod proxy;
 pub mod spec;
 
-pub use impact::{FaultRecord, Tally};
+pub use impact::{FaultRecord, Tally, mixed_versions};
 pub use inject::Injector;
 pub use spec::FaultSpec;

@@ -7,6 +7,9 @@
 //! - `drain NODE at T [for D]`: `nodetool drain` (the node stops taking writes), restarted after D
 //!   (else at the end);
 //! - `restart NODE at T`: a graceful stop and a start at once (the fault lasts as long as that);
+//! - `upgrade NODE at T to VERSION`: `nodetool drain`, a graceful stop, and a start on Cassandra
+//!   VERSION over the same data (a rolling upgrade is one per node, each after the last; a
+//!   downgrade is the same with the older version, where the versions allow it);
 //! - between the client and a node, through a proxy (`proxy`): `delay NODE at T for D by 50ms
 //!   [jitter 10ms]` (each response waits), `bandwidth NODE at T for D to 100KB/s` (each
 //!   direction), `blackhole NODE at T for D` (bytes dropped, connections hang), `reset NODE at
@@ -30,10 +33,11 @@ pub enum Action {
     Bandwidth,
     Blackhole,
     Reset,
+    Upgrade,
 }
 
 impl Action {
-    const ALL: [(&'static str, Action); 9] = [
+    const ALL: [(&'static str, Action); 10] = [
         ("pause", Action::Pause),
         ("kill", Action::Kill),
         ("stop", Action::Stop),
@@ -43,6 +47,7 @@ impl Action {
         ("bandwidth", Action::Bandwidth),
         ("blackhole", Action::Blackhole),
         ("reset", Action::Reset),
+        ("upgrade", Action::Upgrade),
     ];
 
     /// Whether it acts on the network between the client and the node (through a proxy).
@@ -55,7 +60,7 @@ impl Action {
 
     /// Whether it happens at once and has no length.
     fn is_instant(self) -> bool {
-        matches!(self, Action::Restart | Action::Reset)
+        matches!(self, Action::Restart | Action::Reset | Action::Upgrade)
     }
 
     pub fn name(self) -> &'static str {
@@ -82,12 +87,15 @@ pub struct FaultSpec {
     /// A bandwidth limit, bytes per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_per_s: Option<u64>,
+    /// The Cassandra version an upgrade starts the node on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 const GRAMMAR: &str = "write ACTION NODE at TIME [for LENGTH], e.g. 'pause node1 at 5s for 3s' or 'kill node2 at 10s for \
                        20s'; actions: pause (needs for), kill, stop, drain, restart (no for), and between client and \
                        node: delay ... by 50ms [jitter 10ms], bandwidth ... to 100KB/s, blackhole (all three need for), \
-                       reset (no for)";
+                       reset (no for); and 'upgrade node1 at 10s to 6.0-alpha2' (no for)";
 
 impl FaultSpec {
     pub fn parse(s: &str) -> Result<FaultSpec, String> {
@@ -119,6 +127,7 @@ impl FaultSpec {
             latency: None,
             jitter: None,
             bytes_per_s: None,
+            version: None,
         };
         match (action, tail) {
             (Action::Delay, ["by", l]) => f.latency = Some(time(l, "latency")?),
@@ -134,6 +143,11 @@ impl FaultSpec {
                 )
             }
             (Action::Bandwidth, _) => return Err(bad("a bandwidth limit says how much: 'to 100KB/s'")),
+            (Action::Upgrade, ["to", v]) => {
+                crate::cluster::maven::validate_version(v).map_err(|e| bad(&format!("{e:#}")))?;
+                f.version = Some(v.to_string());
+            }
+            (Action::Upgrade, _) => return Err(bad("an upgrade names its version: 'to 6.0-alpha2'")),
             (_, []) => {}
             (_, extra) => return Err(bad(&format!("'{}' is not understood here", extra.join(" ")))),
         }
@@ -214,7 +228,13 @@ pub fn check(faults: &[FaultSpec], local: &[String], window: Option<Duration>, f
     }
     for (i, a) in faults.iter().enumerate() {
         for b in &faults[i + 1..] {
-            let span = |f: &FaultSpec| (f.at, f.until().unwrap_or(Duration::MAX));
+            // An instant fault (a restart, an upgrade) ends when it is done: another on its node later
+            // (a downgrade after an upgrade) is not refused.
+            let end = |f: &FaultSpec| match f.action.is_instant() {
+                true => f.at + Duration::from_nanos(1),
+                false => Duration::MAX,
+            };
+            let span = |f: &FaultSpec| (f.at, f.until().unwrap_or_else(|| end(f)));
             let ((a0, a1), (b0, b1)) = (span(a), span(b));
             if a.node == b.node && a0 < b1 && b0 < a1 {
                 return Err(format!(
@@ -234,6 +254,29 @@ mod tests {
 
     fn s(n: u64) -> Duration {
         Duration::from_secs(n)
+    }
+
+    #[test]
+    fn an_upgrade_names_its_version_and_a_downgrade_may_follow_it() {
+        let f = FaultSpec::parse("upgrade node2 at 30s to 6.0-alpha2").unwrap();
+        assert_eq!((f.action, f.at, f.length), (Action::Upgrade, s(30), None));
+        assert_eq!(f.version.as_deref(), Some("6.0-alpha2"));
+        for (bad, why) in [
+            ("upgrade node2 at 30s", "names its version"),
+            ("upgrade node2 at 30s for 5s to 6.0-alpha2", "happens at once"),
+            ("upgrade node2 at 30s to six", "not a Cassandra version"),
+        ] {
+            let e = FaultSpec::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        let nodes = ["node1".to_string(), "node2".to_string()];
+        let both = [
+            FaultSpec::parse("upgrade node2 at 10s to 6.0-alpha2").unwrap(),
+            FaultSpec::parse("upgrade node2 at 50s to 5.0.9").unwrap(),
+        ];
+        assert_eq!(check(&both, &nodes, Some(s(90)), "--duration"), Ok(()));
+        let kill = FaultSpec::parse("kill node2 at 5s").unwrap();
+        assert!(check(&[kill, both[0].clone()], &nodes, Some(s(90)), "--duration").is_err());
     }
 
     #[test]

@@ -162,6 +162,10 @@ pub fn fault_schedule(
     };
     let names: Vec<String> = cluster.iter().map(|n| n.name.clone()).collect();
     crate::faults::spec::check(&common.faults, &names, window, flag).map_err(|e| anyhow::anyhow!(e))?;
+    // An upgrade's jars are fetched now, not in the middle of the window.
+    for version in common.faults.iter().filter_map(|f| f.version.as_deref()) {
+        crate::cluster::local::nodetool_classpath(home, version, &mut |m| crate::console::say(m))?;
+    }
     Ok(Some((Injector::new(home.clone(), common.faults.clone()), cluster)))
 }
 

@@ -4,7 +4,8 @@
 //! `phases`); a capacity search is made of them one layer
 //! up (`capacity`); `load` is how the client
 //! generates load, whatever a step's rate. The
-//! workload is chosen and prepared here (`workload`, from `workload_options`), on a target reached here (`target`);
+//! workload is chosen and prepared here (`workload`, from `workload_options`; a profile's
+//! `populate` phase), on a target reached here (`target`);
 //! `signal` turns Ctrl-C, SIGTERM and SIGHUP into a clean stop; `out` names results directories
 //! and keeps secrets out of what is recorded; `validated` runs a step whose acknowledged writes
 //! `readback` then reads back (`--validate`). The command line only builds the settings and
@@ -16,6 +17,7 @@ pub mod load;
 pub mod options;
 pub mod out;
 pub mod phases;
+pub mod populate;
 pub mod render;
 pub mod result;
 pub mod sections;

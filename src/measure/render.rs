@@ -48,6 +48,7 @@ impl RunResult {
             if let Some(a) = self.availability {
                 text.push(format!("Availability (measured window)  : {:.3} %", a * 100.0));
             }
+            text.extend(crate::faults::mixed_versions(&self.faults));
             parts.push(text.join("\n"));
         }
         if let Some(s) = &self.server {
@@ -61,6 +62,21 @@ impl RunResult {
         }
         if let Some(v) = &self.validation {
             parts.push(format!("Validation (read back)        : {}", v.line()));
+        }
+        if let Some(b) = &self.bank {
+            parts.push(format!("Bank invariant                : {}", b.line()));
+            for x in b.audit_examples.iter().chain(&b.examples).take(5) {
+                parts.push(format!(
+                    "  branch {} held {} ({})",
+                    x.branch,
+                    group(x.total as f64),
+                    if x.at_s > 0.0 {
+                        format!("an audit at {:.1} s", x.at_s)
+                    } else {
+                        "after the run".into()
+                    }
+                ));
+            }
         }
         for r in &self.recall {
             parts.push(format!("Recall (ANN sample)           : {}", r.line()));

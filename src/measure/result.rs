@@ -134,6 +134,10 @@ pub enum WorkloadRecord {
         /// What a cassandra-stress profile could not carry over exactly.
         not_mapped: Vec<String>,
     },
+    /// The bank's transfers and audits (`bank-accord`, `bank-paxos`).
+    Bank {
+        bank: crate::workload::bank::BankOptions,
+    },
 }
 
 /// Which step of a capacity search this was.
@@ -264,6 +268,9 @@ pub struct RunResult {
     /// `ORDER BY … ANN OF ? LIMIT k`), measured on a sample after the window.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recall: Vec<crate::workload::ann::Recall>,
+    /// The bank's invariant: what its audits found during the run and the closing check after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bank: Option<crate::readback::BankCheck>,
 }
 
 /// Which loaders' results a merged result holds, and where they did not all report.
@@ -317,7 +324,8 @@ impl RunResult {
             RunStatus::Completed
                 if self.sla.as_ref().is_some_and(|v| !v.pass)
                     || !self.incomplete.is_empty()
-                    || self.validation.as_ref().is_some_and(|v| v.lost() > 0) =>
+                    || self.validation.as_ref().is_some_and(|v| v.lost() > 0)
+                    || self.bank.as_ref().is_some_and(|b| b.fails()) =>
             {
                 1
             }
@@ -484,7 +492,7 @@ impl About {
     pub fn compacts(&self) -> bool {
         match &self.record {
             WorkloadRecord::E1(o) => o.compaction,
-            WorkloadRecord::Profile { .. } => true,
+            WorkloadRecord::Profile { .. } | WorkloadRecord::Bank { .. } => true,
         }
     }
 }

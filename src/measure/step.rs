@@ -244,9 +244,8 @@ impl Step {
         Some(live)
     }
 
-    /// Starts the fault schedule, if there is one: each fault waits for the measured window's
-    /// start, which the sink announces (known at once for a fixed warm-up). The guard undoes
-    /// every fault when the step ends, however it ends.
+    /// Starts the fault schedule, if any: each fault waits for the measured window's start (the
+    /// sink announces it). The guard undoes every fault when the step ends, however it ends.
     fn start_faults(&self, sink: &mut Outputs, started: SystemTime) -> Option<UndoFaults> {
         let injector = self.faults.clone()?;
         let known = match self.engine.warmup {
@@ -435,6 +434,7 @@ impl Step {
             labels: self.labels.clone(),
             validation: None,
             recall: Vec::new(),
+            bank: None,
         }
     }
 }

@@ -148,6 +148,10 @@ pub async fn validate_dir(
             let written_at = run.config.client.consistency;
             read_back_profile(&workload, &acks, written_at, v, in_flight, stop, had_rows).await
         }
+        WorkloadRecord::Bank { .. } => anyhow::bail!(
+            "{} is a bank run: it checked its invariant itself (result.json `bank`); a bank run keeps no acknowledged writes to read back",
+            dir.display()
+        ),
         WorkloadRecord::E1(opts) => {
             let workload = Arc::new(E1::setup(session, opts.clone(), false).await?);
             let consistency = v

@@ -4,18 +4,19 @@
 
 use anyhow::{Context, Result, bail};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use super::result::{About, RunResult, WorkloadRecord};
 use super::step::Step;
 use super::target::{Site, Target};
 use crate::console::{group, say};
-use crate::engine::{self, Anchor, EndReason, EngineConfig, IntervalSink, LoaderSlice, Sliced, Stop, Warmup};
-use crate::metrics::Interval;
+use crate::engine::{EngineConfig, LoaderSlice, Stop};
+use crate::readback::check_bank;
+use crate::workload::bank::{BRANCH, Bank, BankOptions, INITIAL, OPS, Txn};
+use crate::workload::builtin::Runner;
 use crate::workload::compaction::Compaction;
 use crate::workload::e1::{E1, E1Options, Kind};
 use crate::workload::profile::Profile;
-use crate::workload::profile_workload::{Populate, ProfileWorkload};
+use crate::workload::profile_workload::ProfileWorkload;
 use crate::workload::schema;
 use crate::workload::spread;
 use crate::workload::stress;
@@ -33,6 +34,7 @@ pub enum Choice {
         notes: Vec<String>,
         existing: Existing,
     },
+    Bank(BankOptions, Existing),
 }
 
 /// What becomes of what an earlier run left.
@@ -58,6 +60,7 @@ impl Choice {
         match self {
             Choice::E1(o, _) => o.kind.name().to_string(),
             Choice::Profile { profile, origin, .. } => profile.name.clone().unwrap_or_else(|| origin.clone()),
+            Choice::Bank(o, _) => o.txn.workload().to_string(),
         }
     }
 
@@ -128,12 +131,16 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
         return profile(Profile::parse(&text, &origin)?, origin, Vec::new());
     }
     let builtin = builtin::find(&args.workload)?;
-    if !builtin.e1 {
-        return profile(
-            builtin.profile()?,
-            format!("workloads/{}.yaml", builtin.name),
-            Vec::new(),
-        );
+    match builtin.runner {
+        Runner::Profile => {
+            return profile(
+                builtin.profile()?,
+                format!("workloads/{}.yaml", builtin.name),
+                Vec::new(),
+            );
+        }
+        Runner::Bank(txn, _) => return bank(txn, args),
+        Runner::E1 => {}
     }
     if args.seed.is_some() {
         bail!(
@@ -171,11 +178,36 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
     Ok(Choice::E1(opts, Existing::of(args)))
 }
 
+/// The bank's options from the workload options: `--partitions` accounts (default 1,000),
+/// `--ops transfer=W,audit=W`, `--seed`, `--keyspace` (default bank), `--replication-factor`.
+fn bank(txn: Txn, args: &WorkloadOptions) -> Result<Choice> {
+    if args.tables != 1 || args.table_select.is_some() {
+        bail!(
+            "--tables spreads the built-in insert and batch workloads over many tables; the bank has one: drop --tables"
+        );
+    }
+    let mut o = BankOptions {
+        txn,
+        keyspace: args.keyspace.clone().unwrap_or_else(|| "bank".into()),
+        accounts: args.partitions.unwrap_or(1000),
+        replication_factor: args.replication_factor.unwrap_or(1),
+        transfer_weight: 19,
+        audit_weight: 1,
+        seed: args.seed.unwrap_or(0),
+    };
+    if let Some(w) = &args.weights {
+        o.set_weights(w)?;
+    }
+    o.validate()?;
+    Ok(Choice::Bank(o, Existing::of(args)))
+}
+
 /// A workload whose schema exists on the target, ready to drive.
 pub enum Prepared {
     E1(Arc<E1>, About),
     /// The workload, and its populate operation with an optional row count and concurrency.
-    Profile(Arc<ProfileWorkload>, About, Option<Populating>),
+    Profile(Arc<ProfileWorkload>, About, Option<super::populate::Populating>),
+    Bank(Arc<Bank>, About),
 }
 
 impl Prepared {
@@ -245,12 +277,36 @@ impl Prepared {
                 Prepared::Profile(
                     workload,
                     about,
-                    profile.populate.clone().map(|op| Populating {
+                    profile.populate.clone().map(|op| super::populate::Populating {
                         op,
                         rows: profile.populate_rows_per_partition,
                         concurrency: profile.populate_concurrency,
                     }),
                 )
+            }
+            Choice::Bank(o, existing) => {
+                if o.txn == Txn::Accord {
+                    refuse_before_accord(target.site.release.as_deref())?;
+                }
+                say(&format!(
+                    "Opening {} accounts in {} branches of {BRANCH} at {} each ({}.{})",
+                    group(o.accounts as f64),
+                    group(o.branches() as f64),
+                    group(INITIAL as f64),
+                    o.keyspace,
+                    o.txn.table()
+                ));
+                let workload = Arc::new(Bank::setup(session.clone(), o.clone(), existing.recreate).await?);
+                let about = About {
+                    name: o.txn.workload().into(),
+                    record: WorkloadRecord::Bank { bank: o.clone() },
+                    schema: schema::describe(&session, &o.keyspace).await.unwrap_or_else(|| o.ddl()),
+                    schema_requested: o.ddl(),
+                    statements: o.statements(),
+                    tables: vec![o.txn.table().to_string(); OPS.len()],
+                    tables_made: None,
+                };
+                Prepared::Bank(workload, about)
             }
         })
     }
@@ -264,7 +320,7 @@ impl Prepared {
         stop: &Arc<Stop>,
     ) -> Result<()> {
         if let Prepared::Profile(workload, _, Some(how)) = self {
-            populate(workload, how, base, loader, quiet, stop.clone()).await?;
+            super::populate::populate(workload, how, base, loader, quiet, stop.clone()).await?;
         }
         Ok(())
     }
@@ -293,7 +349,39 @@ impl Prepared {
                 }
                 Ok(result)
             }
+            Prepared::Bank(w, about) => {
+                if step.validate.is_some() {
+                    bail!(
+                        "the bank checks its own invariant (audits during the run, every branch after it): drop --validate"
+                    );
+                }
+                let mut result = step.run(site, w.clone(), about.clone(), stop.clone()).await?;
+                say(&format!(
+                    "Checking the bank: every branch's total at SERIAL ({} branches)",
+                    group(w.options.branches() as f64)
+                ));
+                let mut found = check_bank(w, step.engine.concurrency.min(64), &stop).await?;
+                found.stopped |= stop.is_requested();
+                result.bank = Some(found);
+                result.save(&step.out)?;
+                Ok(result)
+            }
         }
+    }
+}
+
+/// Accord came with Cassandra 6.0: the bank's Accord transfers are refused on an older cluster
+/// before anything is written (an unknown release passes: the server will say).
+pub fn refuse_before_accord(release: Option<&str>) -> Result<()> {
+    let major = release
+        .and_then(|r| r.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok());
+    match (release, major) {
+        (Some(r), Some(m)) if m < 6 => bail!(
+            "bank-accord runs Accord transactions, which came with Cassandra 6.0; the cluster runs {r}: start one \
+             with caplab node start --version 6.0-alpha2 --set accord.enabled=true, or run bank-paxos"
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -328,103 +416,21 @@ async fn recall(
     result.save(out)
 }
 
-/// A profile's populate phase: its operation, the rows of each partition it writes (None: all)
-/// and the operations in flight (None: the run's).
-pub struct Populating {
-    op: String,
-    rows: Option<u64>,
-    concurrency: Option<usize>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Writes every row of every partition with the profile's populate operation, flat out,
-/// before measuring (only the first `rows` of each when the profile bounds them); progress
-/// goes to stderr, nothing to the results.
-async fn populate(
-    workload: &Arc<ProfileWorkload>,
-    how: &Populating,
-    base: &EngineConfig,
-    loader: LoaderSlice,
-    quiet: bool,
-    stop: Arc<Stop>,
-) -> Result<()> {
-    let (op_name, rows) = (how.op.as_str(), how.rows);
-    let op = workload.op_index(op_name).expect("validated populate operation");
-    let all = workload.populate_ops(op, rows);
-    let total = loader.share(all);
-    let what = match rows {
-        Some(r) => format!("the first {} row(s) of every partition", group(r as f64)),
-        None => "every row of every partition".to_string(),
-    };
-    say(&format!(
-        "Populating: {} operations of '{op_name}' ({})",
-        group(total as f64),
-        if loader.is_whole() {
-            what
-        } else {
-            format!("loader {loader}'s share of {}: {what}", group(all as f64))
-        }
-    ));
-    struct Progress {
-        quiet: bool,
-        done: u64,
-        errors: u64,
-    }
-    impl IntervalSink for Progress {
-        fn interval(&mut self, iv: &Interval) -> Result<()> {
-            let ok: u64 = iv.ops.iter().map(|o| o.ok).sum();
-            self.done += ok;
-            self.errors += iv.ops.iter().map(|o| o.error_count()).sum::<u64>();
-            if !self.quiet && iv.length >= Duration::from_millis(200) {
-                eprintln!(
-                    "populate {:>10} done  {:>9} op/s",
-                    group(self.done as f64),
-                    group(ok as f64 / iv.length.as_secs_f64())
-                );
-            }
-            Ok(())
-        }
-    }
-    let cfg = EngineConfig {
-        rate: 0.0,
-        shape: None,
-        duration: None,
-        ops: Some(total),
-        warmup: Warmup::None,
-        concurrency: how.concurrency.unwrap_or(base.concurrency),
-        ..base.clone()
-    };
-    let progress = Progress {
-        quiet,
-        done: 0,
-        errors: 0,
-    };
-    let begin = Instant::now();
-    let (end, progress) = engine::run(
-        Arc::new(Sliced {
-            inner: Arc::new(Populate {
-                inner: workload.clone(),
-                op,
-            }),
-            slice: loader,
-        }),
-        &cfg,
-        Anchor::now(),
-        stop.clone(),
-        progress,
-    )
-    .await;
-    if let Some(why) = stop.cause() {
-        bail!("populating was interrupted ({why}); the measured run did not start");
-    }
-    if end.reason != EndReason::Completed || progress.errors > 0 {
-        bail!(
-            "populating failed: {} of {} operations succeeded, {} failed ({:?}); the measured run did not start",
-            group(progress.done as f64),
-            group(total as f64),
-            group(progress.errors as f64),
-            end.reason
+    #[test]
+    fn accord_transfers_are_refused_before_6_0_naming_the_release() {
+        let e = refuse_before_accord(Some("5.0.9")).unwrap_err().to_string();
+        assert!(
+            e.contains("the cluster runs 5.0.9") && e.contains("--version 6.0-alpha2"),
+            "{e}"
+        );
+        assert!(refuse_before_accord(Some("6.0-alpha2")).is_ok());
+        assert!(
+            refuse_before_accord(None).is_ok(),
+            "unknown: the server says what it lacks"
         );
     }
-    say(&format!("Populated in {:.1}s", begin.elapsed().as_secs_f64()));
-    Ok(())
 }

@@ -15,6 +15,8 @@
 //!   (one winner, there);
 //! - `plain`: rows of profiles whose writes are plain writes and whole-row deletes (written
 //!   values there, deleted rows absent);
+//! - `bank`: the bank's invariant, every branch's total read at SERIAL after the run (with its
+//!   audits' findings during it);
 //! - `found`: what `--validate` asks and what it found (result.json `validation`);
 //! - `fates`: the operations' fates on disk and the sample a fraction picks.
 //!
@@ -22,6 +24,7 @@
 //! counted apart; never-sent ones are not writes. Running the measured step with its fates
 //! tracked is `measure::validated`'s.
 
+mod bank;
 mod counters;
 mod e1;
 mod fates;
@@ -29,6 +32,7 @@ mod found;
 mod plain;
 mod readers;
 
+pub use bank::{BankCheck, check_bank};
 pub use counters::read_back_profile;
 pub use e1::read_back_e1;
 pub use fates::{ACKS_FILE, load_acks, sampled, save_acks};

@@ -3,6 +3,7 @@
 //! wrote.
 
 pub mod ann;
+pub mod bank;
 pub mod builtin;
 pub mod cells;
 pub mod compaction;

@@ -158,8 +158,9 @@ impl Profile {
         let (want, have) = (version(req), version(rel));
         if !want.is_empty() && have < want {
             bail!(
-                "workload {} needs Cassandra {req}; the cluster runs {rel}: start a newer one (caplab node start --version 5.0.9) or pick another workload",
-                self.name.as_deref().unwrap_or("(profile)")
+                "workload {} needs Cassandra {req}; the cluster runs {rel}: start a newer one (caplab node start --version {}) or pick another workload",
+                self.name.as_deref().unwrap_or("(profile)"),
+                if want[0] >= 6 { "6.0-alpha2" } else { "5.0.9" }
             );
         }
         Ok(())
@@ -597,7 +598,15 @@ populate: write
             e.contains("needs Cassandra 5.0 for Storage-Attached Indexes; the cluster runs 4.1.5"),
             "{e}"
         );
+        assert!(e.contains("--version 5.0.9"), "{e}");
         p.requires = None;
         assert!(p.check_release(Some("4.1.5")).is_ok());
+        let accord = Profile::parse(crate::workload::builtin::find("accord-kv").unwrap().yaml, "a").unwrap();
+        let e = accord.check_release(Some("5.0.9")).unwrap_err().to_string();
+        assert!(
+            e.contains("needs Cassandra 6.0 for Accord") && e.contains("--version 6.0-alpha2"),
+            "{e}"
+        );
+        assert!(accord.check_release(Some("6.0-alpha2")).is_ok());
     }
 }

@@ -387,7 +387,7 @@ impl Workload for ProfileWorkload {
 
 /// Whether a conditional write's result says it was applied (its first column, `[applied]`);
 /// a result that does not say counts as applied.
-fn applied(r: scylla::response::query_result::QueryResult) -> bool {
+pub fn applied(r: scylla::response::query_result::QueryResult) -> bool {
     let Ok(rows) = r.into_rows_result() else { return true };
     let Ok(mut iter) = rows.rows::<scylla::value::Row>() else {
         return true;

@@ -46,6 +46,8 @@ const TEST_FILES: &[&str] = &[
     "loaders_warmup",
     "faults_cluster",
     "compaction",
+    "bank",
+    "upgrade",
 ];
 
 /// Labs per test file.

@@ -150,7 +150,31 @@ fn client_metrics() -> Vec<Metric> {
         Metric::higher("recall", "recall@k of ANN queries (sample)", "", |o| {
             o.result().and_then(|r| r.recall.first()).map(|r| r.mean)
         }),
+        Metric::lower("transfer_p99", "bank transfer p99", "ms", |o| {
+            op(o, "transfer").map(|t| t.response.p99_ms)
+        }),
+        Metric::lower(
+            "contended",
+            "bank transfers beaten by another (not applied)",
+            "%",
+            |o| transfers(o, |_, not_applied, _| not_applied),
+        ),
+        Metric::lower("failed_transfers", "bank transfers failed or timed out", "%", |o| {
+            transfers(o, |_, _, failed| failed)
+        }),
     ]
+}
+
+/// A share of the bank's transfers due, in %: `pick(applied or declined, not applied, failed)`.
+fn transfers(o: &Observation, pick: impl Fn(u64, u64, u64) -> u64) -> Option<f64> {
+    let (t, d, n) = (
+        op(o, "transfer")?,
+        op(o, "transfer_declined")?,
+        op(o, "transfer_not_applied")?,
+    );
+    let due = t.due + d.due + n.due;
+    let failed = t.error_total + d.error_total + n.error_total;
+    (due > 0).then(|| pick(t.ops + d.ops, n.ops, failed) as f64 / due as f64 * 100.0)
 }
 
 /// What the server's telemetry measured: CPU, GC, flushes.
