@@ -173,14 +173,16 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
     a_sweep_prices_capacity_and_a_fresh_node_is_restarted(&lab, &hosts);
 }
 
-/// A sweep, as E3: each rate twice, priced. Short steps with a loose SLA. Into the default
+/// A sweep, as E3: each rate twice, priced. Short steps with a loose SLA: p99 under 2 s, as
+/// what is tested is the pricing and the pages (under 500 ms, 1,000 op/s failed it in two CIs
+/// beside another test file's nodes, and the capacity found was 500). Into the default
 /// (relative) results directory: every step still gets its page, linked from the search's.
 fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted(lab: &Lab, hosts: &str) {
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
     let quick = [
         "capacity",
         "--sla",
-        "p99<500ms/2s",
+        "p99<2s/2s",
         "--warmup",
         "1s",
         "--measure",

@@ -65,7 +65,8 @@ pub struct Pick {
 pub struct Broken {
     pub branch: u64,
     pub total: i64,
-    /// Seconds into the run (audits) or after it (the closing check).
+    /// An audit's: seconds since the accounts were opened (the warm-up and the opening's few
+    /// seconds included); the closing check's: 0.
     pub at_s: f64,
 }
 
