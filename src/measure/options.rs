@@ -47,7 +47,8 @@ pub struct DriveOptions {
     /// A fault during the measured window (each step's, in a capacity search), on a node caplab
     /// runs here (repeatable): 'pause node1 at 5s for 3s', 'kill node2 at 10s for 20s'
     /// (restarted after 20 s), 'stop NODE at T [for D]', 'drain NODE at T [for D]', 'restart NODE
-    /// at T', 'delay NODE at T for D by 50ms', 'blackhole NODE at T for D'. Each is undone after
+    /// at T', 'upgrade NODE at T to 6.0-alpha2' (drained, stopped and started on that version;
+    /// one node at a time), 'delay NODE at T for D by 50ms', 'blackhole NODE at T for D'. Each is undone after
     /// its length, or at the end (and on Ctrl-C or an error); the results say when the client
     /// saw it, when it recovered, and what failed.
     #[arg(long = "fault", alias = "faults", value_name = "SPEC", value_parser = crate::faults::FaultSpec::parse)]

@@ -47,6 +47,15 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// A failure that says nothing of the data (a timeout, a coordinator unavailable or
+    /// overloaded): trying again may answer.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::ClientTimeout | ErrorKind::ServerTimeout | ErrorKind::Unavailable | ErrorKind::Overloaded
+        )
+    }
+
     pub const ALL: [ErrorKind; 7] = [
         ErrorKind::ServerTimeout,
         ErrorKind::ClientTimeout,

@@ -19,11 +19,7 @@ pub const TRIES: u32 = 4;
 /// Whether a read that failed with `kind` is tried again (after `tries` retries so far): if so,
 /// counts the retry and waits 100 ms more than the last time first.
 pub async fn again(kind: ErrorKind, tries: &mut u32) -> bool {
-    let transient = matches!(
-        kind,
-        ErrorKind::ClientTimeout | ErrorKind::ServerTimeout | ErrorKind::Unavailable | ErrorKind::Overloaded
-    );
-    if !transient || *tries + 1 >= TRIES {
+    if !kind.is_transient() || *tries + 1 >= TRIES {
         return false;
     }
     *tries += 1;

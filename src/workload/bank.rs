@@ -255,18 +255,15 @@ impl Bank {
                 }
             }
         }
-        let (Some(f), Some(t)) = (have_from, have_to) else {
-            return Outcome {
-                op: DECLINED,
-                result: Ok((0, 1)),
-            };
+        let (f, t) = match (have_from, have_to) {
+            (Some(f), Some(t)) if f >= p.amount => (f, t),
+            _ => {
+                return Outcome {
+                    op: DECLINED,
+                    result: Ok((0, 1)),
+                };
+            }
         };
-        if f < p.amount {
-            return Outcome {
-                op: DECLINED,
-                result: Ok((0, 1)),
-            };
-        }
         let batch = self.batch.as_ref().expect("a Paxos bank has its batch");
         let values = ((f - p.amount, b, from, f), (t + p.amount, b, to, t));
         match self.session.batch(batch, values).await {
@@ -283,13 +280,6 @@ impl Bank {
             },
         }
     }
-}
-
-fn transient(kind: ErrorKind) -> bool {
-    matches!(
-        kind,
-        ErrorKind::ClientTimeout | ErrorKind::ServerTimeout | ErrorKind::Unavailable | ErrorKind::Overloaded
-    )
 }
 
 fn failed(e: &scylla::errors::ExecutionError) -> Outcome {
@@ -335,7 +325,7 @@ async fn open_accounts(session: &Arc<Session>, o: &BankOptions, open: &PreparedS
                 // A table just made on a fresh cluster times Accord's first writes out for some
                 // seconds (3 nodes of 6.0-alpha2 here): try again, for up to about 30 s.
                 match r {
-                    Err(e) if tries < OPEN_TRIES && transient(classify(&e)) => {
+                    Err(e) if tries < OPEN_TRIES && classify(&e).is_transient() => {
                         tries += 1;
                         tokio::time::sleep(std::time::Duration::from_millis(500 * u64::from(tries))).await;
                     }
