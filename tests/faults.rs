@@ -20,20 +20,6 @@ fn hlog_histograms(path: &Path) -> usize {
         .count()
 }
 
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 /// A tmpfs of `kib` KiB at `dir`, unmounted when dropped.
 struct SmallDisk(PathBuf);
 
@@ -229,7 +215,7 @@ fn passwords_never_reach_a_file() {
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = result_json(&secret_out);
     assert!(doc["command"].as_array().unwrap().iter().any(|a| a == "***"));
-    for f in files(&secret_out) {
+    for f in common::files_under(&secret_out) {
         let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).to_string();
         assert!(!text.contains("hunter2"), "a secret in {}", f.display());
     }

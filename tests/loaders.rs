@@ -273,7 +273,7 @@ fn java_totals(log: &Path) -> (u64, f64) {
     let cache = std::env::var_os("CAPLAB_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/caplab"));
-    let jar = walk(&cache.join("cassandra"))
+    let jar = common::files_under(&cache.join("cassandra"))
         .into_iter()
         // is_file: a user's build (`--jars`) is gathered as links, which may point at a tree
         // that is gone since.
@@ -310,19 +310,6 @@ fn log_asks_as_the_csv(log: &Path, asked: &[String]) {
     let given: Vec<f64> = asked.iter().filter_map(|a| a.parse().ok()).collect();
     let rates: Vec<f64> = logged.iter().map(|t| t.rate).collect();
     assert_eq!(rates, given, "{logged:?}");
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 fn histogram(text: &str) -> Histogram<u64> {

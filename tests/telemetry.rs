@@ -1,13 +1,16 @@
 //! Server telemetry in a run's results: the node's GC pauses in the measured window (equal to
 //! what its GC log says for that window), its CPU (within 5 % of /proc), flushes, and a clear
-//! statement when the target is not a node caplab can watch; and the same run watched live by a
-//! real Prometheus, scraping and receiving remote write.
+//! statement when the target is not a node caplab can watch; the same node read over JMX as a
+//! cluster caplab does not run, plainly and over TLS with a password and client certificate;
+//! and a run watched live by a real Prometheus, scraping and receiving remote write. The tests
+//! share one node, started once, and take turns on it.
 
 mod common;
 
 use common::prometheus::{Prometheus, http_get};
-use common::{Lab, jvm_lock, ok, result_json, stderr, stdout};
+use common::{Lab, Shared, jvm_lock, ok, result_json, stderr, stdout};
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -28,12 +31,22 @@ fn line_ms(line: &str) -> Option<u64> {
     String::from_utf8(out.stdout).ok()?.trim().parse().ok()
 }
 
+static NODE: Shared<()> = Shared::new();
+
+/// The node every test here reads: a small heap, so a short flat-out run collects often, and
+/// small memtables, so it flushes.
+fn node() -> &'static Lab {
+    &NODE
+        .get("telemetry", |lab| {
+            ok(lab.start(&["--heap", "512M", "--set", "memtable_heap_space=16MiB"]));
+        })
+        .0
+}
+
 #[test]
 fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("telemetry");
-    // A small heap, so a short flat-out run collects often, and small memtables, so it flushes.
-    ok(lab.start(&["--heap", "512M", "--set", "memtable_heap_space=16MiB"]));
+    let lab = node();
     let hosts = lab.cql();
     let out = lab.home.join("r");
     let run = |extra: &[&str]| {
@@ -132,7 +145,7 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
         assert!(summary.contains(line), "{line}: {summary}");
     }
 
-    flushes_in_the_window(&lab, node, from, to);
+    flushes_in_the_window(lab, node, from, to);
     // The CSV carries each second's pause time and CPU.
     let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
     let gc_ms: f64 = csv
@@ -141,9 +154,6 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
         .filter_map(|l| l.split(',').nth(10)?.parse::<f64>().ok())
         .sum();
     assert!(gc_ms > 0.0, "{csv}");
-
-    a_cluster_caplab_does_not_run(&lab, &hosts, &out);
-    live_metrics_reach_a_real_prometheus(&lab, &hosts);
 }
 
 /// A run watched live: a real Prometheus (Debian's) scrapes `--metrics-listen` every second and
@@ -152,7 +162,11 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
 /// and the p99 from the buckets within one bucket (21 %) of the exact one, from the pushed native
 /// histogram within 9 %. The exposition passes
 /// `promtool check metrics`.
-fn live_metrics_reach_a_real_prometheus(lab: &Lab, hosts: &str) {
+#[test]
+fn live_metrics_reach_a_real_prometheus() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
     let endpoint = format!("{}:9500", lab.address);
     let prom = Prometheus::start(&lab.home.join("prometheus"), &lab.address, &[&endpoint]);
     let push = format!("http://{}/api/v1/write", prom.addr);
@@ -335,7 +349,12 @@ fn flushes_in_the_window(lab: &Lab, node: &serde_json::Value, from: u64, to: u64
 /// Against a cluster caplab does not run here (another home), the run completes and says so;
 /// with --jmx it reads GCInspector over JMX instead, and an endpoint that does not answer is
 /// named, not fatal; an automatic warm-up reads the JIT over the same JMX.
-fn a_cluster_caplab_does_not_run(lab: &Lab, hosts: &str, out: &std::path::Path) {
+#[test]
+fn a_cluster_caplab_does_not_run_is_read_over_cql_and_jmx() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
+    let out = &lab.home.join("elsewhere-r");
     let elsewhere = lab.home.join("elsewhere");
     let other = |extra: &[&str]| {
         let base = [
@@ -460,4 +479,259 @@ fn a_cluster_caplab_does_not_run(lab: &Lab, hosts: &str, out: &std::path::Path) 
         "the CPU chart draws the JMX seconds: {}",
         page.check
     );
+}
+
+/// A JMX endpoint over TLS that asks for a password and a client certificate: the JVM's own
+/// agent, started in the running node (`jcmd ManagementAgent.start`) with the settings a
+/// cassandra-env.sh sets for remote JMX (`com.sun.management.jmxremote.ssl`, `registry.ssl`,
+/// `ssl.need.client.auth`, `authenticate`, a password and an access file). Stopped when dropped.
+struct TlsJmx {
+    jdk: PathBuf,
+    pid: u32,
+    endpoint: String,
+    dir: PathBuf,
+}
+
+impl TlsJmx {
+    fn start(lab: &Lab, port: u16) -> TlsJmx {
+        let state: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(lab.home.join("nodes/node1/state.json")).unwrap()).unwrap();
+        let jdk = PathBuf::from(state["spec"]["jdk"]["java"].as_str().unwrap())
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let dir = lab.home.join("tls");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tool = |name: &str, args: &[&str]| {
+            let o = Command::new(jdk.join(name))
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{name} {args:?}: {}", stderr(&o));
+        };
+        // The node's key and certificate, trusted by caplab; caplab's, trusted by the node.
+        for (alias, store, pass, trust, trust_pass, name) in [
+            (
+                "node",
+                "node.p12",
+                "node-store",
+                "trust.p12",
+                "trust-store",
+                "CN=127.0.0.1",
+            ),
+            (
+                "caplab",
+                "client.p12",
+                "client-store",
+                "node-trust.p12",
+                "node-trust",
+                "CN=caplab",
+            ),
+        ] {
+            let keys = [
+                "-keyalg",
+                "RSA",
+                "-keysize",
+                "2048",
+                "-validity",
+                "2",
+                "-storetype",
+                "PKCS12",
+            ];
+            let san = ["-ext", "SAN=ip:127.0.0.1"];
+            let id = ["-alias", alias, "-keystore", store, "-storepass", pass, "-dname", name];
+            tool(
+                "keytool",
+                &[&["-genkeypair", "-noprompt"][..], &keys, &san, &id].concat(),
+            );
+            let cert = format!("{alias}.crt");
+            tool(
+                "keytool",
+                &[
+                    "-exportcert",
+                    "-alias",
+                    alias,
+                    "-keystore",
+                    store,
+                    "-storepass",
+                    pass,
+                    "-file",
+                    &cert,
+                ],
+            );
+            tool(
+                "keytool",
+                &[
+                    "-importcert",
+                    "-noprompt",
+                    "-alias",
+                    alias,
+                    "-file",
+                    &cert,
+                    "-keystore",
+                    trust,
+                    "-storetype",
+                    "PKCS12",
+                    "-storepass",
+                    trust_pass,
+                ],
+            );
+        }
+        let private = |name: &str, text: String| {
+            use std::os::unix::fs::PermissionsExt;
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            path.display().to_string()
+        };
+        let passwords = private("jmx.password", "caplab s3cret-jmx\n".into());
+        // Reading is all caplab does (GCInspector's reset too is an attribute's getter).
+        let access = private("jmx.access", "caplab readonly\n".into());
+        let d = dir.display();
+        let ssl = private(
+            "ssl.properties",
+            format!(
+                "javax.net.ssl.keyStore={d}/node.p12\njavax.net.ssl.keyStorePassword=node-store\n\
+                 javax.net.ssl.trustStore={d}/node-trust.p12\njavax.net.ssl.trustStorePassword=node-trust\n"
+            ),
+        );
+        let pid = common::node_pid(lab);
+        tool(
+            "jcmd",
+            &[
+                &pid.to_string(),
+                "ManagementAgent.start",
+                &format!("jmxremote.port={port}"),
+                &format!("jmxremote.rmi.port={port}"),
+                "jmxremote.host=127.0.0.1",
+                "jmxremote.ssl=true",
+                "jmxremote.registry.ssl=true",
+                "jmxremote.ssl.need.client.auth=true",
+                &format!("jmxremote.ssl.config.file={ssl}"),
+                "jmxremote.authenticate=true",
+                &format!("jmxremote.password.file={passwords}"),
+                &format!("jmxremote.access.file={access}"),
+            ],
+        );
+        TlsJmx {
+            jdk,
+            pid,
+            endpoint: format!("127.0.0.1:{port}"),
+            dir,
+        }
+    }
+}
+
+impl Drop for TlsJmx {
+    fn drop(&mut self) {
+        let _ = Command::new(self.jdk.join("jcmd"))
+            .args([&self.pid.to_string(), "ManagementAgent.stop"])
+            .output();
+    }
+}
+
+/// The processes' command lines on this machine that hold `secret`.
+fn processes_showing(secret: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(secret))
+        .collect()
+}
+
+/// JMX over TLS with a password and a client certificate, on a cluster caplab does not run:
+/// with --jmx-ssl's trust store, a key store and the password, caplab reads GCInspector
+/// (NodeTool) and every second's CPU, heap and GC (its own reader) over it; no password given
+/// in the environment shows in the process list or a file. Without TLS, with an untrusted certificate or with a wrong
+/// password, the run goes on without the figures and its note names the fix.
+#[test]
+fn jmx_over_tls_with_a_password_and_a_client_certificate() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let tls = TlsJmx::start(lab, lab.jmx_port + 5);
+    let out = lab.home.join("tls-r");
+    let store = |name: &str| tls.dir.join(name).display().to_string();
+    let run = |length: &[&str], extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_caplab"));
+        cmd.args(["--home", lab.home.join("elsewhere").to_str().unwrap(), "run", "--hosts"])
+            .args([&lab.cql(), "-q", "--force", "--no-history", "--rate", "1000"])
+            .args(["--out", out.to_str().unwrap(), "--jmx", &tls.endpoint])
+            .args(["--jmx-user", "caplab"])
+            .args(length)
+            .args(extra)
+            .env("CAPLAB_JMX_TRUSTSTORE_PASSWORD", "trust-store")
+            .env("CAPLAB_JMX_KEYSTORE_PASSWORD", "client-store")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    };
+    let trusted = [
+        "--jmx-ssl",
+        "--jmx-truststore",
+        &store("trust.p12"),
+        "--jmx-keystore",
+        &store("client.p12"),
+    ];
+    // The automatic warm-up waits for the JIT read over the same TLS connection.
+    let mut child = run(&["--duration", "6s", "--warmup-max", "40s"], &trusted)
+        .env("CAPLAB_JMX_PASSWORD", "s3cret-jmx")
+        .spawn()
+        .unwrap();
+    let mut shown = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        for secret in ["s3cret-jmx", "trust-store", "client-store"] {
+            shown.extend(processes_showing(secret));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let o = ok(child.wait_with_output().unwrap());
+    assert!(shown.is_empty(), "a JMX secret in the process list: {shown:?}");
+    assert!(!stderr(&o).contains("cannot be read over JMX"), "{}", stderr(&o));
+    let doc = result_json(&out);
+    let server = &doc["server"];
+    assert!(server["jmx"][0]["gc"]["interval_ms"].as_u64().unwrap() > 0, "{server}");
+    assert!(server["not_collected"].is_null(), "{server}");
+    assert!(
+        server["sources"]["cpu"].as_str().unwrap().contains("over JMX"),
+        "{server}"
+    );
+    let check = doc["warmup"]["check"].as_str().unwrap_or_default();
+    assert!(check.contains("% of server CPU over JMX"), "{}", doc["warmup"]);
+    let seconds = common::measured_seconds(server);
+    assert!((5..=7).contains(&seconds.len()), "one reading a second: {server}");
+    assert!(
+        seconds.iter().all(|s| s["server_cpu_cores"].as_f64().unwrap() > 0.0),
+        "{server}"
+    );
+    for f in common::files_under(&out) {
+        let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).to_string();
+        for secret in ["s3cret-jmx", "trust-store", "client-store"] {
+            assert!(!text.contains(secret), "{secret} in {}", f.display());
+        }
+    }
+    // Each wrong setting: the run completes without the JMX figures and names the fix.
+    let password = ["--jmx-password", "s3cret-jmx"];
+    let untrusted = ["--jmx-ssl", "--jmx-keystore", &store("client.p12")];
+    let wrong = [&trusted[..], &["--jmx-password", "wrong"]].concat();
+    for (extra, fix) in [
+        (password.to_vec(), "add --jmx-ssl"),
+        ([&untrusted[..], &password].concat(), "give --jmx-truststore"),
+        (wrong, "check --jmx-user and --jmx-password"),
+    ] {
+        let o = ok(run(&["--duration", "3s", "--warmup", "0s"], &extra).output().unwrap());
+        let note = stderr(&o);
+        assert!(
+            note.contains("cannot be read over JMX") && note.contains(fix),
+            "{extra:?}: {note}"
+        );
+        let gc = &result_json(&out)["server"]["jmx"][0];
+        assert!(
+            gc["gc"].is_null() && gc["error"].as_str().unwrap().contains(fix),
+            "{gc}"
+        );
+    }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::{JmxOptions, Load, WorkloadOptions};
 use crate::client::{self, ClientOptions};
+use crate::cluster::nodetool::JmxTls;
 pub use crate::engine::schedule::parse_rate;
 use crate::engine::{Shape, Warmup};
 use crate::sla::{Sla, parse_share};
@@ -112,6 +113,7 @@ impl DriveOptions {
             endpoints: self.telemetry.jmx.clone(),
             user: self.telemetry.jmx_user.clone(),
             password: self.telemetry.jmx_password.clone(),
+            tls: self.telemetry.jmx_tls(),
         }
     }
 }
@@ -128,6 +130,22 @@ pub struct TelemetryOptions {
     pub jmx_user: Option<String>,
     #[arg(long, env = "CAPLAB_JMX_PASSWORD", hide_env_values = true, requires = "jmx_user")]
     pub jmx_password: Option<String>,
+    /// JMX over TLS, as Cassandra serves it with `com.sun.management.jmxremote.ssl=true` (the
+    /// registry too). Trusts what the JDK trusts unless --jmx-truststore says otherwise.
+    #[arg(long, requires = "jmx")]
+    pub jmx_ssl: bool,
+    /// Trust store (PKCS12 or JKS) holding the endpoints' certificates or their CA; implies
+    /// --jmx-ssl.
+    #[arg(long, value_name = "FILE", requires = "jmx")]
+    pub jmx_truststore: Option<PathBuf>,
+    #[arg(long, env = "CAPLAB_JMX_TRUSTSTORE_PASSWORD", hide_env_values = true)]
+    pub jmx_truststore_password: Option<String>,
+    /// Key store with caplab's client certificate, for endpoints that ask for one
+    /// (`com.sun.management.jmxremote.ssl.need.client.auth=true`); implies --jmx-ssl.
+    #[arg(long, value_name = "FILE", requires = "jmx")]
+    pub jmx_keystore: Option<PathBuf>,
+    #[arg(long, env = "CAPLAB_JMX_KEYSTORE_PASSWORD", hide_env_values = true)]
+    pub jmx_keystore_password: Option<String>,
     /// Profile each local node with async-profiler over the measured window only (each step
     /// separately): cpu, wall, alloc, lock, each with an optional interval (cpu:1ms,
     /// alloc:256k), itimer or ctimer to force a CPU sampler, jfr to keep the recording.
@@ -139,6 +157,21 @@ pub struct TelemetryOptions {
     /// a cluster caplab does not run), none.
     #[arg(long, value_enum, default_value = "auto")]
     pub server_facts: ServerFacts,
+}
+
+impl TelemetryOptions {
+    /// The TLS settings, when any of --jmx-ssl, --jmx-truststore or --jmx-keystore is given.
+    /// Relative store paths are taken from the working directory.
+    pub fn jmx_tls(&self) -> Option<JmxTls> {
+        let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        (self.jmx_ssl || self.jmx_truststore.is_some() || self.jmx_keystore.is_some()).then(|| JmxTls {
+            truststore: self.jmx_truststore.as_ref().map(absolute),
+            // A password without its store (one left in the environment) is not used.
+            truststore_password: self.jmx_truststore.as_ref().and(self.jmx_truststore_password.clone()),
+            keystore: self.jmx_keystore.as_ref().map(absolute),
+            keystore_password: self.jmx_keystore.as_ref().and(self.jmx_keystore_password.clone()),
+        })
+    }
 }
 
 /// `--server-facts`.

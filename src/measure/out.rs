@@ -68,7 +68,12 @@ pub fn claim(dir: &Path, force: bool) -> Result<()> {
 }
 
 /// Options whose values are secrets, never recorded.
-const SECRET_OPTIONS: &[&str] = &["--password", "--jmx-password"];
+const SECRET_OPTIONS: &[&str] = &[
+    "--password",
+    "--jmx-password",
+    "--jmx-truststore-password",
+    "--jmx-keystore-password",
+];
 
 /// This process's command line as results record it: secrets replaced by `***`.
 pub fn command_line() -> Vec<String> {
@@ -130,6 +135,11 @@ mod tests {
             "--jmx-password=s3cret",
             "--user",
             "u",
+            "--jmx-truststore",
+            "t.p12",
+            "--jmx-truststore-password",
+            "changeit",
+            "--jmx-keystore-password=k",
         ];
         let r = redact(args.iter().map(|s| s.to_string()));
         assert_eq!(
@@ -141,7 +151,12 @@ mod tests {
                 "***",
                 "--jmx-password=***",
                 "--user",
-                "u"
+                "u",
+                "--jmx-truststore",
+                "t.p12",
+                "--jmx-truststore-password",
+                "***",
+                "--jmx-keystore-password=***",
             ]
         );
         assert_eq!(

@@ -12,7 +12,7 @@ use crate::client::{self, ClientOptions};
 use crate::cluster::Home;
 use crate::cluster::local::{self, StartOptions};
 use crate::cluster::node::{Liveness, NodeState};
-use crate::cluster::nodetool::JmxTarget;
+use crate::cluster::nodetool::{JmxTarget, JmxTls};
 use crate::cluster::options::LocalNode;
 use crate::console::say;
 use crate::procfs;
@@ -151,6 +151,7 @@ pub struct JmxOptions {
     pub endpoints: Vec<String>,
     pub user: Option<String>,
     pub password: Option<String>,
+    pub tls: Option<JmxTls>,
 }
 
 /// NodeTool targets for the JMX endpoints, using the jars of the cluster's Cassandra version.
@@ -180,6 +181,7 @@ pub fn jmx_targets(home: &Home, jmx: &JmxOptions, release: Option<&str>) -> Resu
                 port,
                 user: jmx.user.clone(),
                 password: jmx.password.clone(),
+                tls: jmx.tls.clone(),
                 workdir: workdir.clone(),
             })
         })

@@ -16,8 +16,11 @@
 // type=Table,name=SSTablesPerReadHistogram over all tables: its Mean and Count). Every figure
 // but the heap, the pending compactions and the mean is a running total. A figure the endpoint
 // does not have (a JVM that is no Cassandra) is -1. The JMX user and password come on standard
-// input (two lines, empty when none), so they never show in the process list; standard input
-// closing (caplab gone) ends it. An endpoint that cannot be read prints `ERROR INDEX message`
+// input (two lines, empty when none), so they never show in the process list, and then the TLS
+// settings: a line "tls" or an empty one, and the trust store, its password, the key store and
+// its password (empty when none). Over TLS the RMI registry is reached over TLS too, as
+// Cassandra serves it with com.sun.management.jmxremote.ssl=true. Standard input closing
+// (caplab gone) ends it. An endpoint that cannot be read prints `ERROR INDEX message`
 // and ends it with status 1.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -33,6 +36,7 @@ import javax.management.openmbean.CompositeData;
 import javax.management.remote.JMXConnector;
 import javax.management.remote.JMXConnectorFactory;
 import javax.management.remote.JMXServiceURL;
+import javax.rmi.ssl.SslRMIClientSocketFactory;
 
 public class CaplabJmx {
     static final ObjectName COMPILATION = name("java.lang:type=Compilation");
@@ -48,6 +52,17 @@ public class CaplabJmx {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         String user = in.readLine();
         String password = in.readLine();
+        boolean tls = "tls".equals(in.readLine());
+        String[] stores = {
+            "javax.net.ssl.trustStore", "javax.net.ssl.trustStorePassword", "javax.net.ssl.keyStore",
+            "javax.net.ssl.keyStorePassword"
+        };
+        for (String property : stores) {
+            String value = tls ? in.readLine() : null;
+            if (value != null && !value.isEmpty()) {
+                System.setProperty(property, value);
+            }
+        }
         Thread watchdog = new Thread(() -> {
             try {
                 while (in.read() >= 0) {
@@ -62,6 +77,9 @@ public class CaplabJmx {
         Map<String, Object> env = new HashMap<>();
         if (user != null && !user.isEmpty()) {
             env.put(JMXConnector.CREDENTIALS, new String[] {user, password == null ? "" : password});
+        }
+        if (tls) {
+            env.put("com.sun.jndi.rmi.factory.socket", new SslRMIClientSocketFactory());
         }
         List<MBeanServerConnection> connections = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {

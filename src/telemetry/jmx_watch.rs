@@ -19,7 +19,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::cluster::nodetool::JmxTarget;
+use crate::cluster::nodetool::{JmxTarget, jmx_hint};
 
 const SOURCE: &str = include_str!("CaplabJmx.java");
 
@@ -91,12 +91,7 @@ impl JmxWatch {
             .spawn()
             .with_context(|| format!("cannot start {}", first.java.display()))?;
         let mut stdin = child.stdin.take().context("no stdin")?;
-        let secret = format!(
-            "{}\n{}\n",
-            first.user.as_deref().unwrap_or(""),
-            first.password.as_deref().unwrap_or("")
-        );
-        stdin.write_all(secret.as_bytes())?;
+        stdin.write_all(secret_lines(first).as_bytes())?;
         stdin.flush()?;
         let shared = Arc::new(Shared {
             latest: Mutex::new(vec![None; endpoints.len()]),
@@ -105,9 +100,10 @@ impl JmxWatch {
         let stdout = child.stdout.take().context("no stdout")?;
         let stderr = child.stderr.take().context("no stderr")?;
         let s = shared.clone();
+        let target = first.clone();
         std::thread::Builder::new()
             .name("caplab-jmx".into())
-            .spawn(move || read_lines(BufReader::new(stdout), stderr, &endpoints, &s))?;
+            .spawn(move || read_lines(BufReader::new(stdout), stderr, &endpoints, &target, &s))?;
         Ok(JmxWatch {
             child,
             _stdin: stdin,
@@ -129,6 +125,30 @@ impl JmxWatch {
         let before = self.last.replace(now.clone())?;
         Some(since(&before, &now))
     }
+}
+
+/// What the reader reads on its standard input: the credentials, then the TLS settings (see
+/// CaplabJmx.java), one a line, empty where none.
+fn secret_lines(t: &JmxTarget) -> String {
+    let mut lines = vec![
+        t.user.clone().unwrap_or_default(),
+        t.password.clone().unwrap_or_default(),
+    ];
+    if let Some(tls) = &t.tls {
+        let path = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        lines.push("tls".into());
+        for v in [
+            path(&tls.truststore),
+            tls.truststore_password.clone(),
+            path(&tls.keystore),
+            tls.keystore_password.clone(),
+        ] {
+            lines.push(v.unwrap_or_default());
+        }
+    } else {
+        lines.push(String::new());
+    }
+    lines.iter().map(|l| format!("{}\n", l.replace('\n', ""))).collect()
 }
 
 /// The endpoints' figures between two readings of each.
@@ -167,7 +187,13 @@ impl Drop for JmxWatch {
 
 /// Reads the JVM's lines into `shared` until it ends; an error line, or an end without one,
 /// is the watch's failure (with the JVM's last words on stderr, e.g. a JRE without a compiler).
-fn read_lines(out: impl BufRead, mut err: impl std::io::Read, endpoints: &[String], shared: &Shared) {
+fn read_lines(
+    out: impl BufRead,
+    mut err: impl std::io::Read,
+    endpoints: &[String],
+    target: &JmxTarget,
+    shared: &Shared,
+) {
     for line in out.lines() {
         let Ok(line) = line else { break };
         match parse(&line) {
@@ -176,7 +202,7 @@ fn read_lines(out: impl BufRead, mut err: impl std::io::Read, endpoints: &[Strin
             }
             Some(Line::Error(i, why)) => {
                 let at = endpoints.get(i).map_or("?", String::as_str);
-                fail(shared, format!("JMX {at}: {why}"));
+                fail(shared, format!("JMX {at}: {why}{}", jmx_hint(&why, target)));
                 return;
             }
             _ => {}
@@ -256,6 +282,35 @@ fn parse(line: &str) -> Option<Line> {
 mod tests {
     use super::*;
 
+    fn target() -> JmxTarget {
+        JmxTarget {
+            java: "java".into(),
+            classpath: "lib".into(),
+            host: "h".into(),
+            port: 7199,
+            user: None,
+            password: None,
+            tls: None,
+            workdir: "w".into(),
+        }
+    }
+
+    #[test]
+    fn credentials_and_tls_settings_go_on_standard_input_one_a_line() {
+        let mut t = target();
+        assert_eq!(secret_lines(&t), "\n\n\n");
+        t.user = Some("monitor".into());
+        t.password = Some("two\nlines".into());
+        t.tls = Some(crate::cluster::nodetool::JmxTls {
+            truststore: Some("/t.p12".into()),
+            truststore_password: Some("tp".into()),
+            keystore: None,
+            keystore_password: None,
+        });
+        // Seven lines, as CaplabJmx.java reads them; a line break inside a value cannot shift them.
+        assert_eq!(secret_lines(&t), "monitor\ntwolines\ntls\n/t.p12\ntp\n\n\n");
+    }
+
     fn shared(n: usize) -> Shared {
         Shared {
             latest: Mutex::new(vec![None; n]),
@@ -321,12 +376,18 @@ mod tests {
         let endpoints = ["a:7199".to_string(), "b:7199".to_string()];
         let s = shared(2);
         let out = "0 100 1000000000 0 0 0 -1 -1 -1 -1\n1 50 2000000000 0 0 0 -1 -1 -1 -1\n";
-        read_lines(out.as_bytes(), "".as_bytes(), &endpoints, &s);
+        read_lines(out.as_bytes(), "".as_bytes(), &endpoints, &target(), &s);
         let latest = s.latest.lock().unwrap();
         assert!(latest.iter().all(Option::is_some), "{latest:?}");
         assert!(s.failure.get().unwrap().contains("ended"), "the JVM's end is a failure");
         let s = shared(2);
-        read_lines("ERROR 1 Connection refused\n".as_bytes(), "".as_bytes(), &endpoints, &s);
+        read_lines(
+            "ERROR 1 Connection refused\n".as_bytes(),
+            "".as_bytes(),
+            &endpoints,
+            &target(),
+            &s,
+        );
         assert_eq!(s.failure.get().unwrap(), "JMX b:7199: Connection refused");
     }
 }

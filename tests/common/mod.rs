@@ -404,6 +404,20 @@ pub fn op(doc: &serde_json::Value, name: &str) -> (u64, u64, u64) {
     (n("ops"), n("rows"), n("partitions"))
 }
 
+/// Every file under `dir`, recursively (none when it does not exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// The process id of the lab's first node (from caplab's own state file).
 pub fn node_pid(lab: &Lab) -> u32 {
     let state: serde_json::Value =
