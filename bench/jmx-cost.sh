@@ -15,7 +15,7 @@ PID=$(pgrep -f "$CAPLAB_HOME/nodes/node1" | head -1)
 TCK=$(getconf CLK_TCK)
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 reader() { # runs the reader for $1 seconds (its stdin's end stops it)
-  (printf '\n\n'; sleep "$1") | java -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+  (printf '\n\n\n'; sleep "$1") | java -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
     src/telemetry/CaplabJmx.java "127.0.0.1:$PORT" >/dev/null &
 }
 

@@ -200,6 +200,16 @@ pub fn startup_failure(state: &NodeState, log_offset: u64, what: &str) -> String
              state from its peers, as a kill fault on an Accord cluster needs. ",
             state.name
         );
+    } else if both.contains("Detected unreadable sstables") {
+        cause = format!(
+            "Cassandra said: it cannot read SSTables written here by a later version (a \
+             downgrade): Cassandra {} does not read the newer format. Restore a snapshot taken \
+             before the upgrade, or wipe the node (caplab node wipe) and start it afresh. To be \
+             able to come back, start the cluster with --set storage_compatibility_mode=CASSANDRA_4 \
+             before upgrading: the newer release then writes SSTables the older one reads (5.0.9 \
+             to 6.0-alpha2 and back was tried so). ",
+            state.spec.version
+        );
     } else if let Some(line) = both.lines().find(|l| {
         l.contains("Invalid yaml")
             || l.contains("ConfigurationException")
@@ -212,7 +222,8 @@ pub fn startup_failure(state: &NodeState, log_offset: u64, what: &str) -> String
     } else {
         (&state.system_log, &system)
     };
-    let last: Vec<&str> = lines.lines().collect();
+    // A line of its own can be long (a list of every SSTable): each is cut to 300 characters.
+    let last: Vec<String> = lines.lines().map(|l| cut(l, 300)).collect();
     format!(
         "{} {what}. {cause}Last lines of {}:\n{}\n(full logs: {} and {})",
         state.name,
@@ -223,9 +234,23 @@ pub fn startup_failure(state: &NodeState, log_offset: u64, what: &str) -> String
     )
 }
 
+/// `line`, cut to `max` characters with what was left out counted.
+fn cut(line: &str, max: usize) -> String {
+    match line.char_indices().nth(max) {
+        Some((at, _)) => format!("{} … ({} characters more)", &line[..at], line[at..].chars().count()),
+        None => line.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_log_lines_are_cut() {
+        assert_eq!(cut("short", 300), "short");
+        assert_eq!(cut("aé—bcdef", 3), "aé— … (5 characters more)");
+    }
 
     #[test]
     fn a_process_without_the_nodes_config_is_not_the_node() {

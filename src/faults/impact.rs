@@ -282,10 +282,13 @@ pub fn availability(tallies: &[Tally]) -> Option<f64> {
     Period::of(tallies.iter()).availability
 }
 
-/// A rolling upgrade's mixed-version period, in words: each upgraded node's return on its new
-/// version, and the seconds from the first return to the last (to the window's end if a node
-/// was not back by then). None without upgrades.
-pub fn mixed_versions(faults: &[FaultRecord]) -> Option<String> {
+/// The `Upgrades` line: when each upgraded node came back on its version, and when the cluster
+/// ran more than one version. Every node is taken to run `start` (the cluster's version when the
+/// run began, "?" if unknown) until its upgrade is done; `nodes` are the cluster's nodes and
+/// their versions at the start where caplab runs them (empty for a cluster it does not run,
+/// whose other nodes it cannot see: the line then says it counts only the nodes named). None
+/// without upgrades.
+pub fn mixed_versions(faults: &[FaultRecord], start: Option<&str>, nodes: &[(String, String)]) -> Option<String> {
     let ups: Vec<&FaultRecord> = faults.iter().filter(|f| f.action == Action::Upgrade).collect();
     if ups.is_empty() {
         return None;
@@ -298,15 +301,47 @@ pub fn mixed_versions(faults: &[FaultRecord]) -> Option<String> {
             None => format!("{} not back on {} by the end", f.node, version(f)),
         })
         .collect();
-    let backs: Vec<f64> = ups.iter().filter_map(|f| f.back_s).collect();
-    let period = match (backs.first(), backs.last()) {
-        (Some(a), Some(b)) if backs.len() == ups.len() && ups.len() > 1 => {
-            format!("; mixed versions from {a:.1} s to {b:.1} s (if these are all the cluster's nodes)")
+    let mut running: std::collections::BTreeMap<&str, String> =
+        nodes.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    for f in &ups {
+        running
+            .entry(f.node.as_str())
+            .or_insert_with(|| start.unwrap_or("?").to_string());
+    }
+    let mut done: Vec<(f64, &str, String)> = ups
+        .iter()
+        .filter_map(|f| Some((f.back_s?, f.node.as_str(), version(f))))
+        .collect();
+    done.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut periods, mut since) = (Vec::new(), None);
+    for (at, node, v) in done {
+        running.insert(node, v);
+        let mixed = running.values().collect::<std::collections::BTreeSet<_>>().len() > 1;
+        match (mixed, since) {
+            (true, None) => since = Some(at),
+            (false, Some(from)) => {
+                periods.push(format!("from {from:.1} s to {at:.1} s"));
+                since = None;
+            }
+            _ => {}
         }
-        (Some(a), _) => format!("; mixed versions from {a:.1} s"),
-        _ => String::new(),
+    }
+    if let Some(from) = since {
+        periods.push(format!("from {from:.1} s to the end"));
+    }
+    let period = match periods.is_empty() {
+        true => "; one version at a time".to_string(),
+        false => format!("; mixed versions {}", periods.join(", ")),
     };
-    Some(format!("Upgrades                      : {}{period}", each.join(", ")))
+    let seen = if nodes.is_empty() {
+        " (of the nodes named here)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "Upgrades                      : {}{period}{seen}",
+        each.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -331,17 +366,38 @@ mod tests {
             note: None,
             error: None,
         };
-        assert_eq!(mixed_versions(&[]), None);
+        let three: Vec<(String, String)> = ["node1", "node2", "node3"]
+            .map(|n| (n.to_string(), "5.0.9".to_string()))
+            .to_vec();
+        let start = Some("5.0.9");
+        assert_eq!(mixed_versions(&[], start, &three), None);
+        let line = |ups: &[FaultRecord], nodes: &[(String, String)]| mixed_versions(ups, start, nodes).unwrap();
         assert_eq!(
-            mixed_versions(&[up("node1", Some(30.0)), up("node2", Some(75.5))]).unwrap(),
-            "Upgrades                      : node1 on 6.0-alpha2 at 30.0 s, node2 on 6.0-alpha2 at 75.5 s; \
-             mixed versions from 30.0 s to 75.5 s (if these are all the cluster's nodes)"
+            line(
+                &[
+                    up("node1", Some(30.0)),
+                    up("node2", Some(75.5)),
+                    up("node3", Some(120.0))
+                ],
+                &three
+            ),
+            "Upgrades                      : node1 on 6.0-alpha2 at 30.0 s, node2 on 6.0-alpha2 at 75.5 s, \
+             node3 on 6.0-alpha2 at 120.0 s; mixed versions from 30.0 s to 120.0 s"
         );
+        // node3 never upgraded, node2 not back: mixed until the end.
         assert!(
-            mixed_versions(&[up("node1", Some(30.0)), up("node2", None)])
-                .unwrap()
-                .ends_with("node2 not back on 6.0-alpha2 by the end; mixed versions from 30.0 s")
+            line(&[up("node1", Some(30.0)), up("node2", None)], &three)
+                .ends_with("node2 not back on 6.0-alpha2 by the end; mixed versions from 30.0 s to the end")
         );
+        // One node there and back: never two versions at once.
+        let mut back = up("node1", Some(83.5));
+        back.fault = "upgrade node1 at 70s to 5.0.9".into();
+        assert!(
+            line(&[up("node1", Some(19.1)), back], &three[..1])
+                .ends_with("node1 on 5.0.9 at 83.5 s; one version at a time")
+        );
+        // A cluster caplab does not run: only the nodes named are counted, and it says so.
+        assert!(line(&[up("node1", Some(30.0))], &[]).ends_with("one version at a time (of the nodes named here)"));
     }
 
     /// Seconds 0..n from the anchor at `rate`, p99 1 ms, all successful.

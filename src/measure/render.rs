@@ -48,7 +48,14 @@ impl RunResult {
             if let Some(a) = self.availability {
                 text.push(format!("Availability (measured window)  : {:.3} %", a * 100.0));
             }
-            text.extend(crate::faults::mixed_versions(&self.faults));
+            let env = &self.environment;
+            let nodes: Vec<(String, String)> = env
+                .local_nodes
+                .iter()
+                .map(|n| (n.name.clone(), n.spec.version.clone()))
+                .collect();
+            let start = env.cassandra_release_version.as_deref();
+            text.extend(crate::faults::mixed_versions(&self.faults, start, &nodes));
             parts.push(text.join("\n"));
         }
         if let Some(s) = &self.server {
