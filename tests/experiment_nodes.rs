@@ -22,7 +22,9 @@ fn a_small_heap_pauses_more_surely() {
     // and a quarter, for twice the pauses (15 s windows: 9, 8, 11, 8 against 1, 1, 1, 1; the
     // windows are 10 s now, to keep CI under 30 minutes: 6, 6, 6, 5 against 1, 0, 0, 0,
     // adjusted p 4e-6; 3 repeats were tried to save CI time, and failed a clean-clone CI with
-    // means of 5.7 against 2.0 pauses (p 0.055): back to 4). A 6 s warm-up leaves fresh nodes'
+    // means of 5.7 against 2.0 pauses (p 0.055): back to 4; a 256M heap in 3 repeats was tried
+    // too, and swung to 28, 13, 13 against 0, 0, 0 pauses, p 0.069 with the t test's 2 degrees
+    // of freedom: back to 512M and 4). A 6 s warm-up leaves fresh nodes'
     // JIT still compiling, so windows are often not steady; the count of young collections at a
     // fixed allocation rate does not depend on it, so every step is compared
     // (`include_unsteady`).

@@ -126,7 +126,7 @@ fn one_node_goes_to_6_0_and_back_to_5_0_when_its_sstables_stay_readable() {
         "there-and-back",
         &[
             "--duration",
-            "100s",
+            "60s",
             "--give-up-after",
             "200s",
             "--fault",
