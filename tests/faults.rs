@@ -192,7 +192,11 @@ fn passwords_never_reach_a_file() {
     let lab = one();
     let secret_out = lab.home.join("secrets");
     let jmx = format!("127.0.0.1:{}", lab.jmx_port);
-    let o = lab.run(
+    // Its own temporary directory: what caplab leaves there is its alone (another test file's
+    // NodeTool may hold a password file in the machine's /tmp meanwhile).
+    let tmp = lab.home.join("secrets-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let args = lab.run_args(
         "secrets",
         &[
             "--keyspace",
@@ -212,6 +216,12 @@ fn passwords_never_reach_a_file() {
             "--jmx-password=hunter2-jmx",
         ],
     );
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_caplab"))
+        .args(args.refs())
+        .env("CAPLAB_HOME", &lab.home)
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = result_json(&secret_out);
     assert!(doc["command"].as_array().unwrap().iter().any(|a| a == "***"));
@@ -219,13 +229,9 @@ fn passwords_never_reach_a_file() {
         let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).to_string();
         assert!(!text.contains("hunter2"), "a secret in {}", f.display());
     }
-    let leftovers: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("jmx.password").exists())
-        .collect();
-    assert!(leftovers.is_empty(), "JMX password files left behind: {leftovers:?}");
+    // Nothing is left there: no password file, nor NodeTool's working directory.
+    let leftovers: Vec<PathBuf> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
 }
 
 /// A disk that fills up during the run: measuring goes on, the summary is printed, the

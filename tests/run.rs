@@ -294,6 +294,13 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
         ],
     ));
     wait_for_seconds(&out, 3);
+    // The operations due in the seconds already on disk when the node dies.
+    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+    let due_before: u64 = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(4)?.parse::<u64>().ok())
+        .sum();
     let killed = Instant::now();
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
     let o = child.wait_with_output().unwrap();
@@ -308,14 +315,15 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
     let doc = result_json(&out);
     assert_eq!(doc["status"], "failed");
     let ok_ops = doc["summary"]["total"]["ops"].as_u64().unwrap();
-    // Three whole seconds were on disk before the kill: at 1,000 op/s that is 3,000 due, of
-    // which a fresh node beside another test file's has answered as few as 1,901.
-    assert!(
-        ok_ops > 1_000,
-        "what was measured before the node died is kept: {ok_ops}"
-    );
-    assert!(doc["summary"]["total"]["error_total"].as_u64().unwrap() > 0);
     let errors = doc["summary"]["total"]["error_total"].as_u64().unwrap();
+    // What was measured before the node died is kept: every operation of the seconds on disk
+    // then is in the summary, answered or failed (a fresh node beside another test file's has
+    // answered as few as 928 of the first 3,000 due).
+    assert!(ok_ops > 0 && errors > 0, "{ok_ops} ok, {errors} failed");
+    assert!(
+        ok_ops + errors >= due_before,
+        "{ok_ops} ok and {errors} failed, {due_before} due in the seconds on disk before the kill"
+    );
     let (counts, _) = hlog_counts(&out.join("latency.hlog"));
     assert_eq!(counts["insert.ok"], ok_ops);
     assert_eq!(

@@ -100,7 +100,9 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
         let target = Target::connect(through_proxies(copts, faults.as_ref()).await?, local_nodes).await?;
         search.jmx = jmx_targets(home, &common.jmx(), target.site.release.as_deref())?;
         search.run(plan, home, target, &choice, stop.clone()).await
-    })?;
+    });
+    crate::measure::target::remove_jmx_workdir();
+    let report = report?;
     if let Some(live) = live {
         live.finish();
     }

@@ -285,6 +285,29 @@ fn tls_context(o: &ClientOptions) -> Result<openssl::ssl::SslContext> {
     Ok(ctx.build())
 }
 
+/// How long `prepare_when_reachable` waits for a working connection.
+pub const REACHABLE_WITHIN: Duration = Duration::from_secs(60);
+
+/// Prepares `cql`, trying again every half second for up to `REACHABLE_WITHIN` while no node has
+/// a working connection: just after a node restarted (a fault undone, an upgrade), the driver's
+/// pool reconnects on its own schedule, seconds after the node answers a new connection (a
+/// read-back prepared 20 s after a one-node downgrade found the pool still broken). Any other
+/// failure is returned at once.
+pub async fn prepare_when_reachable(
+    session: &Session,
+    cql: &str,
+) -> Result<scylla::statement::prepared::PreparedStatement, scylla::errors::PrepareError> {
+    let began = std::time::Instant::now();
+    loop {
+        match session.prepare(cql).await {
+            Err(scylla::errors::PrepareError::ConnectionPoolError(_)) if began.elapsed() < REACHABLE_WITHIN => {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            done => return done,
+        }
+    }
+}
+
 /// What kind of failure an execution error is, for counting.
 pub fn classify(e: &ExecutionError) -> ErrorKind {
     match e {

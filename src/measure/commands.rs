@@ -108,7 +108,9 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
             prepared.populate(&step.engine, step.loader, common.quiet, stop).await?;
         }
         prepared.run(&step, &target.site, stop.clone()).await
-    })?;
+    });
+    crate::measure::target::remove_jmx_workdir();
+    let result = result?;
     if let Some(live) = live {
         live.finish();
     }

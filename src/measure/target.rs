@@ -154,6 +154,18 @@ pub struct JmxOptions {
     pub tls: Option<JmxTls>,
 }
 
+/// Where NodeTool and the per-second reader keep their files for `--jmx` endpoints: this
+/// process's own directory under the temporary one, removed by `remove_jmx_workdir` when the
+/// command ends.
+pub fn jmx_workdir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("caplab-jmx-{}", std::process::id()))
+}
+
+/// Removes `jmx_workdir` (nothing in it outlives the command: what NodeTool printed is read).
+pub fn remove_jmx_workdir() {
+    let _ = std::fs::remove_dir_all(jmx_workdir());
+}
+
 /// NodeTool targets for the JMX endpoints, using the jars of the cluster's Cassandra version.
 pub fn jmx_targets(home: &Home, jmx: &JmxOptions, release: Option<&str>) -> Result<Vec<JmxTarget>> {
     if jmx.endpoints.is_empty() {
@@ -166,7 +178,7 @@ pub fn jmx_targets(home: &Home, jmx: &JmxOptions, release: Option<&str>) -> Resu
     };
     let classpath = local::nodetool_classpath(home, version, &mut |m| say(m))?;
     let java = crate::cluster::java::find(None, version)?.java;
-    let workdir = std::env::temp_dir().join(format!("caplab-jmx-{}", std::process::id()));
+    let workdir = jmx_workdir();
     jmx.endpoints
         .iter()
         .map(|e| {

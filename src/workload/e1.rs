@@ -381,9 +381,7 @@ impl E1 {
                 cols.join(", "),
                 self.opts.keyspace,
             );
-            let mut stmt = self
-                .session
-                .prepare(cql)
+            let mut stmt = crate::client::prepare_when_reachable(&self.session, &cql)
                 .await
                 .context("cannot prepare the read-back")?;
             stmt.set_consistency(consistency);
