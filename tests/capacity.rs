@@ -16,14 +16,15 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
 
     // A single run, judged: a loose SLA passes (exit 0), an impossible one fails (exit 1),
-    // and both keep their results with per-window verdicts. After 2 s of warm-up: a fresh node's
+    // and both keep their results with per-window verdicts. After 2 s of warm-up a fresh node's
     // first two seconds beside two other test files once held 966 op/s of the 1,000 asked (p99
-    // 375 ms) and left 4 not sent, which a window's judge rightly fails.
+    // 375 ms) and left 4 not sent, and once had a p99 of 766 ms, which a window's judge rightly
+    // fails: hence 5 s of warm-up and a p99 under 3 s, loose as this case means to be.
     let run = |sla: &str, out: &str| {
         lab.caplab(&[
             "run",
             "--warmup",
-            "2s",
+            "5s",
             "--hosts",
             &hosts,
             "--rate",
@@ -37,9 +38,9 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
             "-q",
         ])
     };
-    let o = ok(run("p99<500ms/2s", &dir("run-pass")));
+    let o = ok(run("p99<3s/2s", &dir("run-pass")));
     assert!(
-        stdout(&o).contains("SLA p99<500ms/2s, rate >= 97% of 1,000 op/s, errors <= 0.1%: PASS"),
+        stdout(&o).contains("SLA p99<3000ms/2s, rate >= 97% of 1,000 op/s, errors <= 0.1%: PASS"),
         "{}",
         stdout(&o)
     );
