@@ -295,12 +295,7 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
     ));
     wait_for_seconds(&out, 3);
     // The operations due in the seconds already on disk when the node dies.
-    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
-    let due_before: u64 = csv
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split(',').nth(4)?.parse::<u64>().ok())
-        .sum();
+    let due_before: u64 = csv_counts(&out).iter().sum();
     let killed = Instant::now();
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
     let o = child.wait_with_output().unwrap();
@@ -333,8 +328,6 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
     );
 }
 
-/// A keystore for the node and the PEM certificate clients trust, made with the JDK's keytool.
-/// The driver checks that the certificate names the address it connected to (SAN IP).
 /// Operations a second as the CSV counts them (completions; one row a second for one type).
 fn csv_counts(out: &Path) -> Vec<u64> {
     let text = std::fs::read_to_string(out.join("latency.csv")).unwrap();
@@ -521,6 +514,8 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
     assert_eq!((drawn[0].as_f64(), drawn[1].as_f64()), (held, broke), "{}", page.check);
 }
 
+/// A keystore for the node and the PEM certificate clients trust, made with the JDK's keytool.
+/// The driver checks that the certificate names the address it connected to (SAN IP).
 fn make_certificate(dir: &Path, ip: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     std::fs::create_dir_all(dir).unwrap();
     let ks = dir.join("keystore.jks");

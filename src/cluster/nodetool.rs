@@ -56,18 +56,23 @@ pub struct JmxTls {
 }
 
 impl JmxTls {
-    /// The JSSE system properties that say it, each `(name, value)`; passwords among them.
-    pub fn properties(&self) -> Vec<(&'static str, String)> {
-        let path = |p: &PathBuf| p.display().to_string();
+    /// The JSSE system properties that say it, in the order CaplabJmx.java reads their values.
+    pub const PROPERTIES: [&'static str; 4] = [
+        "javax.net.ssl.trustStore",
+        "javax.net.ssl.trustStorePassword",
+        "javax.net.ssl.keyStore",
+        "javax.net.ssl.keyStorePassword",
+    ];
+
+    /// The values of `PROPERTIES`, None where not given; passwords among them.
+    pub fn values(&self) -> [Option<String>; 4] {
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         [
-            ("javax.net.ssl.trustStore", self.truststore.as_ref().map(path)),
-            ("javax.net.ssl.trustStorePassword", self.truststore_password.clone()),
-            ("javax.net.ssl.keyStore", self.keystore.as_ref().map(path)),
-            ("javax.net.ssl.keyStorePassword", self.keystore_password.clone()),
+            path(&self.truststore),
+            self.truststore_password.clone(),
+            path(&self.keystore),
+            self.keystore_password.clone(),
         ]
-        .into_iter()
-        .filter_map(|(k, v)| Some((k, v?)))
-        .collect()
     }
 }
 
@@ -152,9 +157,11 @@ pub fn run_on(t: &JmxTarget, args: &[&str], timeout: Duration) -> Result<String>
 fn argfile(tls: &JmxTls) -> String {
     let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
     let mut text = String::from("-Dssl.enable=true\n");
-    for (k, v) in tls.properties() {
-        text.push_str(&quote(&format!("-D{k}={v}")));
-        text.push('\n');
+    for (k, v) in JmxTls::PROPERTIES.iter().zip(tls.values()) {
+        if let Some(v) = v {
+            text.push_str(&quote(&format!("-D{k}={v}")));
+            text.push('\n');
+        }
     }
     text
 }

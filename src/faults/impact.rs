@@ -283,11 +283,11 @@ pub fn availability(tallies: &[Tally]) -> Option<f64> {
 }
 
 /// The `Upgrades` line: when each upgraded node came back on its version, and when the cluster
-/// ran more than one version. Every node is taken to run `start` (the cluster's version when the
-/// run began, "?" if unknown) until its upgrade is done; `nodes` are the cluster's nodes and
-/// their versions at the start where caplab runs them (empty for a cluster it does not run,
-/// whose other nodes it cannot see: the line then says it counts only the nodes named). None
-/// without upgrades.
+/// ran more than one version. `nodes` are the cluster's nodes with their versions when the run
+/// began, where caplab runs them; a node upgraded but not among them (all of them, for a
+/// cluster caplab does not run, whose other nodes it cannot see: the line then says it counts
+/// only the nodes named) is taken to have run `start`, the cluster's version then ("?" if
+/// unknown). Each runs its version until its upgrade is done. None without upgrades.
 pub fn mixed_versions(faults: &[FaultRecord], start: Option<&str>, nodes: &[(String, String)]) -> Option<String> {
     let ups: Vec<&FaultRecord> = faults.iter().filter(|f| f.action == Action::Upgrade).collect();
     if ups.is_empty() {

@@ -122,12 +122,15 @@ impl DriveOptions {
 #[command(next_help_heading = "Server telemetry")]
 pub struct TelemetryOptions {
     /// JMX endpoints (host:port, comma-separated) to read Cassandra's GCInspector from, before
-    /// and after the run (`nodetool gcstats`). Local caplab nodes are watched without it, from
-    /// their GC logs and /proc.
+    /// and after the run (`nodetool gcstats`), and, for a cluster caplab does not run, its GC,
+    /// CPU, heap, JIT and compaction once a second. Local caplab nodes are watched without it,
+    /// from their GC logs and /proc.
     #[arg(long, value_delimiter = ',', value_name = "HOST:PORT")]
     pub jmx: Vec<String>,
+    /// JMX user, for endpoints that ask for one (a readonly role is enough).
     #[arg(long, requires = "jmx")]
     pub jmx_user: Option<String>,
+    /// Its password (prefer the environment: a command line's shows in the process list).
     #[arg(long, env = "CAPLAB_JMX_PASSWORD", hide_env_values = true, requires = "jmx_user")]
     pub jmx_password: Option<String>,
     /// JMX over TLS, as Cassandra serves it with `com.sun.management.jmxremote.ssl=true` (the
@@ -138,12 +141,14 @@ pub struct TelemetryOptions {
     /// --jmx-ssl.
     #[arg(long, value_name = "FILE", requires = "jmx")]
     pub jmx_truststore: Option<PathBuf>,
+    /// The trust store's password (used only with --jmx-truststore).
     #[arg(long, env = "CAPLAB_JMX_TRUSTSTORE_PASSWORD", hide_env_values = true)]
     pub jmx_truststore_password: Option<String>,
     /// Key store with caplab's client certificate, for endpoints that ask for one
     /// (`com.sun.management.jmxremote.ssl.need.client.auth=true`); implies --jmx-ssl.
     #[arg(long, value_name = "FILE", requires = "jmx")]
     pub jmx_keystore: Option<PathBuf>,
+    /// The key store's password (used only with --jmx-keystore).
     #[arg(long, env = "CAPLAB_JMX_KEYSTORE_PASSWORD", hide_env_values = true)]
     pub jmx_keystore_password: Option<String>,
     /// Profile each local node with async-profiler over the measured window only (each step

@@ -18,7 +18,7 @@
 // does not have (a JVM that is no Cassandra) is -1. The JMX user and password come on standard
 // input (two lines, empty when none), so they never show in the process list, and then the TLS
 // settings: a line "tls" or an empty one, and the trust store, its password, the key store and
-// its password (empty when none). Over TLS the RMI registry is reached over TLS too, as
+// its password (empty when none; the order of JmxTls::PROPERTIES in src/cluster/nodetool.rs). Over TLS the RMI registry is reached over TLS too, as
 // Cassandra serves it with com.sun.management.jmxremote.ssl=true. Standard input closing
 // (caplab gone) ends it. An endpoint that cannot be read prints `ERROR INDEX message`
 // and ends it with status 1.

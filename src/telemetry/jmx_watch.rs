@@ -135,16 +135,8 @@ fn secret_lines(t: &JmxTarget) -> String {
         t.password.clone().unwrap_or_default(),
     ];
     if let Some(tls) = &t.tls {
-        let path = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
         lines.push("tls".into());
-        for v in [
-            path(&tls.truststore),
-            tls.truststore_password.clone(),
-            path(&tls.keystore),
-            tls.keystore_password.clone(),
-        ] {
-            lines.push(v.unwrap_or_default());
-        }
+        lines.extend(tls.values().map(Option::unwrap_or_default));
     } else {
         lines.push(String::new());
     }
