@@ -1,4 +1,5 @@
-//! Faults on a three-node cluster (RF 3), against real nodes: two of three nodes stopped by hand
+//! Faults on a three-node cluster (RF 3), against real nodes: the three form one cluster that
+//! takes QUORUM writes on every replica; two of three nodes stopped by hand
 //! are reported as Unavailable at QUORUM; `--fault` schedules (a pause at QUORUM, a kill and
 //! restart at ALL and in a capacity search, Ctrl-C in the middle of a fault, a delay through
 //! the proxy) lose nothing acknowledged, and bad schedules are refused. Every scenario is a
@@ -39,6 +40,48 @@ fn three() -> &'static Lab {
             ));
         })
         .0
+}
+
+/// The shared cluster is one: its nodes listed by `node status`, each seen by node1 and the
+/// driver, and QUORUM writes in a keyspace of RF 3 on every replica. (It was a test of its own
+/// in tests/node.rs, on three nodes started for it alone: 169 s of CI.)
+#[test]
+fn three_nodes_form_one_cluster_that_takes_quorum_writes() {
+    use scylla::client::session_builder::SessionBuilder;
+    use scylla::statement::{Consistency, Statement};
+    let _jvm = jvm_lock();
+    let lab = three();
+    let status = stdout(&ok(lab.caplab(&["node", "status"])));
+    for i in 1..=3 {
+        assert!(status.contains(&lab.node_address(i)), "{status}");
+    }
+    common::runtime().block_on(async {
+        let s = SessionBuilder::new().known_node(lab.cql()).build().await.unwrap();
+        let r = s.query_unpaged("SELECT peer FROM system.peers_v2", ()).await.unwrap();
+        assert_eq!(r.into_rows_result().unwrap().rows_num(), 2, "node1 sees two peers");
+        assert_eq!(
+            s.get_cluster_state().get_nodes_info().len(),
+            3,
+            "the driver sees three nodes"
+        );
+        for ddl in [
+            "CREATE KEYSPACE IF NOT EXISTS quorum3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+            "DROP TABLE IF EXISTS quorum3.t",
+            "CREATE TABLE quorum3.t (pk int PRIMARY KEY, v int)",
+        ] {
+            s.query_unpaged(ddl, ()).await.unwrap();
+        }
+        for i in 0..50i32 {
+            let mut st = Statement::new("INSERT INTO quorum3.t (pk, v) VALUES (?, ?)");
+            st.set_consistency(Consistency::Quorum);
+            s.query_unpaged(st, (i, i)).await.unwrap();
+        }
+        let mut all = Statement::new("SELECT count(*) FROM quorum3.t");
+        all.set_consistency(Consistency::All);
+        let r = s.query_unpaged(all, ()).await.unwrap();
+        let n = r.into_rows_result().unwrap().single_row::<(i64,)>().unwrap().0;
+        assert_eq!(n, 50, "every replica has every row");
+    });
 }
 
 /// Two of three nodes stopped by hand: QUORUM reports Unavailable, not timeouts or

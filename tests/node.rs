@@ -1,13 +1,11 @@
 //! `caplab node` against real Cassandra nodes: provisioning, configuration, lifecycle,
-//! clusters, and the errors users see.
+//! clusters (three nodes: tests/faults_cluster.rs, on its shared cluster), and the errors users see.
 
 mod common;
 
 use common::{Lab, count_rows, fails, jvm_lock, ok, result_json, runtime, stderr, stdout};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
-use scylla::statement::Consistency;
-use scylla::statement::unprepared::Statement;
 use std::net::TcpListener;
 
 async fn connect(addr: &str) -> Session {
@@ -174,52 +172,6 @@ fn a_taken_port_is_refused_before_starting_java() {
         err.contains(&format!("{} is in use", lab.cql())) && err.contains("--address"),
         "{err}"
     );
-}
-
-#[test]
-fn three_nodes_form_one_cluster_that_takes_quorum_writes() {
-    let _jvm = jvm_lock();
-    let lab = Lab::new("three-nodes");
-    let out = stdout(&ok(lab.start(&["--nodes", "3", "--heap", "768M"])));
-    for i in 1..=3 {
-        assert!(out.contains(&format!("{}:9042", lab.node_address(i))), "{out}");
-    }
-    runtime().block_on(async {
-        let s = connect(&lab.cql()).await;
-        let r = s.query_unpaged("SELECT peer FROM system.peers_v2", ()).await.unwrap();
-        assert_eq!(r.into_rows_result().unwrap().rows_num(), 2, "node1 sees two peers");
-        assert_eq!(
-            s.get_cluster_state().get_nodes_info().len(),
-            3,
-            "the driver sees three nodes"
-        );
-        s.query_unpaged(
-            "CREATE KEYSPACE rf3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
-            (),
-        )
-        .await
-        .unwrap();
-        s.query_unpaged("CREATE TABLE rf3.t (pk int PRIMARY KEY, v int)", ())
-            .await
-            .unwrap();
-        for i in 0..50i32 {
-            let mut st = Statement::new("INSERT INTO rf3.t (pk, v) VALUES (?, ?)");
-            st.set_consistency(Consistency::Quorum);
-            s.query_unpaged(st, (i, i)).await.unwrap();
-        }
-        let mut all = Statement::new("SELECT count(*) FROM rf3.t");
-        all.set_consistency(Consistency::All);
-        let n = s
-            .query_unpaged(all, ())
-            .await
-            .unwrap()
-            .into_rows_result()
-            .unwrap()
-            .single_row::<(i64,)>()
-            .unwrap()
-            .0;
-        assert_eq!(n, 50, "every replica has every row");
-    });
 }
 
 #[test]
