@@ -36,7 +36,7 @@ fn rows_in(addr: &str, table: &str) -> i64 {
 /// after the run are found by `caplab validate`, exactly those, and it exits 1.
 fn rows_removed_behind_its_back_are_found(lab: &Lab, out: &Path) {
     use caplab::workload::e1::RowBuf;
-    let gone: [u64; 7] = [3, 10, 11, 500, 4_096, 9_999, 20_000];
+    let gone: [u64; 7] = [3, 10, 11, 500, 4_096, 9_999, 14_000];
     let changed = 777u64;
     runtime().block_on(async {
         let s = SessionBuilder::new().known_node(lab.cql()).build().await.unwrap();
@@ -107,8 +107,9 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     ok(lab.start(&[]));
     let hosts = lab.cql();
 
-    // insert: 10 s at 2,000 ops/s, after 5 s of warm-up for the freshly started (cold) node,
-    // every acknowledged write read back afterwards.
+    // insert: 10 s at 1,000 ops/s, after 5 s of warm-up for the freshly started (cold) node,
+    // every acknowledged write read back afterwards. (At 2,000 ops/s, beside another test
+    // file's three nodes, the fresh node answered 17,129 of 20,000 in time, twice.)
     let out = lab.home.join("results-insert");
     let run = ok(lab.caplab(&[
         "run",
@@ -119,7 +120,7 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         "--duration",
         "10s",
         "--rate",
-        "2000",
+        "1000",
         "--validate",
         "--out",
         out.to_str().unwrap(),
@@ -137,15 +138,15 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     );
     let total = &doc["summary"]["total"];
     let n = total["ops"].as_u64().unwrap();
-    assert!((19_800..=20_200).contains(&n), "10 s at 2,000/s is 20,000 ±1 %: {n}");
+    assert!((9_900..=10_100).contains(&n), "10 s at 1,000/s is 10,000 ±1 %: {n}");
     // Nothing failed at the server (7 not sent once in CI, the client 42 ms behind at the end).
     // A due operation never sent still has a response time (until the window's end): the
     // response histograms, the interval log's and the CSV's counts hold what was due.
-    let due = n + common::only_not_sent(total, 2000.0);
+    let due = n + common::only_not_sent(total, 1000.0);
     let warmup_ops = (doc["started_ops"].as_u64().unwrap() - n) as i64;
     assert!(
-        (9_900..=10_100).contains(&warmup_ops),
-        "5 s of warm-up at 2,000/s: {warmup_ops}"
+        (4_950..=5_050).contains(&warmup_ops),
+        "5 s of warm-up at 1,000/s: {warmup_ops}"
     );
     assert_eq!(
         rows_in(&hosts, "e1_insert") - warmup_ops,
