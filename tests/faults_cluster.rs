@@ -489,15 +489,23 @@ fn delay_through_the_proxy() {
     let before = service_ms(&log, warm, warm + from - 1.0);
     let share = |v: &[f64], p: &dyn Fn(f64) -> bool| v.iter().filter(|x| p(**x)).count() as f64 / v.len() as f64;
     let (slow, slow_before) = (share(&during, &|x| x >= 195.0), share(&before, &|x| x >= 195.0));
-    let fast = share(&during, &|x| x < 20.0);
+    // The others are as fast as operations were before the delay: under what 9 in 10 took then
+    // (20 ms at least, 150 at most: well under the delay), about 0.9 of two thirds are (0.6) if
+    // they are not delayed, none if they are. Not a fixed 20 ms: beside another file's three nodes, undelayed operations took more
+    // than that, and 0.319 of all were under it (a CI of stop 64).
+    let mut sorted = before.clone();
+    sorted.sort_by(f64::total_cmp);
+    let typical = sorted[sorted.len() * 9 / 10].clamp(20.0, 150.0);
+    let fast = share(&during, &|x| x < typical);
     eprintln!(
-        "delay through the proxy: {slow:.3} of operations at 195 ms or more during it ({slow_before:.3} before), {fast:.3} under 20 ms"
+        "delay through the proxy: {slow:.3} of operations at 195 ms or more during it ({slow_before:.3} before), \
+         {fast:.3} under {typical:.1} ms (9 in 10 before it)"
     );
     assert!(
         (0.15..0.6).contains(&(slow - slow_before)),
         "a third more delayed by 200 ms: {slow:.3} during, {slow_before:.3} before"
     );
-    assert!(fast > 0.35, "the others are not: {fast:.3}");
+    assert!(fast > 0.35, "the others are not: {fast:.3} under {typical:.1} ms");
 }
 
 /// Every operation's service time (ms, as recorded) in the intervals of `log` that start in
