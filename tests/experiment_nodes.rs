@@ -18,9 +18,10 @@ fn a_duet_runs_both_variants_at_once_with_half_the_load_each_and_finds_the_small
     // in each pair (as written, so the lines are known); each side runs at half the file's rate.
     //
     // The question is the count of GC pauses (`metrics`, with throughput and server CPU beside
-    // it; caplab's own CPU is asked too, and left out, as both sides share it): 10-row batches of 1 kB values, the young generation a quarter of the heap in both
-    // (G1 sizes it adaptively otherwise, and whether the small heap's old generation had crossed
-    // the concurrent-cycle threshold by the window made its count swing from 5 to 25 between
+    // it; caplab's own CPU is asked too, and left out, as both sides share it): 10-row batches
+    // of 1 kB values, the young generation a quarter of the heap in both (G1 sizes it
+    // adaptively otherwise, and whether the small heap's old generation had crossed the
+    // concurrent-cycle threshold by the window made its count swing from 5 to 25 between
     // repeats), so young collections come about 8 times as often on 512M as on 4G. Over fresh
     // nodes, one step at a time, 10 s windows counted 6, 6, 6, 5 pauses against 1, 0, 0, 0
     // (adjusted p 4e-6) in 4 repeats, but took 8 node starts, 7 minutes of CI; 3 repeats failed

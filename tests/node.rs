@@ -1,5 +1,6 @@
 //! `caplab node` against real Cassandra nodes: provisioning, configuration, lifecycle,
-//! clusters (three nodes: tests/faults_cluster.rs, on its shared cluster), and the errors users see.
+//! clusters, and the errors users see (three nodes forming one cluster: tests/faults_cluster.rs,
+//! on its shared cluster).
 
 mod common;
 
