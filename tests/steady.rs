@@ -46,24 +46,26 @@ fn a_fresh_node_warms_up_and_the_automatic_warm_up_waits_for_it() {
         (result_json(&out), stdout(&o), out)
     };
 
-    // A fresh node, measured from its first second: its JIT is still compiling the write path.
+    // A fresh node, measured from its first second: its JIT is still compiling the write path
+    // (in a CI a fresh node went 12,777 -> 21,798 op/s at 10 s and 31,608 at 35 s, so 30 s show
+    // the climb; the verdict's segments are 10 s at least).
     ok(lab.start(&[]));
-    let (cold, text, _) = run("cold", &["--warmup", "0s", "--duration", "45s"]);
+    let (cold, text, _) = run("cold", &["--warmup", "0s", "--duration", "30s"]);
     assert_eq!(cold["steady_state"]["class"], "warmup", "{}", cold["steady_state"]);
     assert_eq!(cold["steady_state"]["steady"], false);
     assert!(
-        text.contains("Steady state                  : WARM-UP over 45 s"),
+        text.contains("Steady state                  : WARM-UP over 30 s"),
         "{text}"
     );
     let t = series(&cold, "throughput");
     let cps = t["changepoints_s"].as_array().unwrap();
     assert!(!cps.is_empty(), "{t}");
-    assert!(cps.iter().all(|c| (1.0..45.0).contains(&c.as_f64().unwrap())), "{t}");
+    assert!(cps.iter().all(|c| (1.0..30.0).contains(&c.as_f64().unwrap())), "{t}");
     assert!(climb(&cold, "throughput") > 1.25, "{t}");
 
     // A fresh node again, with the default automatic warm-up.
     ok(lab.start(&["--wipe"]));
-    let (auto, text, out) = run("auto", &["--duration", "30s", "--warmup-max", "4m"]);
+    let (auto, text, out) = run("auto", &["--duration", "20s", "--warmup-max", "4m"]);
     let w = &auto["warmup"];
     assert_eq!(
         (w["asked"].as_str(), w["settled"].as_bool()),
