@@ -1,34 +1,46 @@
 #!/usr/bin/env python3
-"""The whole suite in two lanes: README's test command (scripts/test.sh) runs this.
+"""The whole suite two files at a time: README's test command (scripts/test.sh) runs this.
 
 `cargo test` runs its test files one after another, and much of a real-node test's time is
 waiting (a node booting, a run at a fixed rate, a warm-up that has to last): on two cores, two
 files at once take little more than one. So this builds every test binary once, then runs them
 two at a time, the longest first, each into a log of its own that is printed whole, in one
-piece, when the file ends (a failure's output is never interleaved with another file's).
+piece, when the file ends (a failure's output is never interleaved with another file's). A file
+starts as soon as a lane is free and its group allows it beside the file already running.
 
-The rules, read from the test files themselves (no hand-kept list):
+The groups, read from the test files themselves (a `Test group:` line in the module doc; no
+hand-kept list):
 - a file that never names `jvm_lock` starts no node: it runs in whichever lane is free;
-- a file whose module doc says `Test group: alone` runs after the lanes have finished, with the
-  machine to itself (today tests/steady.rs, which measures how a fresh node's throughput and
-  JIT settle, tests/history_gate.rs, whose confirmation by rerunning must see the machine itself
-  again, and tests/loaders_warmup.rs, whose loaders wait for the node to settle: another file's
-  load would be part of what they measure);
-- every other file shares the machine with two other files at most.
+- `alone`: runs with the machine to itself, once every other file has begun (today
+  tests/steady.rs, which measures how a fresh node's flat-out throughput and JIT settle);
+- `cluster`: starts several nodes at once (tests/faults_cluster.rs, upgrade.rs, bank.rs,
+  experiment_nodes.rs); never beside another `cluster` file: six nodes on two cores (in a CI of
+  2026-11-29 faults_cluster's killed node took 73 s to come back beside upgrade.rs's three,
+  about 15 s alone, and upgrade.rs's first upgrade took 96 s, not 46-52, so its 150 s window
+  held one upgrade of the three);
+- `quiet`: never beside a `cluster` file or another `quiet` one: it measures something another
+  file's load would be part of (tests/history_gate.rs, whose confirmation by rerunning must see
+  the machine itself again; tests/loaders_warmup.rs, whose loaders wait for the node to settle;
+  bank.rs, whose Accord transfers timed out beside upgrade.rs's three nodes). Each failed beside
+  three nodes of another file, and until 2026-11-29 ran alone; beside one node they take a
+  lane like any other file;
+- every other file shares the machine with one other file.
 The order: the last measured duration of each file (scripts/test-durations.tsv, rewritten into
-the target directory after every run: copy it over to keep the order current), longest first,
-each onto the lane with less work; a file with no duration yet counts as 60 s.
+the target directory after every run: copy it over to keep the order current), longest first;
+a file with no duration yet counts as 60 s. `--list` prints when each file would start if it
+took that long again.
 
     scripts/lanes.py [--lanes N] [--list] [FILE...]
 
 FILE names test files to run (`faults history`; `lib` is caplab's unit tests, `stats` those of
-crates/stats), all of them when none is given. --lanes 1 runs the files one by one, as `cargo test` would. Four lanes were no faster
-(the lanes took 957 s against about 1,000 s in three: the two cores are then busy, not waiting)
-and failed four files (a 6.0 node's first metadata CAS timed out from load; a kill's node came
-back late, a bug since fixed). Three lanes passed a CI on a fast day (28 min 49 s) and on a day
-when the machine built twice as slowly failed seven files in two CIs, every one on load (a node
-restart of 68 s, a fresh node doing 0-286 of 500 batches a second, 13,490 of 20,000 inserts
-done): two it is again, as the day's machine is not known in advance (bench/RESULTS.md).
+crates/stats), all of them when none is given. --lanes 1 runs the files one by one, as `cargo
+test` would. Four lanes were no faster (the lanes took 957 s against about 1,000 s in three: the
+two cores are then busy, not waiting) and failed four files (a 6.0 node's first metadata CAS
+timed out from load; a kill's node came back late, a bug since fixed). Three lanes passed a CI
+on a fast day (28 min 49 s) and on a day when the machine built twice as slowly failed seven
+files in two CIs, every one on load (a node restart of 68 s, a fresh node doing 0-286 of 500
+batches a second, 13,490 of 20,000 inserts done): two it is again, as the day's machine is not
+known in advance (bench/RESULTS.md).
 
 A file that fails has its failed tests run once more, by exact name, alone, after everything
 else: on a slow day two lanes still failed six tests on load in one CI (a proxy's 50 ms delay
@@ -40,6 +52,7 @@ Exits 1 if any test failed twice, naming its file.
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -87,10 +100,71 @@ def group_of(name):
     if not (ROOT / "tests" / f"{name}.rs").exists():
         return "free"  # unit tests (`lib`, a workspace crate's): no node
     text = (ROOT / "tests" / f"{name}.rs").read_text()
-    doc = "\n".join(line for line in text.splitlines() if line.startswith("//!"))
-    if "Test group: alone" in doc:
+    if "alone" in tags_of(name):
         return "alone"
     return "node" if "jvm_lock" in text else "free"
+
+
+def tags_of(name):
+    """The words of the test file's `Test group:` line in its module doc (`alone`, `quiet`,
+    `cluster`), before any parenthesis: none for a file without one."""
+    path = ROOT / "tests" / f"{name}.rs"
+    if not path.exists():
+        return set()
+    for line in path.read_text().splitlines():
+        if line.startswith("//! Test group:"):
+            words = line.removeprefix("//! Test group:").split("(")[0]
+            return {w.strip() for w in words.split(",") if w.strip()}
+    return set()
+
+
+def fits(name, running, tags):
+    """Whether file `name` may start beside the files `running`: an `alone` file beside none,
+    nothing beside an `alone` one, and never two `quiet` files, two `cluster` files or a `quiet`
+    one and a `cluster` one together."""
+    mine = tags(name)
+    theirs = [tags(r) for r in running]
+    if "alone" in mine:
+        return not running
+    if any("alone" in t for t in theirs):
+        return False
+    if "quiet" in mine and any("cluster" in t or "quiet" in t for t in theirs):
+        return False
+    if "cluster" in mine and any("quiet" in t or "cluster" in t for t in theirs):
+        return False
+    return True
+
+
+def pick(pending, running, tags):
+    """The next file to start beside `running` (pending is longest first), or None: the
+    longest that fits, but an `alone` file only once every other has begun (it waits for the
+    machine, and the others should not wait for it)."""
+    others = [n for n in pending if "alone" not in tags(n)]
+    for name in others or pending:
+        if fits(name, running, tags):
+            return name
+    return None
+
+
+def simulate(names, lanes, known, tags):
+    """The order `main` would start the files in, if each took its last measured time:
+    [(start s, name)] and the expected end."""
+    pending = sorted(names, key=lambda n: -known.get(n, UNKNOWN_S))
+    running = {}  # name -> end
+    now, order = 0.0, []
+    while pending or running:
+        while len(running) < lanes:
+            name = pick(pending, list(running), tags)
+            if name is None:
+                break
+            pending.remove(name)
+            running[name] = now + known.get(name, UNKNOWN_S)
+            order.append((now, name))
+        if not running:
+            break
+        done = min(running, key=running.get)
+        now = running.pop(done)
+    return order, now
 
 
 def durations():
@@ -120,15 +194,22 @@ def failed_tests(output):
     return names
 
 
-def plan(names, lanes, known):
-    """Longest first, each onto the lane with the least planned work."""
-    queues = [[] for _ in range(lanes)]
-    load = [0.0] * lanes
-    for name in sorted(names, key=lambda n: -known.get(n, UNKNOWN_S)):
-        i = load.index(min(load))
-        queues[i].append(name)
-        load[i] += known.get(name, UNKNOWN_S)
-    return queues, load
+def cpu_times():
+    """(busy, all) jiffies of the whole machine, from /proc/stat (None off Linux)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    except OSError:
+        return None
+    idle = fields[3] + fields[4]  # idle and iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def busy_since(began):
+    """The machine's busy share of its cores since `cpu_times()` gave `began`."""
+    now = cpu_times()
+    if not began or not now or now[1] == began[1]:
+        return float("nan")
+    return (now[0] - began[0]) / (now[1] - began[1])
 
 
 class Runner:
@@ -183,10 +264,6 @@ class Runner:
         sys.stdout.flush()
         return code == 0
 
-    def lane(self, queue):
-        for name in queue:
-            self.run(name)
-
 
 def main():
     args = sys.argv[1:]
@@ -202,12 +279,13 @@ def main():
     if wanted:
         binaries = {n: b for n, b in binaries.items() if n in wanted}
     known = durations()
-    shared = [n for n in binaries if group_of(n) != "alone"]
-    alone = sorted(n for n in binaries if group_of(n) == "alone")
-    queues, load = plan(shared, lanes, known)
-    for i, (queue, seconds) in enumerate(zip(queues, load)):
-        print(f"lane {i + 1} (about {seconds:.0f} s): {' '.join(queue)}")
-    print(f"then alone: {' '.join(alone) or 'nothing'}", flush=True)
+    order, expected = simulate(list(binaries), lanes, known, tags_of)
+    print(f"{lanes} at a time, each file begun when a lane frees and its group allows it; if each")
+    print(f"took its last measured time (about {expected:.0f} s in all), they would begin:")
+    for at, name in order:
+        group = ", ".join(sorted(tags_of(name)))
+        print(f"  {at:5.0f} s  {name}{f' ({group})' if group else ''}")
+    sys.stdout.flush()
     if "--list" in args:
         return 0
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
@@ -216,14 +294,27 @@ def main():
     logs = target / "test-logs"
     logs.mkdir(parents=True, exist_ok=True)
     runner = Runner(binaries, logs)
-    began = time.monotonic()
-    threads = [threading.Thread(target=runner.lane, args=(q,)) for q in queues]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for name in alone:
-        runner.run(name)
+    began, cpu_began = time.monotonic(), cpu_times()
+    pending = sorted(binaries, key=lambda n: -known.get(n, UNKNOWN_S))
+    running = set()
+    ended = queue.Queue()
+
+    def run_then_say(name):
+        try:
+            runner.run(name)
+        finally:
+            ended.put(name)
+
+    while pending or running:
+        while len(running) < lanes:
+            name = pick(pending, list(running), tags_of)
+            if name is None:
+                break
+            pending.remove(name)
+            running.add(name)
+            threading.Thread(target=run_then_say, args=(name,)).start()
+        assert running, f"no file of {pending} may begin on an idle machine"  # fits() allows any
+        running.discard(ended.get())
     measured = target / "test-durations.tsv"
     merged = {**known, **runner.took}
     measured.write_text(
@@ -231,6 +322,7 @@ def main():
         + "".join(f"{n}\t{s:.0f}\n" for n, s in sorted(merged.items()))
     )
     print(f"\n{len(runner.took)} test files in {time.monotonic() - began:.0f} s; durations in {measured}")
+    print(f"the machine's {os.cpu_count()} cores were {busy_since(cpu_began):.0%} busy meanwhile")
     if not runner.failed:
         return 0
     print(f"failed the first time: {' '.join(sorted(runner.failed))}; their failed tests run again, alone")

@@ -8,9 +8,10 @@
 //! Rates are low (20-30 op/s): three Accord nodes on two shared cores carried 30 op/s here
 //! (p50 15 ms, 1.3 cores) and timed nearly everything out at 100 op/s.
 //!
-//! Test group: alone (scripts/lanes.py runs this file with the machine to itself: beside
-//! tests/upgrade.rs's three nodes, 167 of 240 Accord transfers at 30 op/s timed out and a branch
-//! stayed unreadable after 4 tries, and the node killed took 265 s to rebuild and return).
+//! Test group: quiet, cluster (scripts/lanes.py never runs it beside another file's cluster, nor
+//! a quiet file beside its own: beside tests/upgrade.rs's three nodes, 167 of 240 Accord transfers
+//! at 30 op/s timed out and a branch stayed unreadable after 4 tries, and the node killed took
+//! 265 s to rebuild and return).
 
 mod common;
 

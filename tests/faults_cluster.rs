@@ -5,6 +5,8 @@
 //! nothing acknowledged, and bad schedules are refused. Every scenario is a
 //! test of its own on one shared cluster, which each test leaves with all three nodes up.
 //! (Split from tests/faults.rs, whose tests share one node, so the two run in separate lanes.)
+//!
+//! Test group: cluster (three nodes: scripts/lanes.py never runs a quiet file beside it).
 
 mod common;
 

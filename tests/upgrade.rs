@@ -12,6 +12,8 @@
 //! And there and back on one node: 5.0.9 to 6.0-alpha2 and down again to 5.0.9 under load,
 //! which Cassandra allows when the cluster began with `storage_compatibility_mode: CASSANDRA_4`
 //! (6.0 then writes SSTables 5.0 reads; without it 5.0.9 refuses 6.0's and does not start).
+//!
+//! Test group: cluster (three nodes: scripts/lanes.py never runs a quiet file beside it).
 
 mod common;
 
