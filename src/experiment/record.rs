@@ -335,6 +335,35 @@ pub struct ProfileDiff {
 mod tests {
     use super::*;
 
+    /// A step's values read back from experiment.json are the values written, bit for bit, so
+    /// `caplab compare` on the directory gives the comparison the run printed (serde_json's
+    /// default parser was off by one unit in the last place now and then: a CI of 2026-11-29
+    /// saw a confidence bound of 1001.1019135684191 come back as …188).
+    #[test]
+    fn values_read_back_are_the_values_written() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let values: BTreeMap<String, f64> = (0..20_000)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                // Means of a few repeats of rates and latencies: 1e-3 to 1e5 with every digit.
+                let x = (state >> 11) as f64 / (1u64 << 53) as f64;
+                (format!("{i:05}"), 10f64.powf(x * 8.0 - 3.0) / 3.0)
+            })
+            .collect();
+        let text = serde_json::to_string(&values).unwrap();
+        let back: BTreeMap<String, f64> = serde_json::from_str(&text).unwrap();
+        let changed: Vec<(f64, f64)> = values
+            .values()
+            .zip(back.values())
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .map(|(a, b)| (*a, *b))
+            .take(3)
+            .collect();
+        assert!(changed.is_empty(), "written, read back: {changed:?}");
+    }
+
     /// A record caplab wrote before sittings (format 1): one sitting named `1`, its steps in
     /// it, and its file read with the rotated order it ran in.
     #[test]
