@@ -9,48 +9,14 @@
 //! file's nodes they take longer, and the test asserts what the mechanism guarantees: nothing
 //! lost, one node at a time, every upgrade begun finished.
 //!
-//! And there and back on one node: 5.0.9 to 6.0-alpha2 and down again to 5.0.9 under load,
-//! which Cassandra allows when the cluster began with `storage_compatibility_mode: CASSANDRA_4`
-//! (6.0 then writes SSTables 5.0 reads; without it 5.0.9 refuses 6.0's and does not start).
+//! (tests/downgrade.rs holds one node's way there and back, which needs no cluster.)
 //!
 //! Test group: cluster (three nodes: scripts/lanes.py never runs a quiet file beside it).
 
 mod common;
 
-use common::{Lab, jvm_lock, ok, result_json, stdout};
-use std::process::Output;
-
-/// `caplab run` at 200 inserts/s against the lab's first node with `--validate`, plus `extra`
-/// (the faults among them); its result.json, and its output.
-fn run_validated(lab: &Lab, out: &str, extra: &[&str]) -> (serde_json::Value, Output) {
-    let hosts = lab.cql();
-    let out = lab.dir(out);
-    let base = [
-        "run",
-        "--hosts",
-        &hosts,
-        "-q",
-        "--no-history",
-        "--rate",
-        "200",
-        "--warmup",
-        "5s",
-    ];
-    let o = ok(lab.caplab(&[&base[..], &["--validate", "--out", &out], extra].concat()));
-    (result_json(std::path::Path::new(&out)), o)
-}
-
-/// Every acknowledged write was read back, and there were more than `least`.
-#[track_caller]
-fn nothing_lost(doc: &serde_json::Value, least: u64) {
-    let v = &doc["validation"];
-    assert_eq!(
-        (v["missing"].as_u64(), v["wrong"].as_u64()),
-        (Some(0), Some(0)),
-        "{v:#}"
-    );
-    assert!(v["found"].as_u64().unwrap() > least, "{v:#}");
-}
+use common::upgrade::{nothing_lost, run_validated};
+use common::{Lab, jvm_lock, ok, stdout};
 
 #[test]
 fn a_rolling_upgrade_to_6_0_under_load_loses_nothing_and_goes_one_node_at_a_time() {
@@ -116,42 +82,4 @@ fn a_rolling_upgrade_to_6_0_under_load_loses_nothing_and_goes_one_node_at_a_time
         begun,
         "every node whose upgrade began runs the new version: {status}"
     );
-}
-
-#[test]
-fn one_node_goes_to_6_0_and_back_to_5_0_when_its_sstables_stay_readable() {
-    let _jvm = jvm_lock();
-    let lab = Lab::new("downgrade");
-    ok(lab.start(&["--version", "5.0.9", "--set", "storage_compatibility_mode=CASSANDRA_4"]));
-    // One node: nothing is served while it restarts, so the run must not give up then. A
-    // restart took 14 s here alone; the window leaves the second room to begin beside another
-    // file's nodes (it waits for the first to be back).
-    let (doc, o) = run_validated(
-        &lab,
-        "there-and-back",
-        &[
-            "--duration",
-            "60s",
-            "--give-up-after",
-            "200s",
-            "--fault",
-            "upgrade node1 at 3s to 6.0-alpha2",
-            "--fault",
-            "upgrade node1 at 30s to 5.0.9",
-        ],
-    );
-    // A run beside another file's nodes acknowledged 2,888 writes while its one node came and
-    // went: how many does not matter, that none is lost does.
-    nothing_lost(&doc, 0);
-    let faults = doc["faults"].as_array().unwrap();
-    for f in faults {
-        assert!(f["back_s"].is_number() && f["error"].is_null(), "{f:#}");
-    }
-    assert!(
-        stdout(&o).contains("node1 on 5.0.9 at") && stdout(&o).contains("; one version at a time"),
-        "{}",
-        stdout(&o)
-    );
-    let status = stdout(&ok(lab.caplab(&["node", "status"])));
-    assert!(status.contains("running  ") && status.contains("5.0.9"), "{status}");
 }

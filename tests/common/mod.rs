@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod prometheus;
+pub mod upgrade;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -48,6 +49,7 @@ const TEST_FILES: &[&str] = &[
     "compaction",
     "bank",
     "upgrade",
+    "downgrade",
 ];
 
 /// Labs per test file.
@@ -112,10 +114,12 @@ impl Lab {
     }
 
     /// Where test `name`'s lab lives: under the target directory's tmp/, where scripts/test.sh
-    /// looks for nodes left behind.
+    /// looks for nodes left behind, in a folder named after the test file (scripts/cpu_use.py
+    /// counts a node's CPU to the file whose folder its home is in).
     fn home_of(name: &str) -> PathBuf {
         PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join("caplab-tests")
+            .join(env!("CARGO_CRATE_NAME"))
             .join(name)
     }
 
