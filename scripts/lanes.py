@@ -7,23 +7,26 @@ files at once take little more than one. So this builds every test binary once, 
 two at a time, the longest first, each into a log of its own that is printed whole, in one
 piece, when the file ends (a failure's output is never interleaved with another file's). A file
 starts as soon as a lane is free and its group allows it beside the file already running.
+The two cores were 90 % busy while the files ran in a CI of 2026-11-29: a third lane would
+wait for them, not for nodes.
 
 The groups, read from the test files themselves (a `Test group:` line in the module doc; no
 hand-kept list):
 - a file that never names `jvm_lock` starts no node: it runs in whichever lane is free;
-- `alone`: runs with the machine to itself, once every other file has begun (today
-  tests/steady.rs, which measures how a fresh node's flat-out throughput and JIT settle);
-- `cluster`: starts several nodes at once (tests/faults_cluster.rs, upgrade.rs, bank.rs,
-  experiment_nodes.rs); never beside another `cluster` file: six nodes on two cores (in a CI of
-  2026-11-29 faults_cluster's killed node took 73 s to come back beside upgrade.rs's three,
-  about 15 s alone, and upgrade.rs's first upgrade took 96 s, not 46-52, so its 150 s window
-  held one upgrade of the three);
-- `quiet`: never beside a `cluster` file or another `quiet` one: it measures something another
-  file's load would be part of (tests/history_gate.rs, whose confirmation by rerunning must see
-  the machine itself again; tests/loaders_warmup.rs, whose loaders wait for the node to settle;
-  bank.rs, whose Accord transfers timed out beside upgrade.rs's three nodes). Each failed beside
-  three nodes of another file, and until 2026-11-29 ran alone; beside one node they take a
-  lane like any other file;
+- `alone`: runs with the machine to itself, once every other file has begun: tests/steady.rs,
+  which measures how a fresh node's flat-out throughput and JIT settle; tests/history_gate.rs,
+  whose confirmation by rerunning must see the machine itself again; tests/loaders_warmup.rs,
+  whose loaders wait for the node to settle. (In a CI of 2026-11-29 the last two ran beside one
+  node of another file: the gate's canary test found no regression in slower nights whose 2 ms
+  the neighbour's noise matched, and the loaders settled after 187 s of their 240.)
+- `cluster`: starts a cluster of several nodes (tests/faults_cluster.rs, upgrade.rs, bank.rs);
+  never beside another `cluster` file: six nodes on two cores (in a CI of 2026-11-29
+  faults_cluster's killed node took 73 s to come back beside upgrade.rs's three, about 15 s
+  alone, and upgrade.rs's first upgrade took 96 s, not 46-52, so its 150 s window held one
+  upgrade of the three);
+- `quiet`: never beside a `cluster` file or another `quiet` one (tests/bank.rs, whose Accord
+  transfers timed out beside upgrade.rs's three nodes; beside one node it passed, 132 s against
+  95 s alone);
 - every other file shares the machine with one other file.
 The order: the last measured duration of each file (scripts/test-durations.tsv, rewritten into
 the target directory after every run: copy it over to keep the order current), longest first;
@@ -58,6 +61,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import cpu_use
 
 ROOT = Path(__file__).resolve().parent.parent
 DURATIONS = ROOT / "scripts" / "test-durations.tsv"
@@ -194,24 +199,6 @@ def failed_tests(output):
     return names
 
 
-def cpu_times():
-    """(busy, all) jiffies of the whole machine, from /proc/stat (None off Linux)."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    except OSError:
-        return None
-    idle = fields[3] + fields[4]  # idle and iowait
-    return sum(fields[:8]) - idle, sum(fields[:8])
-
-
-def busy_since(began):
-    """The machine's busy share of its cores since `cpu_times()` gave `began`."""
-    now = cpu_times()
-    if not began or not now or now[1] == began[1]:
-        return float("nan")
-    return (now[0] - began[0]) / (now[1] - began[1])
-
-
 class Runner:
     def __init__(self, binaries, logs):
         self.binaries = binaries
@@ -219,6 +206,7 @@ class Runner:
         self.print_lock = threading.Lock()
         self.failed = []
         self.took = {}
+        self.cpu = {}  # file -> CPU seconds of its test binary and the caplabs it waited for
 
     def execute(self, name, log, tests=()):
         """Runs test file `name` (only `tests`, by exact name, when given) into `log`; returns
@@ -231,13 +219,17 @@ class Runner:
             # common::jvm_lock in turn anyway), so a test's time is not its wait for the lock.
             one_by_one = ["--test-threads=1"] if group_of(name) != "free" else []
             only = ["--exact", *tests] if tests else []
-            code = subprocess.run(
+            child = subprocess.Popen(
                 [self.binaries[name], "-Z", "unstable-options", "--report-time", *one_by_one, *only],
                 cwd=ROOT,
                 stdout=f,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "RUSTC_BOOTSTRAP": "1"},
-            ).returncode
+            )
+            _, status, usage = os.wait4(child.pid, 0)
+            child.returncode = code = os.waitstatus_to_exitcode(status)
+        if not tests:
+            self.cpu[name] = usage.ru_utime + usage.ru_stime
         return code, time.monotonic() - began
 
     def run(self, name):
@@ -294,7 +286,9 @@ def main():
     logs = target / "test-logs"
     logs.mkdir(parents=True, exist_ok=True)
     runner = Runner(binaries, logs)
-    began, cpu_began = time.monotonic(), cpu_times()
+    began, cpu_began = time.monotonic(), cpu_use.machine()
+    nodes = cpu_use.Nodes()
+    nodes.start()
     pending = sorted(binaries, key=lambda n: -known.get(n, UNKNOWN_S))
     running = set()
     ended = queue.Queue()
@@ -322,7 +316,11 @@ def main():
         + "".join(f"{n}\t{s:.0f}\n" for n, s in sorted(merged.items()))
     )
     print(f"\n{len(runner.took)} test files in {time.monotonic() - began:.0f} s; durations in {measured}")
-    print(f"the machine's {os.cpu_count()} cores were {busy_since(cpu_began):.0%} busy meanwhile")
+    print(f"the machine's {os.cpu_count()} cores were {cpu_use.busy_since(cpu_began):.0%} busy meanwhile")
+    print("where the CPU went (scripts/cpu_use.py; also in target/test-cpu.txt):")
+    lines = cpu_use.table(runner.took, runner.cpu, nodes.by_file())
+    print("\n".join(lines))
+    (target / "test-cpu.txt").write_text("\n".join(lines) + "\n")
     if not runner.failed:
         return 0
     print(f"failed the first time: {' '.join(sorted(runner.failed))}; their failed tests run again, alone")

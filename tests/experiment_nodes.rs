@@ -2,8 +2,6 @@
 //! both variants' nodes at once with half the load each, its windows started in the same second,
 //! and finds that the variant with a smaller heap pauses more. (Split from tests/experiment.rs
 //! so the two run in separate lanes; variants on fresh nodes per step are server_profile.rs's.)
-//!
-//! Test group: cluster (two nodes at once: scripts/lanes.py never runs a quiet file beside it).
 
 mod common;
 
