@@ -127,15 +127,24 @@ pub fn start(home: &Home, spec: &ClusterSpec, opts: StartOptions, say: &mut dyn 
             out.push(p.clone());
             continue;
         }
-        let state = launch(
-            spec,
-            i,
-            fresh,
-            &dir,
-            &classpath,
-            opts.timeout.unwrap_or(Duration::from_secs(240)),
-            say,
-        )?;
+        let timeout = opts.timeout.unwrap_or(Duration::from_secs(240));
+        let state = match launch(spec, i, fresh, &dir, &classpath, timeout, say) {
+            // A new cluster's first node on 6.0 writes its first metadata entry through Paxos
+            // to itself, which times out when the machine is busy: on empty data, once more.
+            Err(e) if fresh && i == 1 && super::node::first_metadata_write_timed_out(&dir.join("logs/system.log")) => {
+                say(&format!(
+                    "{} did not write its first cluster-metadata entry in time (Cassandra said: {}: \
+                     a Paxos write to itself timed out, as on a busy machine); starting it again on \
+                     empty data. The first try: {}",
+                    ClusterSpec::node_name(i),
+                    super::node::FIRST_METADATA_TIMED_OUT,
+                    format!("{e:#}").lines().next().unwrap_or_default()
+                ));
+                std::fs::remove_dir_all(dir.join("data")).with_context(|| format!("cannot empty {}", dir.display()))?;
+                launch(spec, i, fresh, &dir, &classpath, timeout, say)?
+            }
+            other => other?,
+        };
         out.push(state);
     }
     ring::wait_for_ring(&out, fresh, Duration::from_secs(90), say)?;

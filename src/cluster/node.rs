@@ -163,6 +163,16 @@ pub fn tail_since(path: &Path, offset: u64, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// What Cassandra 6.0 logs when the first entry of its cluster metadata log (a Paxos write to
+/// itself, as a new cluster's first node starts) timed out: on a busy machine, as it JIT-compiles.
+pub const FIRST_METADATA_TIMED_OUT: &str = "Failed to insert pre-initialize entry into distributed metadata log";
+
+/// Whether a node's start, whose system.log is `log`, failed because its first cluster-metadata
+/// write timed out (a start worth trying once more on empty data).
+pub fn first_metadata_write_timed_out(log: &Path) -> bool {
+    tail_since(log, 0, 400).contains(FIRST_METADATA_TIMED_OUT)
+}
+
 /// Bytes used under a directory.
 pub fn dir_size(path: &Path) -> u64 {
     let Ok(rd) = std::fs::read_dir(path) else { return 0 };
@@ -259,6 +269,28 @@ mod tests {
         // A live process that is not the node (a recycled PID): the node is gone.
         assert!(has_exited(me, Path::new("/no/such/conf")));
         assert!(has_exited(u32::MAX, Path::new("/no/such/conf")));
+    }
+
+    #[test]
+    fn a_first_metadata_write_that_timed_out_is_told_from_other_failures() {
+        let log = std::env::temp_dir().join(format!("caplab-tcm-{}", std::process::id()));
+        // The lines a 6.0-alpha2 node logged beside another test file's three nodes.
+        std::fs::write(
+            &log,
+            "ERROR [main] 2026-11-29 21:58:31,808 CassandraDaemon.java:1020 - Exception encountered during startup\n\
+             java.lang.IllegalStateException: Failed to insert pre-initialize entry into distributed metadata log. \
+             Check server for details\n\tat org.apache.cassandra.tcm.Startup.initialize(Startup.java:115)\n",
+        )
+        .unwrap();
+        assert!(first_metadata_write_timed_out(&log));
+        std::fs::write(
+            &log,
+            "ERROR [main] Exception encountered during startup\nInvalid yaml\n",
+        )
+        .unwrap();
+        assert!(!first_metadata_write_timed_out(&log));
+        std::fs::remove_file(&log).unwrap();
+        assert!(!first_metadata_write_timed_out(&log));
     }
 
     #[test]
