@@ -151,20 +151,30 @@ def pick(pending, running, tags):
     return None
 
 
+def begin_what_fits(pending, running, lanes, tags, begin):
+    """Takes from `pending` every file that may begin beside `running` while a lane is free,
+    and calls `begin` with it (which adds it to `running`)."""
+    while len(running) < lanes:
+        name = pick(pending, list(running), tags)
+        if name is None:
+            return
+        pending.remove(name)
+        begin(name)
+
+
 def simulate(names, lanes, known, tags):
     """The order `main` would start the files in, if each took its last measured time:
     [(start s, name)] and the expected end."""
     pending = sorted(names, key=lambda n: -known.get(n, UNKNOWN_S))
     running = {}  # name -> end
     now, order = 0.0, []
+
+    def begin(name):
+        running[name] = now + known.get(name, UNKNOWN_S)
+        order.append((now, name))
+
     while pending or running:
-        while len(running) < lanes:
-            name = pick(pending, list(running), tags)
-            if name is None:
-                break
-            pending.remove(name)
-            running[name] = now + known.get(name, UNKNOWN_S)
-            order.append((now, name))
+        begin_what_fits(pending, running, lanes, tags, begin)
         if not running:
             break
         done = min(running, key=running.get)
@@ -299,14 +309,12 @@ def main():
         finally:
             ended.put(name)
 
+    def begin(name):
+        running.add(name)
+        threading.Thread(target=run_then_say, args=(name,)).start()
+
     while pending or running:
-        while len(running) < lanes:
-            name = pick(pending, list(running), tags_of)
-            if name is None:
-                break
-            pending.remove(name)
-            running.add(name)
-            threading.Thread(target=run_then_say, args=(name,)).start()
+        begin_what_fits(pending, running, lanes, tags_of, begin)
         assert running, f"no file of {pending} may begin on an idle machine"  # fits() allows any
         running.discard(ended.get())
     measured = target / "test-durations.tsv"
