@@ -53,6 +53,7 @@ bug does. Both outputs are printed; a test that passed only alone is named at th
 Exits 1 if any test failed twice, naming its file.
 """
 
+import functools
 import json
 import os
 import queue
@@ -100,16 +101,14 @@ def build():
     return binaries
 
 
-def group_of(name):
-    """`alone`, `node` or `free`, from the test file's own text."""
-    if not (ROOT / "tests" / f"{name}.rs").exists():
-        return "free"  # unit tests (`lib`, a workspace crate's): no node
-    text = (ROOT / "tests" / f"{name}.rs").read_text()
-    if "alone" in tags_of(name):
-        return "alone"
-    return "node" if "jvm_lock" in text else "free"
+def starts_nodes(name):
+    """Whether test file `name` starts Cassandra nodes: it names `jvm_lock`, as every test that
+    starts one takes it (unit tests, `lib` or a workspace crate's, start none)."""
+    path = ROOT / "tests" / f"{name}.rs"
+    return path.exists() and "jvm_lock" in path.read_text()
 
 
+@functools.cache
 def tags_of(name):
     """The words of the test file's `Test group:` line in its module doc (`alone`, `quiet`,
     `cluster`), before any parenthesis: none for a file without one."""
@@ -227,7 +226,7 @@ class Runner:
             # toolchains print when RUSTC_BOOTSTRAP allows the unstable option): where a file's
             # minutes go. A file whose tests start nodes runs them one at a time (they take
             # common::jvm_lock in turn anyway), so a test's time is not its wait for the lock.
-            one_by_one = ["--test-threads=1"] if group_of(name) != "free" else []
+            one_by_one = ["--test-threads=1"] if starts_nodes(name) else []
             only = ["--exact", *tests] if tests else []
             child = subprocess.Popen(
                 [self.binaries[name], "-Z", "unstable-options", "--report-time", *one_by_one, *only],

@@ -128,10 +128,12 @@ pub fn start(home: &Home, spec: &ClusterSpec, opts: StartOptions, say: &mut dyn 
             continue;
         }
         let timeout = opts.timeout.unwrap_or(Duration::from_secs(240));
+        let log = dir.join("logs/system.log");
+        let log_offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
         let state = match launch(spec, i, fresh, &dir, &classpath, timeout, say) {
             // A new cluster's first node on 6.0 writes its first metadata entry through Paxos
             // to itself, which times out when the machine is busy: on empty data, once more.
-            Err(e) if fresh && i == 1 && super::node::first_metadata_write_timed_out(&dir.join("logs/system.log")) => {
+            Err(e) if fresh && i == 1 && super::node::first_metadata_write_timed_out(&log, log_offset) => {
                 say(&format!(
                     "{} did not write its first cluster-metadata entry in time (Cassandra said: {}: \
                      a Paxos write to itself timed out, as on a busy machine); starting it again on \

@@ -167,10 +167,10 @@ pub fn tail_since(path: &Path, offset: u64, n: usize) -> String {
 /// itself, as a new cluster's first node starts) timed out: on a busy machine, as it JIT-compiles.
 pub const FIRST_METADATA_TIMED_OUT: &str = "Failed to insert pre-initialize entry into distributed metadata log";
 
-/// Whether a node's start, whose system.log is `log`, failed because its first cluster-metadata
-/// write timed out (a start worth trying once more on empty data).
-pub fn first_metadata_write_timed_out(log: &Path) -> bool {
-    tail_since(log, 0, 400).contains(FIRST_METADATA_TIMED_OUT)
+/// Whether a node's start, which wrote its system.log `log` from `offset` on, failed because its
+/// first cluster-metadata write timed out (a start worth trying once more on empty data).
+pub fn first_metadata_write_timed_out(log: &Path, offset: u64) -> bool {
+    tail_since(log, offset, 400).contains(FIRST_METADATA_TIMED_OUT)
 }
 
 /// Bytes used under a directory.
@@ -282,15 +282,18 @@ mod tests {
              Check server for details\n\tat org.apache.cassandra.tcm.Startup.initialize(Startup.java:115)\n",
         )
         .unwrap();
-        assert!(first_metadata_write_timed_out(&log));
+        assert!(first_metadata_write_timed_out(&log, 0));
+        // Logged by an earlier start, before this one's offset: not this start's failure.
+        let earlier = std::fs::metadata(&log).unwrap().len();
+        assert!(!first_metadata_write_timed_out(&log, earlier));
         std::fs::write(
             &log,
             "ERROR [main] Exception encountered during startup\nInvalid yaml\n",
         )
         .unwrap();
-        assert!(!first_metadata_write_timed_out(&log));
+        assert!(!first_metadata_write_timed_out(&log, 0));
         std::fs::remove_file(&log).unwrap();
-        assert!(!first_metadata_write_timed_out(&log));
+        assert!(!first_metadata_write_timed_out(&log, 0));
     }
 
     #[test]
