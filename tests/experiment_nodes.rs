@@ -122,7 +122,7 @@ fn a_duet_runs_both_variants_at_once_with_half_the_load_each_and_finds_the_small
     assert_eq!(records, 12, "{history:#}\n{said}");
     // Each variant's nodes lived in a home of their own, and the experiment stopped them.
     for v in ["large", "small"] {
-        let o = ok(std::process::Command::new(env!("CARGO_BIN_EXE_caplab"))
+        let o = ok(common::caplab_command()
             .args(["node", "status", "--json"])
             .env("CAPLAB_HOME", out.join(format!("home-{v}")))
             .output()

@@ -216,7 +216,7 @@ fn passwords_never_reach_a_file() {
             "--jmx-password=hunter2-jmx",
         ],
     );
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_caplab"))
+    let o = common::caplab_command()
         .args(args.refs())
         .env("CAPLAB_HOME", &lab.home)
         .env("TMPDIR", &tmp)

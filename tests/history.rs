@@ -249,7 +249,7 @@ fn two_writers_at_once() {
     let many = copies(&lab.home.join("base/run-a"), &lab.home.join("copies"), 60);
     let shared = lab.dir("shared.db");
     let spawn = || {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_caplab"));
+        let mut c = common::caplab_command();
         c.args(["history", "--history", &shared, "import"]).args(&many);
         c.output().unwrap()
     };
@@ -269,7 +269,7 @@ fn a_killed_writer_leaves_whole_records() {
     let lab = lab();
     let many = copies(&lab.home.join("base/run-a"), &lab.home.join("more"), 400);
     let killed = lab.dir("killed.db");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_caplab"))
+    let mut child = common::caplab_command()
         .args(["history", "--history", &killed, "import"])
         .args(&many)
         .spawn()

@@ -67,7 +67,7 @@ fn three_loaders_start_together_and_merge_exactly() {
     for (i, secs) in [(1, "20s"), (2, "20s"), (3, "15s")] {
         let out = dir(&format!("loader{i}"));
         let slice = format!("{i}/3");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_caplab"));
+        let mut cmd = common::caplab_command();
         cmd.args(["run", "--hosts", &hosts, "-q", "--rate", "1000", "--warmup", "3s"])
             .args(["--duration", secs, "--start-at", &start, "--out", out.to_str().unwrap()])
             .args(["--metrics-listen", &endpoints[i - 1], "--label", "run=three"])
@@ -96,7 +96,7 @@ fn three_loaders_start_together_and_merge_exactly() {
 
     let merged = dir("merged");
     let args = ["merge", "loader1", "loader2", "loader3", "--out", "merged"];
-    let o = Command::new(env!("CARGO_BIN_EXE_caplab"))
+    let o = common::caplab_command()
         .args(args)
         .current_dir(&lab.home)
         .env("CAPLAB_HOME", &lab.home)
@@ -190,7 +190,7 @@ fn three_loaders_start_together_and_merge_exactly() {
 
     // Loaders that are not one run are refused, naming why.
     let refused = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_caplab"))
+        let o = common::caplab_command()
             .args(["merge"])
             .args(args)
             .args(["--out", "refused"])

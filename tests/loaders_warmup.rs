@@ -11,7 +11,6 @@ mod common;
 
 use common::{Lab, OutputAsync, Shared, jvm_lock, ok, result_json, stdout};
 use serde_json::Value;
-use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 static LAB: Shared<()> = Shared::new();
@@ -62,7 +61,7 @@ fn loaders_with_an_automatic_warm_up_agree_on_when_to_measure() {
     for i in 1..=3 {
         let out = lab.dir(&format!("agreed{i}"));
         let slice = format!("{i}/3");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_caplab"));
+        let mut cmd = common::caplab_command();
         cmd.args([
             "run",
             "--hosts",
@@ -107,7 +106,7 @@ fn loaders_with_an_automatic_warm_up_agree_on_when_to_measure() {
         "every loader settled and measured from the same second: {warm:?}; {:?}",
         loaders.iter().map(|l| l["warmup"]["check"].clone()).collect::<Vec<_>>()
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_caplab"))
+    let o = common::caplab_command()
         .args(["merge", "agreed1", "agreed2", "agreed3", "--out", "agreed-merged"])
         .current_dir(&lab.home)
         .env("CAPLAB_HOME", &lab.home)

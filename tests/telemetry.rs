@@ -656,7 +656,7 @@ fn jmx_over_tls_with_a_password_and_a_client_certificate() {
     let out = lab.home.join("tls-r");
     let store = |name: &str| tls.dir.join(name).display().to_string();
     let run = |length: &[&str], extra: &[&str]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_caplab"));
+        let mut cmd = common::caplab_command();
         cmd.args(["--home", lab.home.join("elsewhere").to_str().unwrap(), "run", "--hosts"])
             .args([&lab.cql(), "-q", "--force", "--no-history", "--rate", "1000"])
             .args(["--out", out.to_str().unwrap(), "--jmx", &tls.endpoint])

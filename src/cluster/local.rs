@@ -255,7 +255,7 @@ fn launch(
     };
     let log_offset = std::fs::metadata(&state.system_log).map(|m| m.len()).unwrap_or(0);
     say(&format!(
-        "Starting {name} on {address}: Cassandra {} on JDK {} ({}), {} GC, heap {}{}",
+        "Starting {name} on {address}: Cassandra {} on JDK {} ({}), {} GC, heap {}{}{}",
         spec.version,
         spec.jdk.version,
         spec.jdk.java.display(),
@@ -265,7 +265,9 @@ fn launch(
             String::new()
         } else {
             format!(", on cores {}", crate::cpus::describe(&spec.cpus))
-        }
+        },
+        spec.timer_slack_ns
+            .map_or(String::new(), |n| format!(", timer slack {}", super::slack(Some(n))))
     ));
     let mut cmd = Command::new(&spec.jdk.java);
     cmd.args(&command)
@@ -274,19 +276,7 @@ fn launch(
         .stdout(console.try_clone()?)
         .stderr(console)
         .process_group(0);
-    if !spec.cpus.is_empty() {
-        let set = crate::cpus::mask(&spec.cpus);
-        // SAFETY: between fork and exec only sched_setaffinity runs, an async-signal-safe
-        // system call reading a mask made before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
+    confine(&mut cmd, &spec.cpus, spec.timer_slack_ns);
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot run {}", spec.jdk.java.display()))?;
@@ -441,6 +431,32 @@ fn stop_node(s: &NodeState, opts: StopOptions, say: &mut dyn FnMut(&str)) -> Res
 
 /// Waits up to `timeout` for a node's process to be gone (reaping it when this process
 /// started it); whether it went.
+/// Makes `cmd` run on `cpus` only (any when empty) and with a timer slack of `slack_ns` (the
+/// kernel's when `None`); both are inherited by every thread the node starts.
+fn confine(cmd: &mut Command, cpus: &[usize], slack_ns: Option<u64>) {
+    if cpus.is_empty() && slack_ns.is_none() {
+        return;
+    }
+    let set = (!cpus.is_empty()).then(|| crate::cpus::mask(cpus));
+    // SAFETY: between fork and exec only sched_setaffinity and prctl run, async-signal-safe
+    // system calls reading values made before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(set) = &set
+                && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(ns) = slack_ns
+                && libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 pub fn wait_gone(pid: u32, s: &NodeState, timeout: Duration) -> bool {
     let begin = Instant::now();
     while begin.elapsed() < timeout {
@@ -477,4 +493,37 @@ pub fn wipe(nodes: &[NodeState], force: bool, say: &mut dyn FnMut(&str)) -> Resu
         say(&format!("Wiped {} ({})", s.name, s.dir.display()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a node started with `--cpus` and `--timer-slack` runs with: the kernel reports both
+    /// for the process (and every thread it starts inherits them).
+    #[test]
+    fn a_confined_process_runs_on_its_cores_with_its_timer_slack() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("5");
+        confine(&mut cmd, &[0], Some(1_000_000));
+        let mut child = cmd.spawn().unwrap();
+        let proc = format!("/proc/{}", child.id());
+        let slack = std::fs::read_to_string(format!("{proc}/timerslack_ns")).unwrap();
+        let status = std::fs::read_to_string(format!("{proc}/status")).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(slack.trim(), "1000000");
+        let cores = status.lines().find(|l| l.starts_with("Cpus_allowed_list")).unwrap();
+        assert_eq!(cores.split_whitespace().last(), Some("0"), "{cores}");
+
+        let mut plain = Command::new("sleep");
+        plain.arg("5");
+        confine(&mut plain, &[], None);
+        let mut child = plain.spawn().unwrap();
+        let slack = std::fs::read_to_string(format!("/proc/{}/timerslack_ns", child.id())).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        let ours = std::fs::read_to_string("/proc/self/timerslack_ns").unwrap();
+        assert_eq!(slack, ours, "without a slack the node keeps the one it inherits");
+    }
 }

@@ -45,6 +45,18 @@ pub struct ClusterSpec {
     /// The cores the nodes run on (empty: any).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<usize>,
+    /// The nodes' timer slack in nanoseconds (Linux's default, 50 µs, when `None`): how late
+    /// the kernel may wake their sleeping threads, so how often Cassandra's idle request
+    /// workers, which sleep 10 µs to 1 ms at a time while they wait for work, wake up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack_ns: Option<u64>,
+}
+
+/// How a timer slack reads: `1ms`, or `the kernel's` when none was set.
+pub fn slack(ns: Option<u64>) -> String {
+    ns.map_or("the kernel's".to_string(), |n| {
+        humantime::format_duration(std::time::Duration::from_nanos(n)).to_string()
+    })
 }
 
 pub const NATIVE_PORT: u16 = 9042;
@@ -109,6 +121,7 @@ impl ClusterSpec {
             crate::cpus::describe(&self.cpus),
             crate::cpus::describe(&other.cpus),
         );
+        cmp("timer slack", slack(self.timer_slack_ns), slack(other.timer_slack_ns));
         d
     }
 }

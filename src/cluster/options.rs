@@ -64,6 +64,23 @@ pub struct NodeOptions {
     /// (`caplab run --client-cpus 0`; an experiment's `pin: true` splits them so). Default: any.
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+    /// How late the kernel may wake the nodes' sleeping threads (Linux's timer slack, 50 µs by
+    /// default), e.g. 1ms. Cassandra's idle request workers sleep 10 µs to 1 ms at a time while
+    /// they wait for work, which costs a 5.0 node about half a core at any load from 30 to 1,000
+    /// op/s here; with 1ms it costs a third of that and p50 rises by about 1 ms
+    /// (bench/RESULTS.md). The test suite's nodes run so. Default: the kernel's.
+    #[arg(long, value_name = "DURATION", env = "CAPLAB_TIMER_SLACK", value_parser = parse_slack)]
+    pub timer_slack: Option<u64>,
+}
+
+/// A timer slack (`1ms`, `200us`) in nanoseconds, at most one second.
+fn parse_slack(s: &str) -> Result<u64, String> {
+    match humantime::parse_duration(s.trim()) {
+        Ok(d) if d > std::time::Duration::ZERO && d <= std::time::Duration::from_secs(1) => Ok(d.as_nanos() as u64),
+        _ => Err(format!(
+            "'{s}' is not a timer slack: write a length from 1ns to 1s, like 1ms or 200us"
+        )),
+    }
 }
 
 /// The release a node runs when none is named.
@@ -155,6 +172,7 @@ impl NodeOptions {
                 .map(crate::cpus::parse)
                 .transpose()?
                 .unwrap_or_default(),
+            timer_slack_ns: self.timer_slack,
         })
     }
 }

@@ -124,7 +124,7 @@ impl Lab {
     }
 
     pub fn caplab(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_caplab"))
+        caplab_command()
             .args(args)
             .env("CAPLAB_HOME", &self.home)
             .output()
@@ -180,7 +180,7 @@ impl Lab {
 
     /// Starts caplab with `args` in the lab's home, its output collected.
     pub fn spawn(&self, args: &Args) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_caplab"))
+        caplab_command()
             .args(&args.0)
             .current_dir(&self.home)
             .env("CAPLAB_HOME", &self.home)
@@ -260,6 +260,20 @@ impl<T: Send + Sync + 'static> Default for Shared<T> {
     fn default() -> Self {
         Shared::new()
     }
+}
+
+/// The timer slack of every node the tests start (`CAPLAB_TIMER_SLACK`). Cassandra's idle
+/// request workers sleep 10 µs to 1 ms at a time while they wait for work: at Linux's default
+/// slack (50 µs) that costs a 5.0 node about half a core at any rate from 30 to 1,000 op/s, and
+/// the suite is bound by its two cores. With 1 ms a node spends a third of that and p50 rises
+/// by about 1 ms (bench/RESULTS.md, "Timer slack"); what the tests check holds either way.
+pub const TIMER_SLACK: &str = "1ms";
+
+/// The caplab binary under test, its nodes started with the tests' timer slack.
+pub fn caplab_command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_caplab"));
+    c.env("CAPLAB_TIMER_SLACK", TIMER_SLACK);
+    c
 }
 
 /// Starts a process, in a session of its own (so Ctrl-C to the tests does not reach it), that
@@ -455,7 +469,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 
 /// Starts caplab in `cwd` (the lab's home when None) without waiting for it.
 pub fn spawn(lab: &Lab, cwd: Option<&std::path::Path>, args: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_caplab"))
+    caplab_command()
         .args(args)
         .current_dir(cwd.unwrap_or(&lab.home))
         .env("CAPLAB_HOME", &lab.home)
