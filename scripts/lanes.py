@@ -268,7 +268,7 @@ class Runner:
 
 def main():
     args = sys.argv[1:]
-    lanes = 2
+    lanes = 3
     if "--lanes" in args:
         lanes = int(args[args.index("--lanes") + 1])
     binaries = build()
