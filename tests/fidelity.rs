@@ -306,11 +306,13 @@ fn two_loaders_log_the_same_wall_clock_seconds() {
         })
         .collect();
     let mut per_second: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut ops = 0;
+    // Every operation due is in a log, the few a starved machine never sent by the end too (a
+    // CI with three files at once left 2 of 5,000 unsent, counted as `not_sent` errors).
+    let mut due = 0;
     for (out, child) in loaders {
         let o = child.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        ops += total(&result_json(&out))["ops"].as_u64().unwrap();
+        due += total(&result_json(&out))["due"].as_u64().unwrap();
         let bytes = std::fs::read(out.join("latency.hlog")).unwrap();
         let text = String::from_utf8_lossy(&bytes);
         let base: f64 = text
@@ -341,8 +343,8 @@ fn two_loaders_log_the_same_wall_clock_seconds() {
     }
     assert_eq!(
         per_second.values().sum::<u64>(),
-        ops,
+        due,
         "the logs sum to both loaders' operations"
     );
-    assert!((5_000..=5_010).contains(&ops), "5 s at 2 x 500/s: {ops}");
+    assert!((5_000..=5_010).contains(&due), "5 s at 2 x 500/s: {due}");
 }

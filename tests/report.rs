@@ -65,8 +65,7 @@ fn report_pages_show_what_was_measured() {
     // The tables say what result.json says.
     let doc = result_json(&lab.home.join("r300"));
     let total = &doc["summary"]["total"];
-    assert_eq!(shown.cell("total.ops"), "3,000");
-    assert_eq!(shown.cell("total.op_rate"), "300.0");
+    shows_the_operations_done(&shown, total);
     for (key, value) in [
         ("total.response.median_ms", &total["response"]["median_ms"]),
         ("total.response.p99_ms", &total["response"]["p99_ms"]),
@@ -180,4 +179,14 @@ fn report_pages_show_what_was_measured() {
         err.contains("holds no caplab results") && err.contains("caplab run"),
         "{err}"
     );
+}
+
+/// 10 s at 300/s are due; the page shows those done, as result.json counts them: a starved
+/// machine leaves a few unsent by the end (4 in a CI with three files at once, `not_sent` errors).
+fn shows_the_operations_done(shown: &common::Browsed, total: &serde_json::Value) {
+    let done = total["ops"].as_u64().unwrap();
+    assert!(total["due"] == 3000 && done >= 2_970, "{total}");
+    assert_eq!(shown.cell("total.ops"), caplab_stats::format::group(done as f64));
+    let rate = total["op_rate"].as_f64().unwrap();
+    assert_eq!(shown.cell("total.op_rate"), format!("{rate:.1}"));
 }
