@@ -3,7 +3,12 @@ file's own processes (the test binary and every caplab it waited for, from wait4
 its Cassandra nodes (each CassandraDaemon whose home lies under target/tmp/caplab-tests/FILE/,
 sampled every 2 s from /proc: a node stopped between two samples loses at most 2 s of its
 CPU), and the whole machine's busy share from /proc/stat. On two shared cores a suite whose
-cores are busy all the time is shortened only by less work, never by more at once."""
+cores are busy all the time is shortened only by less work, never by more at once.
+
+A node that caplab itself started and stopped (an experiment's, a bisection's) is its child, and
+wait4 adds what it burned to caplab's, so to its test file's own column too: the experiment
+files' own CPU is mostly their nodes' again (run alone, tests/experiment.rs's own 186 s held 22 s
+of caplab's; the machine was busy 156 s in all). The machine's busy share is the total to trust."""
 
 import os
 import re
