@@ -429,8 +429,6 @@ fn stop_node(s: &NodeState, opts: StopOptions, say: &mut dyn FnMut(&str)) -> Res
     s.save()
 }
 
-/// Waits up to `timeout` for a node's process to be gone (reaping it when this process
-/// started it); whether it went.
 /// Makes `cmd` run on `cpus` only (any when empty) and with a timer slack of `slack_ns` (the
 /// kernel's when `None`); both are inherited by every thread the node starts.
 fn confine(cmd: &mut Command, cpus: &[usize], slack_ns: Option<u64>) {
@@ -457,6 +455,8 @@ fn confine(cmd: &mut Command, cpus: &[usize], slack_ns: Option<u64>) {
     }
 }
 
+/// Waits up to `timeout` for a node's process to be gone (reaping it when this process
+/// started it); whether it went.
 pub fn wait_gone(pid: u32, s: &NodeState, timeout: Duration) -> bool {
     let begin = Instant::now();
     while begin.elapsed() < timeout {

@@ -264,9 +264,9 @@ impl<T: Send + Sync + 'static> Default for Shared<T> {
 
 /// The timer slack of every node the tests start (`CAPLAB_TIMER_SLACK`). Cassandra's idle
 /// request workers sleep 10 µs to 1 ms at a time while they wait for work: at Linux's default
-/// slack (50 µs) that costs a 5.0 node about half a core at any rate from 30 to 1,000 op/s, and
-/// the suite is bound by its two cores. With 1 ms a node spends a third of that and p50 rises
-/// by about 1 ms (bench/RESULTS.md, "Timer slack"); what the tests check holds either way.
+/// slack (50 µs) that cost a 5.0 node 0.31-0.54 cores from 30 to 1,000 op/s, and the suite is
+/// bound by its two cores. With 1 ms a node spent 0.17-0.23 cores and p50 rose by 0.2-1 ms
+/// (bench/RESULTS.md, "What a node's idle workers cost"); what the tests check holds either way.
 pub const TIMER_SLACK: &str = "1ms";
 
 /// The caplab binary under test, its nodes started with the tests' timer slack.
