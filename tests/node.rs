@@ -59,6 +59,10 @@ fn single_node_lifecycle_keeps_data_and_applies_overrides() {
     let first_pid = state_file(&lab, "node1")["pid"]
         .as_u64()
         .expect("running node has a pid");
+    // The tests' timer slack (CAPLAB_TIMER_SLACK) reached the node and its state.
+    let slack = std::fs::read_to_string(format!("/proc/{first_pid}/timerslack_ns")).unwrap();
+    assert_eq!(slack.trim(), "1000000");
+    assert_eq!(state_file(&lab, "node1")["spec"]["timer_slack_ns"], 1_000_000);
 
     let rt = runtime();
     rt.block_on(async {
