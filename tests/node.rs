@@ -63,6 +63,11 @@ fn single_node_lifecycle_keeps_data_and_applies_overrides() {
     let slack = std::fs::read_to_string(format!("/proc/{first_pid}/timerslack_ns")).unwrap();
     assert_eq!(slack.trim(), "1000000");
     assert_eq!(state_file(&lab, "node1")["spec"]["timer_slack_ns"], 1_000_000);
+    // And the tests' JIT (CAPLAB_JIT=c1): C1 alone, in its state, its command line and its JVM.
+    assert_eq!(state_file(&lab, "node1")["spec"]["jit"], "c1");
+    let cmdline = std::fs::read_to_string(format!("/proc/{first_pid}/cmdline")).unwrap();
+    assert!(cmdline.split('\0').any(|a| a == "-XX:TieredStopAtLevel=1"), "{cmdline}");
+    assert!(out.contains(", JIT c1,"), "{out}");
 
     let rt = runtime();
     rt.block_on(async {

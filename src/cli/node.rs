@@ -125,7 +125,7 @@ pub fn run(home: &Home, cmd: NodeCommand) -> Result<()> {
 fn print_started(nodes: &[NodeState]) {
     for s in nodes {
         println!(
-            "{}  {}:{}  Cassandra {}  JDK {} ({})  GC {}  heap {}  pid {}",
+            "{}  {}:{}  Cassandra {}  JDK {} ({})  GC {}{}  heap {}  pid {}",
             s.name,
             s.address,
             s.native_port,
@@ -133,6 +133,11 @@ fn print_started(nodes: &[NodeState]) {
             s.spec.jdk.version,
             s.spec.jdk.java.display(),
             s.spec.gc,
+            if s.spec.jit.is_tiered() {
+                String::new()
+            } else {
+                format!("  JIT {}", s.spec.jit)
+            },
             jvm::heap_flag_value(s.spec.heap),
             s.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into())
         );

@@ -65,6 +65,43 @@ impl std::fmt::Display for Gc {
     }
 }
 
+/// How the node's JVM compiles Cassandra's code.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Jit {
+    /// As Cassandra ships: C1 first, then C2 for what runs hot.
+    #[default]
+    Tiered,
+    /// C1 only (`-XX:TieredStopAtLevel=1`): code compiles quickly and cheaply and runs slower.
+    C1,
+}
+
+impl Jit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Jit::Tiered => "tiered",
+            Jit::C1 => "c1",
+        }
+    }
+
+    pub fn is_tiered(&self) -> bool {
+        *self == Jit::Tiered
+    }
+
+    fn flags(self) -> &'static [&'static str] {
+        match self {
+            Jit::Tiered => &[],
+            Jit::C1 => &["-XX:TieredStopAtLevel=1"],
+        }
+    }
+}
+
+impl std::fmt::Display for Jit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A heap size as the JVM writes it (`8G`, `512M`), parsed to bytes.
 pub fn parse_heap(text: &str) -> Result<u64> {
     let t = text.trim();
@@ -129,6 +166,7 @@ pub const JPMS_FLAGS: &[&str] = &[
 pub struct ServerJvm<'a> {
     pub heap: u64,
     pub gc: Gc,
+    pub jit: Jit,
     pub jdk_major: u32,
     pub jvm_opts: &'a [String],
     pub conf_dir: &'a Path,
@@ -147,6 +185,7 @@ impl ServerJvm<'_> {
         let heap = heap_flag_value(self.heap);
         let mut a: Vec<String> = vec![format!("-Xms{heap}"), format!("-Xmx{heap}")];
         a.extend(self.gc.flags(self.jdk_major)?.into_iter().map(String::from));
+        a.extend(self.jit.flags().iter().map(|f| f.to_string()));
         a.push(format!(
             "-Xlog:gc*,safepoint:file={}:time,uptime,level,tags:filecount=10,filesize=20M",
             self.gc_log().display()
@@ -246,10 +285,15 @@ mod tests {
     }
 
     fn jvm(gc: Gc, major: u32, opts: &[String]) -> Result<Vec<String>> {
+        jvm_with(gc, Jit::Tiered, major, opts)
+    }
+
+    fn jvm_with(gc: Gc, jit: Jit, major: u32, opts: &[String]) -> Result<Vec<String>> {
         let p = Path::new("/n");
         ServerJvm {
             heap: 2 << 30,
             gc,
+            jit,
             jdk_major: major,
             jvm_opts: opts,
             conf_dir: p,
@@ -312,5 +356,29 @@ mod tests {
         let default = a.iter().position(|f| f == "-XX:MaxGCPauseMillis=300").unwrap();
         assert!(user > default, "user options must come after defaults to win");
         assert_eq!(a.last().unwrap(), "org.apache.cassandra.service.CassandraDaemon");
+    }
+
+    #[test]
+    fn c1_alone_stops_tiered_compilation_at_c1_and_a_users_option_still_wins() {
+        let stop = |a: &[String]| {
+            a.iter()
+                .filter(|f| f.starts_with("-XX:TieredStopAtLevel"))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            stop(&jvm(Gc::G1, 17, &[]).unwrap()).is_empty(),
+            "tiered is the JVM's own"
+        );
+        assert_eq!(
+            stop(&jvm_with(Gc::G1, Jit::C1, 17, &[]).unwrap()),
+            ["-XX:TieredStopAtLevel=1"]
+        );
+        let a = jvm_with(Gc::G1, Jit::C1, 17, &["-XX:TieredStopAtLevel=4".into()]).unwrap();
+        assert_eq!(
+            stop(&a),
+            ["-XX:TieredStopAtLevel=1", "-XX:TieredStopAtLevel=4"],
+            "the user's last"
+        );
     }
 }

@@ -222,6 +222,7 @@ fn launch(
     let server = jvm::ServerJvm {
         heap: spec.heap,
         gc: spec.gc,
+        jit: spec.jit,
         jdk_major: spec.jdk.major,
         jvm_opts: &spec.jvm_opts,
         conf_dir: &conf_dir,
@@ -255,12 +256,17 @@ fn launch(
     };
     let log_offset = std::fs::metadata(&state.system_log).map(|m| m.len()).unwrap_or(0);
     say(&format!(
-        "Starting {name} on {address}: Cassandra {} on JDK {} ({}), {} GC, heap {}{}{}",
+        "Starting {name} on {address}: Cassandra {} on JDK {} ({}), {} GC, heap {}{}{}{}",
         spec.version,
         spec.jdk.version,
         spec.jdk.java.display(),
         spec.gc,
         jvm::heap_flag_value(spec.heap),
+        if spec.jit.is_tiered() {
+            String::new()
+        } else {
+            format!(", JIT {}", spec.jit)
+        },
         if spec.cpus.is_empty() {
             String::new()
         } else {

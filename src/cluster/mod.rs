@@ -20,7 +20,7 @@ use std::net::Ipv4Addr;
 
 pub use home::Home;
 pub use java::Jdk;
-pub use jvm::Gc;
+pub use jvm::{Gc, Jit};
 
 /// What the user asked for: every node of the local cluster runs with this.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,6 +31,9 @@ pub struct ClusterSpec {
     pub jars: Option<std::path::PathBuf>,
     pub jdk: Jdk,
     pub gc: Gc,
+    /// How the JVM compiles (C1 then C2 as shipped, unless C1 only was asked).
+    #[serde(default, skip_serializing_if = "Jit::is_tiered")]
+    pub jit: Jit,
     /// Heap per node, bytes.
     pub heap: u64,
     pub jvm_opts: Vec<String>,
@@ -97,6 +100,7 @@ impl ClusterSpec {
             other.jdk.java.display().to_string(),
         );
         cmp("gc", self.gc.to_string(), other.gc.to_string());
+        cmp("jit", self.jit.to_string(), other.jit.to_string());
         cmp(
             "heap",
             jvm::heap_flag_value(self.heap),

@@ -7,7 +7,7 @@ use clap::Args;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-use super::{ClusterSpec, Gc, jars, java, jvm, yaml};
+use super::{ClusterSpec, Gc, Jit, jars, java, jvm, yaml};
 use crate::procfs;
 
 #[derive(Debug, Clone, Args)]
@@ -31,6 +31,13 @@ pub struct NodeOptions {
     /// Garbage collector.
     #[arg(long, value_enum, default_value_t = Gc::G1)]
     pub gc: Gc,
+    /// How the JVM compiles Cassandra: `tiered` as shipped (C1, then C2 for hot code), or `c1`
+    /// alone (-XX:TieredStopAtLevel=1), for checking behaviour rather than speed: here a fresh
+    /// node started on 24 % less CPU and, in the test suite's files, the nodes used 45-49 % less
+    /// (most of a short-lived node's CPU is C2 compiling), at about two thirds of the flat-out
+    /// throughput (bench/RESULTS.md). The test suite's nodes run so.
+    #[arg(long, value_enum, default_value_t = Jit::Tiered, env = "CAPLAB_JIT")]
+    pub jit: Jit,
     /// Heap per node (e.g. 8G, 512M). Default: min(RAM/4, 8G) divided by the number of nodes.
     #[arg(long)]
     pub heap: Option<String>,
@@ -159,6 +166,7 @@ impl NodeOptions {
             jars: self.jars.as_deref().map(jars::folder).transpose()?,
             jdk,
             gc: self.gc,
+            jit: self.jit,
             heap,
             jvm_opts: self.jvm_opts.clone(),
             overrides: self.overrides.clone(),

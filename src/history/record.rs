@@ -45,6 +45,10 @@ pub struct SeriesKey {
     pub heap: Option<u64>,
     pub settings: Vec<String>,
     pub jvm_opts: Vec<String>,
+    /// `c1` for nodes caplab ran with C1 alone (`--jit c1`: about two thirds of the throughput);
+    /// left out of the key's JSON for the JIT as shipped, so earlier series keep their ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit: Option<String>,
     /// Nodes caplab ran, or the contact points given.
     pub nodes: usize,
     /// The client host's class: cores, and memory rounded to whole GiB.
@@ -80,6 +84,9 @@ impl SeriesKey {
         ];
         if let (Some(j), Some(g), Some(h)) = (self.jdk, &self.gc, self.heap) {
             parts.push(format!("JDK {j} {g} {}", heap_text(h)));
+        }
+        if let Some(jit) = &self.jit {
+            parts.push(format!("JIT {jit}"));
         }
         if !self.settings.is_empty() {
             parts.push(self.settings.join(" "));
@@ -453,6 +460,7 @@ fn series_of(r: &RunResult, kind: &str, rate: f64, loaders: String) -> SeriesKey
         heap: node.map(|n| n.heap),
         settings: node.map(|n| n.overrides.clone()).unwrap_or_default(),
         jvm_opts: node.map(|n| n.jvm_opts.clone()).unwrap_or_default(),
+        jit: node.filter(|n| !n.jit.is_tiered()).map(|n| n.jit.to_string()),
         nodes: if r.environment.local_nodes.is_empty() {
             r.config.client.hosts.len()
         } else {
@@ -474,6 +482,26 @@ mod tests {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn nodes_on_c1_alone_are_a_series_of_their_own_and_the_shipped_jit_keeps_old_ids() {
+        let shipped: SeriesKey = serde_json::from_value(serde_json::json!({
+            "kind": "run", "workload": "insert", "workload_options": {}, "rate": 1000.0,
+            "concurrency": 256, "duration_s": 30.0, "ops": null, "loaders": "1/1",
+            "consistency": "LocalOne", "sla": null, "version": "5.0.9", "jdk": 17, "gc": "g1",
+            "heap": 1073741824u64, "settings": [], "jvm_opts": [], "nodes": 1,
+            "client_cores": 2, "client_ram_gib": 24
+        }))
+        .unwrap();
+        // A key recorded before the JIT was part of it reads back with the same canonical text.
+        assert!(!shipped.canonical().contains("jit"), "{}", shipped.canonical());
+        let c1 = SeriesKey {
+            jit: Some("c1".into()),
+            ..shipped.clone()
+        };
+        assert_ne!(c1.id(), shipped.id());
+        assert!(c1.name().contains("JDK 17 g1 1G, JIT c1, 1 node"), "{}", c1.name());
     }
 
     #[test]

@@ -17,6 +17,8 @@ struct NodeRow {
     version: String,
     jdk: String,
     gc: String,
+    /// `c1` when the node ran C1 alone; empty for the JIT as shipped.
+    jit: String,
     heap: f64,
     overrides: Vec<String>,
     jvm_opts: Vec<String>,
@@ -68,6 +70,11 @@ fn view(label: String, r: RunResult, link_base: String) -> RunView {
             version: n.spec.version.clone(),
             jdk: n.spec.jdk.version.clone(),
             gc: n.spec.gc.name().to_string(),
+            jit: if n.spec.jit.is_tiered() {
+                String::new()
+            } else {
+                n.spec.jit.to_string()
+            },
             heap: n.spec.heap as f64,
             overrides: n.spec.overrides.clone(),
             jvm_opts: n.spec.jvm_opts.clone(),
