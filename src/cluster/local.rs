@@ -255,26 +255,7 @@ fn launch(
         command: command.clone(),
     };
     let log_offset = std::fs::metadata(&state.system_log).map(|m| m.len()).unwrap_or(0);
-    say(&format!(
-        "Starting {name} on {address}: Cassandra {} on JDK {} ({}), {} GC, heap {}{}{}{}",
-        spec.version,
-        spec.jdk.version,
-        spec.jdk.java.display(),
-        spec.gc,
-        jvm::heap_flag_value(spec.heap),
-        if spec.jit.is_tiered() {
-            String::new()
-        } else {
-            format!(", JIT {}", spec.jit)
-        },
-        if spec.cpus.is_empty() {
-            String::new()
-        } else {
-            format!(", on cores {}", crate::cpus::describe(&spec.cpus))
-        },
-        spec.timer_slack_ns
-            .map_or(String::new(), |n| format!(", timer slack {}", super::slack(Some(n))))
-    ));
+    say(&format!("Starting {name} on {address}: {}", spec.describe()));
     let mut cmd = Command::new(&spec.jdk.java);
     cmd.args(&command)
         .current_dir(dir)

@@ -78,6 +78,29 @@ impl ClusterSpec {
         self.jmx_port + (index - 1) as u16
     }
 
+    /// What the nodes run, as each start says it: `Cassandra 5.0.9 on JDK 17.0.15 (path), g1 GC,
+    /// heap 1G`, then the JIT, cores and timer slack when they are not the defaults.
+    pub fn describe(&self) -> String {
+        let mut text = format!(
+            "Cassandra {} on JDK {} ({}), {} GC, heap {}",
+            self.version,
+            self.jdk.version,
+            self.jdk.java.display(),
+            self.gc,
+            jvm::heap_flag_value(self.heap)
+        );
+        if !self.jit.is_tiered() {
+            text += &format!(", JIT {}", self.jit);
+        }
+        if !self.cpus.is_empty() {
+            text += &format!(", on cores {}", crate::cpus::describe(&self.cpus));
+        }
+        if let Some(n) = self.timer_slack_ns {
+            text += &format!(", timer slack {}", slack(Some(n)));
+        }
+        text
+    }
+
     /// Lines saying how `self` differs from `other`, for "running with a different
     /// configuration" errors.
     pub fn differences(&self, other: &ClusterSpec) -> Vec<String> {
