@@ -270,7 +270,7 @@ class Runner:
 
 def main():
     args = sys.argv[1:]
-    lanes = 3
+    lanes = 4
     if "--lanes" in args:
         lanes = int(args[args.index("--lanes") + 1])
     binaries = build()

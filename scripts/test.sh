@@ -21,6 +21,7 @@ if [ "${1:-}" = "--fast" ]; then
   shift
   python3 scripts/check-layout.py
   python3 scripts/check-links.py
+  python3 scripts/build-only-crates.py
   # The rule: every test that starts a Cassandra node takes common::jvm_lock, so the files
   # that never name it are the ones that need no node.
   fast=()

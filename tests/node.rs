@@ -67,7 +67,7 @@ fn single_node_lifecycle_keeps_data_and_applies_overrides() {
     assert_eq!(state_file(&lab, "node1")["spec"]["jit"], "c1");
     let cmdline = std::fs::read_to_string(format!("/proc/{first_pid}/cmdline")).unwrap();
     assert!(cmdline.split('\0').any(|a| a == "-XX:TieredStopAtLevel=1"), "{cmdline}");
-    assert!(out.contains(", JIT c1,"), "{out}");
+    assert!(out.contains("  GC g1  JIT c1  heap 1G"), "{out}");
 
     let rt = runtime();
     rt.block_on(async {

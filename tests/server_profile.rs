@@ -208,13 +208,15 @@ fn an_experiment_shows_where_two_versions_spend_differently() {
     let dir = lab.home.clone();
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("versions.yaml");
-    // 6.0 runs on JDK 21 only, 5.0 on JDK 17: each variant names its JDK.
+    // 6.0 runs on JDK 21 only, 5.0 on JDK 17: each variant names its JDK. A 10 s window: at
+    // 1,500 op/s a 6.0-alpha2 node on C1 alone (common::JIT) spent about 0.2 cores, 96 CPU
+    // samples at 10 ms in 5 s (with C2 compiling beside it, more).
     std::fs::write(
         &file,
         format!(
             "name: versions-profile\nrepeats: 1\n\
              node: {{heap: 1G, address: {}, jmx_port: {}}}\n\
-             run: {{rate: 1500, warmup: 5s, duration: 5s, server-profile: cpu}}\n\
+             run: {{rate: 1500, warmup: 5s, duration: 10s, server-profile: cpu}}\n\
              variants:\n  - {{name: '5.0.9', node: {{version: 5.0.9, java: 17}}}}\n  - {{name: 6.0-alpha2, node: {{version: 6.0-alpha2, java: 21}}}}\n\
              measure:\n  - {{name: insert, workload: insert}}\n",
             lab.address, lab.jmx_port

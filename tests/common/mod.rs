@@ -270,11 +270,11 @@ impl<T: Send + Sync + 'static> Default for Shared<T> {
 pub const TIMER_SLACK: &str = "1ms";
 
 /// How the JVM of every node the tests start compiles (`CAPLAB_JIT`), unless a test asks for
-/// `--jit tiered` (tests/steady.rs, which measures how the JIT settles): C1 alone. A node the
-/// tests start lives a few minutes, and C2 compiling is most of what it spends then: three
-/// test files' nodes used 45-49 % less CPU with C1 alone and the files took a third less time
-/// (bench/RESULTS.md, "C2 and the tests' nodes"). What the tests check is caplab's behaviour
-/// against a real node, which holds at either speed.
+/// `--jit tiered` (tests/steady.rs, which checks how the JIT settles): C1 alone. A node the
+/// tests start lives a few minutes, and C2 compiling was 37 % of the nodes' CPU in a CI; with C1
+/// alone three test files' nodes used 45-49 % less CPU and the files took a third less time, the
+/// whole suite's nodes 32 % less (bench/RESULTS.md, "C1 alone for the tests' nodes"). What the
+/// tests check is caplab's behaviour against a real node, which holds at either speed.
 pub const JIT: &str = "c1";
 
 /// The caplab binary under test, its nodes started with the tests' timer slack and JIT.
