@@ -264,11 +264,15 @@ fn ctrl_c_ends_the_window_with_nothing_due_left_out() {
     // It ends at the Ctrl-C, after the tenth second and long before the schedule's 60 s (how
     // soon after depends on this machine; what is due until then does not).
     assert!((10.0..30.0).contains(&secs), "the window ends at the Ctrl-C: {secs}");
-    assert_eq!(t["error_total"], 0, "nothing counted as never sent: {t}");
-    let ops = f(&t["ops"]);
+    // Every operation due until then is counted: done, or (what was due in the client's last lag
+    // behind its schedule, on a busy machine: 14 of 10,191 in a CI with four files at once) never
+    // sent, and nothing failed otherwise.
+    let not_sent = common::only_not_sent(t, 1000.0);
+    let (ops, due) = (t["ops"].as_u64().unwrap(), f(&t["due"]));
+    assert_eq!((ops + not_sent) as f64, due, "{t}");
     assert!(
-        (ops - secs * 1000.0).abs() <= 5.0,
-        "{ops} operations in {secs} s at 1,000/s"
+        (due - secs * 1000.0).abs() <= 5.0,
+        "{due} operations due in {secs} s at 1,000/s"
     );
 }
 
