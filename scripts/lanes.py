@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""The whole suite three files at a time: README's test command (scripts/test.sh) runs this.
+"""The whole suite four files at a time: README's test command (scripts/test.sh) runs this.
 
 `cargo test` runs its test files one after another, and much of a real-node test's time is
 waiting (a node booting, a run at a fixed rate, a warm-up that has to last): on two cores, several
 files at once take little more than one. So this builds every test binary once, then runs them
-three at a time, the longest first, each into a log of its own that is printed whole, in one
+four at a time, the longest first, each into a log of its own that is printed whole, in one
 piece, when the file ends (a failure's output is never interleaved with another file's). A file
 starts as soon as a lane is free and its group allows it beside the files already running.
-The two cores were 86-90 % busy while the files ran in the CIs of 2026-11-29 and -30, so what
-shortens the suite is less work: since the tests' nodes run with a 1 ms timer slack (a node's
-idle request workers cost 0.17-0.23 cores instead of 0.31-0.54), three lanes took the files
-1,624-1,783 s where two had taken 1,992 (three CIs of 2026-11-30, bench/RESULTS.md).
+The two cores were 86-90 % busy while three files ran in the CIs of 2026-11-29 and -30, so what
+shortened the suite was less work: a 1 ms timer slack for the tests' nodes (their idle request
+workers cost 0.17-0.23 cores instead of 0.31-0.54), then C1 alone for their JIT (C2 compiling
+had been 37 % of their CPU): three lanes took the files 1,475 s with 82 % of the cores busy,
+and four 1,224 s with 83 % (CIs of 2026-12-01, bench/RESULTS.md).
 
 The groups, read from the test files themselves (a `Test group:` line in the module doc; no
 hand-kept list):
@@ -39,13 +40,14 @@ took that long again.
 
 FILE names test files to run (`faults history`; `lib` is caplab's unit tests, `stats` those of
 crates/stats), all of them when none is given. --lanes 1 runs the files one by one, as `cargo
-test` would; --lanes 2 as before 2026-11-30. Four lanes were no faster (the lanes took 957 s
-against about 1,000 s in three: the two cores are then busy, not waiting) and failed four files (a 6.0 node's first metadata CAS
-timed out from load; a kill's node came back late, a bug since fixed). Three lanes passed a CI
-on a fast day (28 min 49 s) and on a day when the machine built twice as slowly failed seven
-files in two CIs, every one on load (a node restart of 68 s, a fresh node doing 0-286 of 500
-batches a second, 13,490 of 20,000 inserts done), before the nodes' timer slack took 8-20 % off
-their CPU (bench/RESULTS.md).
+test` would; --lanes 3 as before 2026-12-01. Four lanes, before the tests' nodes ran C1
+alone, were no faster (the lanes took 957 s against about 1,000 s in three: the two cores were
+then busy, not waiting) and failed four files on load; three lanes, before the nodes' timer
+slack, failed seven files in two CIs on a day the machine built twice as slowly (a node restart
+of 68 s, a fresh node doing 0-286 of 500 batches a second, 13,490 of 20,000 inserts done). With
+both, four lanes failed two tests of 29 files on load in their first CI (both passed alone); the
+Ctrl-C test now asserts what caplab promises, and the bisection has rounds to spare for one
+starved run (bench/RESULTS.md).
 
 A file that fails has its failed tests run once more, by exact name, alone, after everything
 else: on a slow day two lanes still failed six tests on load in one CI (a proxy's 50 ms delay

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README's test command: installs what the tests need and the machine lacks (scripts/setup.sh
-# --test), then runs the whole suite, two test files at a time (scripts/lanes.py); with
+# --test), then runs the whole suite, four test files at a time (scripts/lanes.py); with
 # arguments, `cargo test ARGS` instead (e.g. `--test run`, or `--test faults pause_at_quorum`).
 # The tests start and stop real Cassandra nodes; whatever happens, none outlives this script.
 #
@@ -39,7 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 if [ $# -eq 0 ]; then
-  # The whole suite: every test binary built once, the files run two at a time, longest first
+  # The whole suite: every test binary built once, the files run four at a time, longest first
   # (scripts/lanes.py says why and how they are grouped).
   python3 scripts/lanes.py
 else
