@@ -1,6 +1,8 @@
 //! Loaders with an automatic warm-up, on a real node: three loaders at one `--start-at` each
-//! settle on their own, and all start measuring in the same second. (Split from
-//! tests/loaders.rs, whose other tests share the machine.)
+//! settle on their own, and all start measuring in the same second; at their fixed rate the
+//! rule watches service latency, and the window it hands over holds one throughput level.
+//! (Split from tests/loaders.rs, whose other tests share the machine; the warm-up of a run flat
+//! out, which watches throughput and the JIT, is tests/steady.rs'.)
 //!
 //! Test group: alone (scripts/lanes.py runs this file with the machine to itself: its loaders
 //! wait for the node to settle, and beside another file's three nodes their service latency
@@ -9,6 +11,7 @@
 
 mod common;
 
+use common::verdict::{names_what_it_did, series};
 use common::{Lab, OutputAsync, Shared, jvm_lock, ok, result_json, stdout};
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -25,7 +28,9 @@ fn lab() -> &'static Lab {
 
 /// Three loaders, started 1 s apart at one `--start-at`, each with an automatic warm-up: each
 /// settles on its own, but all start measuring in the same second (they agree in the cluster's
-/// `caplab_loaders.settled`), so the merge has no partial second and exits 0.
+/// `caplab_loaders.settled`), so the merge has no partial second and exits 0. Each window is
+/// judged (20 s, the verdict's least) and, at a fixed rate, holds one throughput level; its
+/// verdict names what its latency did.
 ///
 /// Every loader must settle, or the agreement is not tested (at the maximum they all stop warming
 /// up in the same second anyway). On a node 60 s old, three loaders at 1,000 op/s did not settle in
@@ -79,7 +84,7 @@ fn loaders_with_an_automatic_warm_up_agree_on_when_to_measure() {
         ])
         .args([
             "--duration",
-            "8s",
+            "20s",
             "--start-at",
             &start,
             "--loader",
@@ -109,6 +114,16 @@ fn loaders_with_an_automatic_warm_up_agree_on_when_to_measure() {
         "every loader settled and measured from the same second: {warm:?}; {:?}",
         loaders.iter().map(|l| l["warmup"]["check"].clone()).collect::<Vec<_>>()
     );
+    for (i, l) in loaders.iter().enumerate() {
+        let throughput = &series(l, "throughput")["segments"];
+        assert_eq!(
+            throughput.as_array().unwrap().len(),
+            1,
+            "loader {}: {throughput}",
+            i + 1
+        );
+        names_what_it_did(l);
+    }
     let o = common::caplab_command()
         .args(["merge", "agreed1", "agreed2", "agreed3", "--out", "agreed-merged"])
         .current_dir(&lab.home)

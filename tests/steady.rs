@@ -1,8 +1,8 @@
 //! Steady state on real nodes: a fresh node measured flat out from its first second is classed
 //! warm-up, with its changepoints in the window and throughput climbing by over a quarter; the
 //! automatic warm-up waits for the JIT compilers to go quiet (and the run page names the class
-//! and shades its segments); at a fixed rate the automatic warm-up watches latency, and the
-//! window after it holds one throughput level.
+//! and shades its segments). (At a fixed rate the automatic warm-up watches latency instead:
+//! tests/loaders_warmup.rs, whose loaders run at one.)
 //!
 //! What a window does after warm-up is the machine's business, and its verdict says what: a
 //! flush or a neighbour on these shared cores can move it by 10-40 % either way (CI saw a
@@ -15,6 +15,7 @@
 
 mod common;
 
+use common::verdict::{climb, names_what_it_did, series};
 use common::{Lab, browse, jvm_lock, ok, result_json, stdout};
 use serde_json::Value;
 
@@ -22,16 +23,6 @@ use serde_json::Value;
 fn jit_share(seconds: &[&Value]) -> f64 {
     let sum = |k: &str| seconds.iter().map(|s| s[k].as_f64().unwrap()).sum::<f64>();
     sum("jit_cpu_cores") / sum("server_cpu_cores").max(1e-9)
-}
-
-/// The verdict of series `metric` in a result's steady_state.
-fn series<'a>(doc: &'a Value, metric: &str) -> &'a Value {
-    doc["steady_state"]["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["metric"] == metric)
-        .unwrap_or_else(|| panic!("no {metric} verdict in {}", doc["steady_state"]))
 }
 
 #[test]
@@ -100,9 +91,7 @@ fn a_fresh_node_warms_up_and_the_automatic_warm_up_waits_for_it() {
     // 19,280 -> 27,534 -> 21,046 op/s; once it rose 25,747 -> 35,966 at 14 s with the JIT quiet).
     // What the verdict promises is to name it: a window that moved by a fifth is not called flat.
     let verdict = &auto["steady_state"];
-    assert!(verdict["class"].is_string(), "judged: {verdict}");
     names_what_it_did(&auto);
-    assert_eq!(verdict["steady"], verdict["class"] == "flat", "{verdict}");
 
     // Its page names the class and draws the verdict's segments on the throughput chart.
     let page = browse(&out.join("report.html"));
@@ -112,50 +101,4 @@ fn a_fresh_node_warms_up_and_the_automatic_warm_up_waits_for_it() {
     let found = series(&auto, "throughput")["segments"].as_array().unwrap().len() as u64;
     assert_eq!(drawn, Some(found), "{}", page.check);
     assert!(page.dom.contains("settled ("), "the warm-up line");
-
-    // At a fixed rate the rule watches service latency instead of throughput (a new rate moves
-    // the JIT's profile again, so the node's flat-out warm-up does not carry over): the window it
-    // hands over holds still.
-    let (fixed, _, _) = run(
-        "fixed",
-        &[
-            "--rate",
-            "2000",
-            "--warmup",
-            "auto",
-            "--warmup-max",
-            "2m",
-            "--duration",
-            "20s",
-        ],
-    );
-    assert_eq!(fixed["warmup"]["settled"], true, "{}", fixed["warmup"]);
-    assert!(
-        fixed["steady_state"]["class"].is_string(),
-        "judged: {}",
-        fixed["steady_state"]
-    );
-    names_what_it_did(&fixed);
-    assert_eq!(series(&fixed, "throughput")["segments"].as_array().unwrap().len(), 1);
-}
-
-/// A window whose throughput moved by a fifth, or whose p50 by a third, in one step (two
-/// segments: a level that does not recur) is not judged flat, nor steady.
-fn names_what_it_did(doc: &Value) {
-    let verdict = &doc["steady_state"];
-    for (metric, band) in [("throughput", 0.8..1.2), ("p50", 0.67..1.5)] {
-        let segments = series(doc, metric)["segments"].as_array().unwrap().len();
-        let c = climb(doc, metric);
-        if segments == 2 && !band.contains(&c) {
-            assert_ne!(verdict["class"], "flat", "{metric} ×{c:.2} in one step: {verdict}");
-            assert_eq!(verdict["steady"], false, "{verdict}");
-        }
-    }
-}
-
-/// A series' last segment's mean over its first's, in a run's verdict (1: one level).
-fn climb(doc: &Value, metric: &str) -> f64 {
-    let segments = series(doc, metric)["segments"].as_array().unwrap().clone();
-    let mean = |s: &Value| s["mean"].as_f64().unwrap();
-    mean(&segments[segments.len() - 1]) / mean(&segments[0])
 }

@@ -8,6 +8,7 @@
 
 pub mod prometheus;
 pub mod upgrade;
+pub mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
