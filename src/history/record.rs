@@ -49,6 +49,11 @@ pub struct SeriesKey {
     /// left out of the key's JSON for the JIT as shipped, so earlier series keep their ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jit: Option<String>,
+    /// The version of the text values were written with, from 2 on (left out for version 1,
+    /// whose values repeated past their 12th character: its series keep their ids, and a new
+    /// run starts a series of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<u32>,
     /// Nodes caplab ran, or the contact points given.
     pub nodes: usize,
     /// The client host's class: cores, and memory rounded to whole GiB.
@@ -90,6 +95,9 @@ impl SeriesKey {
         }
         if !self.settings.is_empty() {
             parts.push(self.settings.join(" "));
+        }
+        if self.values.is_none() {
+            parts.push("values v1".into());
         }
         parts.push(format!("{} node{}", self.nodes, if self.nodes == 1 { "" } else { "s" }));
         if self.loaders != "1/1" {
@@ -461,6 +469,7 @@ fn series_of(r: &RunResult, kind: &str, rate: f64, loaders: String) -> SeriesKey
         settings: node.map(|n| n.overrides.clone()).unwrap_or_default(),
         jvm_opts: node.map(|n| n.jvm_opts.clone()).unwrap_or_default(),
         jit: node.filter(|n| !n.jit.is_tiered()).map(|n| n.jit.to_string()),
+        values: (r.config.values > 1).then_some(r.config.values),
         nodes: if r.environment.local_nodes.is_empty() {
             r.config.client.hosts.len()
         } else {
@@ -498,10 +507,34 @@ mod tests {
         assert!(!shipped.canonical().contains("jit"), "{}", shipped.canonical());
         let c1 = SeriesKey {
             jit: Some("c1".into()),
+            values: Some(crate::workload::values::TEXT_VERSION),
             ..shipped.clone()
         };
         assert_ne!(c1.id(), shipped.id());
         assert!(c1.name().contains("JDK 17 g1 1G, JIT c1, 1 node"), "{}", c1.name());
+    }
+
+    #[test]
+    fn runs_of_the_second_text_start_a_series_and_the_first_keeps_its_id_and_says_so() {
+        let old: SeriesKey = serde_json::from_value(serde_json::json!({
+            "kind": "run", "workload": "insert", "workload_options": {}, "rate": 0.0,
+            "concurrency": 256, "duration_s": 30.0, "ops": null, "loaders": "1/1",
+            "consistency": "LocalOne", "sla": null, "version": "5.0.9", "jdk": null, "gc": null,
+            "heap": null, "settings": [], "jvm_opts": [], "nodes": 1, "client_cores": 2,
+            "client_ram_gib": 24
+        }))
+        .unwrap();
+        assert!(!old.canonical().contains("values"), "{}", old.canonical());
+        assert_eq!(
+            old.name(),
+            "insert flat out, Cassandra 5.0.9, values v1, 1 node, 2 cores"
+        );
+        let new = SeriesKey {
+            values: Some(2),
+            ..old.clone()
+        };
+        assert_ne!(new.id(), old.id());
+        assert_eq!(new.name(), "insert flat out, Cassandra 5.0.9, 1 node, 2 cores");
     }
 
     #[test]

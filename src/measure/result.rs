@@ -13,10 +13,7 @@ use crate::engine::EndReason;
 use hdrhistogram::Histogram;
 
 use super::sinks::Incomplete;
-use crate::metrics::OpStats;
-use crate::metrics::hdrlog::{Encoded, TagKind};
-use crate::metrics::recorder::new_histogram;
-use crate::metrics::summary::Summary;
+use crate::metrics::{OpStats, hdrlog::Encoded, hdrlog::TagKind, recorder::new_histogram, summary::Summary};
 use crate::sla::{Sla, SlaVerdict};
 use crate::telemetry::ServerFacts;
 use crate::workload::e1::E1Options;
@@ -155,6 +152,9 @@ pub struct RunConfig {
     pub sla: Option<Sla>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_step: Option<CapacityStep>,
+    /// The text values were written with (`workload::values::TEXT_VERSION`; 1 before it was kept).
+    #[serde(default = "one")]
+    pub values: u32,
 }
 
 /// Where the step ran.
@@ -184,7 +184,7 @@ pub struct Files {
 pub struct RunResult {
     pub caplab_version: String,
     /// Absent from files written before formats were numbered (read as 1: the same layout).
-    #[serde(default = "first_format")]
+    #[serde(default = "one")]
     pub format: u32,
     pub status: RunStatus,
     /// The workload's name.
@@ -311,7 +311,8 @@ pub struct PartialSpan {
     pub missing: Vec<String>,
 }
 
-fn first_format() -> u32 {
+/// Where results written before a version was kept read one.
+fn one() -> u32 {
     1
 }
 

@@ -22,9 +22,7 @@ use crate::cluster::nodetool::JmxTarget;
 use crate::console::say;
 use crate::engine::{self, Anchor, EngineConfig, LoaderSlice, RunEnd, Sliced, Span, StartAt, Stop, Warmup, Workload};
 use crate::faults::{Injector, impact};
-use crate::metrics::csv::CsvLog;
-use crate::metrics::hdrlog::HdrLog;
-use crate::metrics::summary::Summary;
+use crate::metrics::{csv::CsvLog, hdrlog::HdrLog, summary::Summary};
 use crate::server_profile::{Profiler, Slice};
 use crate::sla::{Judge, Sla, SlaVerdict};
 use crate::telemetry::gclog::epoch_ms;
@@ -403,6 +401,7 @@ impl Step {
                 workload: about.record.clone(),
                 sla: self.sla.clone(),
                 capacity_step: self.capacity_step,
+                values: crate::workload::values::TEXT_VERSION,
             },
             environment: site.environment(),
             schema: about.schema.clone(),
