@@ -274,7 +274,7 @@ pub const TIMER_SLACK: &str = "1ms";
 /// `--jit tiered` (tests/steady.rs, which checks how the JIT settles): C1 alone. A node the
 /// tests start lives a few minutes, and C2 compiling was 37 % of the nodes' CPU in a CI; with C1
 /// alone three test files' nodes used 45-49 % less CPU and the files took a third less time, the
-/// whole suite's nodes 32 % less (bench/RESULTS.md, "C1 alone for the tests' nodes"). What the
+/// whole suite's nodes 32 % less (bench/RESULTS.md, "C1 alone (`--jit c1`)"). What the
 /// tests check is caplab's behaviour against a real node, which holds at either speed.
 pub const JIT: &str = "c1";
 

@@ -14,13 +14,14 @@ pub fn series<'a>(doc: &'a Value, metric: &str) -> &'a Value {
 
 /// A series' last segment's mean over its first's, in a run's verdict (1: one level).
 pub fn climb(doc: &Value, metric: &str) -> f64 {
-    let segments = series(doc, metric)["segments"].as_array().unwrap().clone();
+    let segments = series(doc, metric)["segments"].as_array().unwrap();
     let mean = |s: &Value| s["mean"].as_f64().unwrap();
     mean(&segments[segments.len() - 1]) / mean(&segments[0])
 }
 
-/// A window whose throughput moved by a fifth, or whose p50 by a third, in one step (two
-/// segments: a level that does not recur) is not judged flat, nor steady.
+/// The window was judged, and steady exactly when flat; one whose throughput moved by a fifth,
+/// or whose p50 by a third, in one step (two segments: a level that does not recur) is not
+/// judged flat, nor steady.
 pub fn names_what_it_did(doc: &Value) {
     let verdict = &doc["steady_state"];
     assert!(verdict["class"].is_string(), "judged: {verdict}");
