@@ -4,7 +4,7 @@
 // finds exactly one new reading each time), it prints for every endpoint one line of numbers:
 //
 //   INDEX COMPILATION_MS PROCESS_CPU_NS HEAP_USED_BYTES GC_PAUSES GC_PAUSE_MS
-//         PENDING_COMPACTIONS BYTES_COMPACTED SSTABLES_PER_READ_MEAN READS
+//         PENDING_COMPACTIONS BYTES_COMPACTED SSTABLES_PER_READ_MEAN READS READ_AT_MS
 //
 // from the platform MXBeans (java.lang:type=Compilation TotalCompilationTime,
 // type=OperatingSystem ProcessCpuTime, type=Memory HeapMemoryUsage.used, and every
@@ -13,7 +13,9 @@
 // (org.apache.cassandra.metrics:type=Compaction PendingTasks and CompressedBytesCompacted, the
 // SSTables' size on disk that compactions read, counted as each ends; uncompressed
 // BytesCompacted before 5.0, which lacks it; and
-// type=Table,name=SSTablesPerReadHistogram over all tables: its Mean and Count). Every figure
+// type=Table,name=SSTablesPerReadHistogram over all tables: its Mean and Count), then the
+// wall-clock time the endpoint was read at (so that caplab, when a reading comes late on a busy
+// machine, knows how long the figures cover rather than taking them for one second). Every figure
 // but the heap, the pending compactions and the mean is a running total. A figure the endpoint
 // does not have (a JVM that is no Cassandra) is -1. The JMX user and password come on standard
 // input (two lines, empty when none), so they never show in the process list, and then the TLS
@@ -107,6 +109,7 @@ public class CaplabJmx {
     }
 
     static String read(MBeanServerConnection c) throws Exception {
+        long at = System.currentTimeMillis();
         long ms = ((Number) c.getAttribute(COMPILATION, "TotalCompilationTime")).longValue();
         long ns = ((Number) c.getAttribute(OS, "ProcessCpuTime")).longValue();
         long heap = MemoryUsage.from((CompositeData) c.getAttribute(MEMORY, "HeapMemoryUsage")).getUsed();
@@ -126,7 +129,7 @@ public class CaplabJmx {
         String mean = number(c, PER_READ, "Mean");
         String reads = number(c, PER_READ, "Count");
         return ms + " " + ns + " " + heap + " " + pauses + " " + pauseMs + " " + pending + " " + compacted + " " + mean
-            + " " + reads;
+            + " " + reads + " " + at;
     }
 
     /** An attribute's number, or -1 when the endpoint has no such bean (not a Cassandra). */

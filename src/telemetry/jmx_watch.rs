@@ -36,6 +36,8 @@ struct Reading {
     compacted_bytes: Option<f64>,
     per_read_mean: Option<f64>,
     reads: Option<f64>,
+    /// When the reader read the endpoint (ms since the epoch, the reader's clock).
+    at_ms: f64,
 }
 
 /// The latest reading of every endpoint (written by the reader thread, read once an interval).
@@ -47,9 +49,12 @@ struct Shared {
     stopping: AtomicBool,
 }
 
-/// What the endpoints did since the previous tick, summed over them.
+/// What the endpoints did between their previous reading and their latest, summed over them.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct JmxSecond {
+    /// How long that was, by the reader's clock: about a second, more when a reading came late
+    /// (the rates below are per second of it).
+    pub span_s: f64,
     /// Compilation and process CPU, in seconds.
     pub jit_s: f64,
     pub cpu_s: f64,
@@ -113,7 +118,9 @@ impl JmxWatch {
     }
 
     /// What happened since the previous call; None until every endpoint has been read twice
-    /// (the first reading is the baseline), and once the watch has failed.
+    /// (the first reading is the baseline), once the watch has failed, and when some endpoint
+    /// has no reading newer than the last call's (the reader came late on a busy machine): then
+    /// the next call covers both intervals, rather than this one reading as no work at all.
     pub fn tick(&mut self) -> Option<JmxSecond> {
         if self.shared.failure.get().is_some() {
             return None;
@@ -122,9 +129,20 @@ impl JmxWatch {
             let latest = self.shared.latest.lock().unwrap_or_else(|p| p.into_inner());
             latest.iter().copied().collect::<Option<_>>()?
         };
-        let before = self.last.replace(now.clone())?;
-        Some(since(&before, &now))
+        next_second(&mut self.last, now)
     }
+}
+
+/// The figures between `last` and `now`, which becomes `last`; None without a baseline, or while
+/// an endpoint's reading is the one `last` holds (no new reading for it yet).
+fn next_second(last: &mut Option<Vec<Reading>>, now: Vec<Reading>) -> Option<JmxSecond> {
+    if let Some(before) = last
+        && before.iter().zip(&now).any(|(a, b)| b.at_ms <= a.at_ms)
+    {
+        return None;
+    }
+    let before = last.replace(now.clone())?;
+    Some(since(&before, &now))
 }
 
 /// What the reader reads on its standard input: the credentials, then the TLS settings (see
@@ -149,6 +167,7 @@ fn since(before: &[Reading], now: &[Reading]) -> JmxSecond {
     let mut s = JmxSecond::default();
     let (mut weighted, mut reads) = (0.0, 0.0);
     for (a, b) in before.iter().zip(now) {
+        s.span_s = s.span_s.max(delta(a.at_ms, b.at_ms) / 1e3);
         s.jit_s += delta(a.compile_ms, b.compile_ms) / 1e3;
         s.cpu_s += delta(a.cpu_ns, b.cpu_ns) / 1e9;
         s.gc_pauses += delta(a.gc_pauses, b.gc_pauses);
@@ -229,7 +248,7 @@ enum Line {
     Error(usize, String),
 }
 
-/// `0 1234 5678901234 …` (ten numbers, -1 for a figure the endpoint lacks) or
+/// `0 1234 5678901234 …` (eleven numbers, -1 for a figure the endpoint lacks) or
 /// `ERROR 0 java.net.ConnectException: Connection refused`.
 fn parse(line: &str) -> Option<Line> {
     if let Some(rest) = line.strip_prefix("ERROR ") {
@@ -249,6 +268,7 @@ fn parse(line: &str) -> Option<Line> {
         compacted,
         mean,
         reads,
+        at_ms,
     ] = n[..]
     else {
         return None;
@@ -266,6 +286,7 @@ fn parse(line: &str) -> Option<Line> {
             compacted_bytes: known(compacted),
             per_read_mean: known(mean),
             reads: known(reads),
+            at_ms,
         },
     ))
 }
@@ -312,12 +333,15 @@ mod tests {
 
     #[test]
     fn lines_are_readings_or_an_endpoints_error() {
-        let Some(Line::Values(1, r)) = parse("1 2500 9000000000 104857600 3 40 2 1048576 1.5 10") else {
+        let Some(Line::Values(1, r)) = parse("1 2500 9000000000 104857600 3 40 2 1048576 1.5 10 1764650000500") else {
             panic!("a reading");
         };
         assert_eq!((r.compile_ms, r.gc_pauses, r.pending), (2500.0, 3.0, Some(2.0)));
-        assert_eq!((r.per_read_mean, r.reads), (Some(1.5), Some(10.0)));
-        let Some(Line::Values(0, r)) = parse("0 1 2 3 4 5 -1 -1 -1 -1") else {
+        assert_eq!(
+            (r.per_read_mean, r.reads, r.at_ms),
+            (Some(1.5), Some(10.0), 1764650000500.0)
+        );
+        let Some(Line::Values(0, r)) = parse("0 1 2 3 4 5 -1 -1 -1 -1 6") else {
             panic!("a JVM that is no Cassandra");
         };
         assert_eq!((r.pending, r.compacted_bytes, r.per_read_mean), (None, None, None));
@@ -327,11 +351,12 @@ mod tests {
         );
         assert_eq!(parse("Picked up JAVA_TOOL_OPTIONS: -Xss1m"), None);
         assert_eq!(parse("1 2 3 4"), None, "too few figures");
+        assert_eq!(parse("0 1 2 3 4 5 -1 -1 -1 -1"), None, "no time of reading");
     }
 
     #[test]
     fn a_second_sums_the_endpoints_changes_and_weights_sstables_per_read_by_reads() {
-        let r = |compile_ms, cpu_ns, compacted, mean, reads| Reading {
+        let r = |compile_ms: f64, cpu_ns, compacted, mean, reads| Reading {
             compile_ms,
             cpu_ns,
             heap_bytes: 512.0 * 1_048_576.0,
@@ -341,6 +366,7 @@ mod tests {
             compacted_bytes: Some(compacted),
             per_read_mean: Some(mean),
             reads: Some(reads),
+            at_ms: if reads > 0.0 { 2000.0 } else { 1000.0 },
         };
         let before = [r(100.0, 1e9, 0.0, 1.0, 0.0), r(200.0, 2e9, 0.0, 1.0, 0.0)];
         // Node a read 300 times at 1 SSTable a read, node b 100 times at 3: 1.5 in all.
@@ -350,6 +376,7 @@ mod tests {
         ];
         let s = since(&before, &now);
         assert!((s.jit_s - 0.4).abs() < 1e-9 && (s.cpu_s - 1.5).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.span_s, 1.0);
         assert!(
             (s.gc_pauses - 4.0).abs() < 1e-9 && (s.gc_ms - 40.0).abs() < 1e-9,
             "{s:?}"
@@ -364,10 +391,36 @@ mod tests {
     }
 
     #[test]
+    fn a_late_reading_is_no_second_of_its_own_and_the_next_covers_both() {
+        // CI of 2026-12-02: on a loaded machine a second's JMX reading came after caplab closed
+        // the interval, which then read 0.0 server cores (the same reading twice).
+        let at = |ms: f64, cpu_ns: f64| Reading {
+            cpu_ns,
+            at_ms: ms,
+            ..Reading::default()
+        };
+        let mut last = None;
+        assert_eq!(
+            next_second(&mut last, vec![at(500.0, 0.0), at(501.0, 0.0)]),
+            None,
+            "a baseline"
+        );
+        let s = next_second(&mut last, vec![at(1500.0, 1e9), at(1501.0, 2e9)]).unwrap();
+        assert_eq!((s.span_s, s.cpu_s), (1.0, 3.0));
+        // The next interval closes before the reading of 2,500 ms arrives: no figures, not zeros.
+        assert_eq!(next_second(&mut last, vec![at(1500.0, 1e9), at(1501.0, 2e9)]), None);
+        // Nor while only one endpoint has been read again.
+        assert_eq!(next_second(&mut last, vec![at(2500.0, 2e9), at(1501.0, 2e9)]), None);
+        // Then one second holds both seconds' work, over the two seconds they took.
+        let s = next_second(&mut last, vec![at(3500.0, 3e9), at(3501.0, 6e9)]).unwrap();
+        assert_eq!((s.span_s, s.cpu_s), (2.0, 6.0));
+    }
+
+    #[test]
     fn the_watch_reports_once_every_endpoint_is_read_and_fails_on_an_error_line() {
         let endpoints = ["a:7199".to_string(), "b:7199".to_string()];
         let s = shared(2);
-        let out = "0 100 1000000000 0 0 0 -1 -1 -1 -1\n1 50 2000000000 0 0 0 -1 -1 -1 -1\n";
+        let out = "0 100 1000000000 0 0 0 -1 -1 -1 -1 500\n1 50 2000000000 0 0 0 -1 -1 -1 -1 501\n";
         read_lines(out.as_bytes(), "".as_bytes(), &endpoints, &target(), &s);
         let latest = s.latest.lock().unwrap();
         assert!(latest.iter().all(Option::is_some), "{latest:?}");

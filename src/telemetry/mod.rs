@@ -196,15 +196,17 @@ impl Watch {
             s.gc_pauses += gc.pause_count;
         }
         if let Some(j) = jmx {
+            // Rates over what the readings cover: more than the interval when one came late.
+            let span = j.span_s.max(1e-3);
             if self.remote {
                 s.gc_pause_ms = j.gc_ms;
                 s.gc_pauses = j.gc_pauses as usize;
-                s.server_cpu_cores = j.cpu_s / secs;
-                s.jit_cpu_cores = j.jit_s / secs;
+                s.server_cpu_cores = j.cpu_s / span;
+                s.jit_cpu_cores = j.jit_s / span;
             }
             s.heap_used_mb = Some(j.heap_mb);
             s.pending_compactions = j.pending_compactions;
-            s.compaction_mb_per_s = j.compacted_mb.map(|mb| mb / secs);
+            s.compaction_mb_per_s = j.compacted_mb.map(|mb| mb / span);
             s.sstables_per_read = j.sstables_per_read;
         }
         if let Some(c) = procfs::sample(std::process::id()) {
@@ -355,6 +357,7 @@ mod tests {
         let now = SystemTime::now();
         assert!(w.tick(now, 1.0, false, None).is_none(), "no reading, no second");
         let j = JmxSecond {
+            span_s: 2.0,
             jit_s: 0.1,
             cpu_s: 3.0,
             gc_pauses: 2.0,
@@ -368,7 +371,7 @@ mod tests {
         assert_eq!(
             (s.server_cpu_cores, s.jit_cpu_cores),
             (1.5, 0.05),
-            "per second of the interval"
+            "per second of what the readings cover"
         );
         assert_eq!((s.gc_pauses, s.gc_pause_ms), (2, 25.0));
         assert_eq!(
