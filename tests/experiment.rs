@@ -197,12 +197,15 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
     let lab = Lab::new("experiment-rates");
     std::fs::create_dir_all(&lab.home).unwrap();
     let file = lab.home.join("rates.yaml");
+    // Two rates the node keeps on a loaded machine, so the ratio is exactly 2: beside three
+    // files (faults_cluster's three nodes among them, 2026-12-02) steps at 1,000 op/s fell
+    // short, 986 op/s in the mean of three.
     std::fs::write(
         &file,
         format!(
             "name: rates\nrepeats: 3\nfresh: false\nnode: {{heap: 1G, address: {}, jmx_port: {}}}\n\
              run: {{warmup: 2s, duration: 3s}}\n\
-             variants:\n  - {{name: r500, run: {{rate: 500}}}}\n  - {{name: r1000, run: {{rate: 1000}}}}\n\
+             variants:\n  - {{name: r250, run: {{rate: 250}}}}\n  - {{name: r500, run: {{rate: 500}}}}\n\
              measure:\n  - {{name: insert, workload: insert}}\n",
             lab.address, lab.jmx_port
         ),
@@ -237,7 +240,7 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
         "the finished step was not run again"
     );
     let doc = experiment_json(&out);
-    let t = cell(&doc, "throughput", "r1000");
+    let t = cell(&doc, "throughput", "r500");
     let (lo, hi) = (t["ratio_ci"][0].as_f64().unwrap(), t["ratio_ci"][1].as_f64().unwrap());
     assert!(
         lo <= 2.0 && hi >= 2.0 && (t["ratio"].as_f64().unwrap() - 2.0).abs() < 0.01,
@@ -249,7 +252,7 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
     let a = answers.iter().find(|a| a["metric"] == "throughput").unwrap();
     assert_eq!(
         (a["variant"].as_str(), a["decision"].as_str()),
-        (Some("r1000"), Some("better")),
+        (Some("r500"), Some("better")),
         "{a}"
     );
     assert_eq!(doc["sittings"][0]["stopped"], "3 repeats, as the file asks");
@@ -262,7 +265,7 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
         out.to_str().unwrap(),
     ]));
     assert!(
-        stdout(&o).contains("throughput of r1000: BETTER") && stdout(&o).contains("To decide every primary question"),
+        stdout(&o).contains("throughput of r500: BETTER") && stdout(&o).contains("To decide every primary question"),
         "{}",
         stdout(&o)
     );
