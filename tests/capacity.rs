@@ -19,7 +19,9 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
     // and both keep their results with per-window verdicts. After 2 s of warm-up a fresh node's
     // first two seconds beside two other test files once held 966 op/s of the 1,000 asked (p99
     // 375 ms) and left 4 not sent, and once had a p99 of 766 ms, which a window's judge rightly
-    // fails: hence 5 s of warm-up and a p99 under 3 s, loose as this case means to be.
+    // fails: hence 5 s of warm-up and a p99 under 3 s, loose as this case means to be. And 1 %
+    // of failures allowed, not 0.1 %: beside three files (a CI of 2026-12-02) the client left 7
+    // of a window's 2,010 operations never sent at its end, which count as failed.
     let run = |sla: &str, out: &str| {
         lab.caplab(&[
             "run",
@@ -33,6 +35,8 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
             "4s",
             "--sla",
             sla,
+            "--sla-errors",
+            "1%",
             "--out",
             out,
             "-q",
@@ -40,7 +44,7 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
     };
     let o = ok(run("p99<3s/2s", &dir("run-pass")));
     assert!(
-        stdout(&o).contains("SLA p99<3000ms/2s, rate >= 97% of 1,000 op/s, errors <= 0.1%: PASS"),
+        stdout(&o).contains("SLA p99<3000ms/2s, rate >= 97% of 1,000 op/s, errors <= 1%: PASS"),
         "{}",
         stdout(&o)
     );

@@ -458,8 +458,9 @@ fn a_cluster_caplab_does_not_run_is_read_over_cql_and_jmx() {
     );
     let seconds = common::measured_seconds(server);
     // One reading a second; the first of the window may come before the JVM's first reading
-    // of it (read half a second after each whole second).
-    assert!((5..=7).contains(&seconds.len()), "{server}");
+    // of it (read half a second after each whole second), and a second whose reading came late
+    // on a busy machine is left out (the next covers both): 4 of the 6 at least.
+    assert!((4..=7).contains(&seconds.len()), "{server}");
     for s in &seconds {
         assert!(
             s["server_cpu_cores"].as_f64().unwrap() > 0.0,
@@ -702,7 +703,8 @@ fn jmx_over_tls_with_a_password_and_a_client_certificate() {
     let check = doc["warmup"]["check"].as_str().unwrap_or_default();
     assert!(check.contains("% of server CPU over JMX"), "{}", doc["warmup"]);
     let seconds = common::measured_seconds(server);
-    assert!((5..=7).contains(&seconds.len()), "one reading a second: {server}");
+    // As above: the first second, and one whose reading came late, may have none.
+    assert!((4..=7).contains(&seconds.len()), "one reading a second: {server}");
     assert!(
         seconds.iter().all(|s| s["server_cpu_cores"].as_f64().unwrap() > 0.0),
         "{server}"
