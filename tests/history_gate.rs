@@ -30,11 +30,11 @@ fn lab() -> &'static Lab {
 }
 
 /// Six sittings (named by the job, `--label sitting=`), each running the series (2 s windows)
-/// and the canary (the same load, up to 512 in flight instead of 256: at 1,000 op/s a couple
-/// are, so the same runs, but another series); in the last
-/// three every operation is 2 ms later (through the fault proxy: the night is slower, for both).
-/// Checked alone, the series regresses from the fourth sitting; relative to the canary it does
-/// not, and the canary is not checked.
+/// and the canary (the same load with up to 512 in flight instead of 256: at 1,000 op/s only a
+/// couple are, so the runs are alike, but the canary is another series); in the last three every
+/// operation is 2 ms later (through the fault proxy: the night is slower, for both). Checked
+/// alone, the series regresses from the fourth sitting; relative to the canary it does not, and
+/// the canary is not checked.
 ///
 /// The canary is the series' very load: with 3 s windows its p50 was 1.10 times the series'
 /// in one CI (2026-12-02), so the same 2 ms added to both moved their ratio by +16 %, which the
