@@ -190,13 +190,18 @@ impl HdrLog {
     }
 
     /// Appends one interval: the untagged all-operations histogram (`all` is scratch space for
-    /// it), then up to four per operation type, those that have values.
+    /// it), then up to four per operation type, those that have values. The untagged one is
+    /// written even when empty: a second in which no operation ended (a stall) is a second of
+    /// the window all the same, with no latency and 0 op/s, not a second left out (until
+    /// 2026-12-02 it was left out, and pages drew a 3 s window's stall as two points). An empty
+    /// partial interval under half a second (the window's ragged end, which the readers leave
+    /// out) is not written.
     pub fn write_interval(&mut self, op_names: &[String], interval: &Interval, all: &mut Histogram<u64>) -> Result<()> {
         all.reset();
         for s in &interval.ops {
             all.add(&s.response).expect("same bounds");
         }
-        if !all.is_empty() {
+        if !all.is_empty() || interval.length >= Duration::from_millis(500) {
             self.write(None, all, interval.start, interval.length)?;
         }
         for (name, s) in op_names.iter().zip(&interval.ops) {
@@ -351,6 +356,40 @@ mod tests {
                 .map(|t| (t.start.as_secs(), t.length, t.rate))
                 .collect::<Vec<_>>(),
             [(2, second, 250.0), (3, second, 312.5)]
+        );
+    }
+
+    #[test]
+    fn a_second_in_which_no_operation_ended_is_in_the_log_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stall.hlog");
+        let mut log = HdrLog::create(&path, SystemTime::now()).unwrap();
+        let names = ["insert".to_string()];
+        let mut done = OpStats::default();
+        done.response.record(2_000_000).unwrap();
+        done.ok = 1;
+        let second = Duration::from_secs(1);
+        let mut all = super::super::recorder::new_histogram();
+        for (at, op) in [(2, OpStats::default()), (3, done)] {
+            let interval = Interval {
+                start: Duration::from_secs(at),
+                length: second,
+                warmup: false,
+                ops: vec![op],
+                sent: 1,
+            };
+            log.write_interval(&names, &interval, &mut all).unwrap();
+        }
+        let mut read = Vec::new();
+        each(&path, |l| {
+            read.push((l.start.as_secs(), l.tag, l.histogram.len()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            read,
+            [(2, None, 0), (3, None, 1), (3, Some("insert.response".to_string()), 1)],
+            "the stalled second is there, empty, and no tag of an operation that did nothing"
         );
     }
 
