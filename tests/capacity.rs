@@ -5,6 +5,7 @@
 mod common;
 
 use common::{Args, Lab, jvm_lock, ok, result_json, stderr, stdout};
+use std::path::Path;
 use std::time::Instant;
 
 #[test]
@@ -187,6 +188,9 @@ fn the_adaptive_search_reports_what_it_found(lab: &Lab, hosts: &str) {
     }
 }
 
+/// Steps of a short sweep: 1 s of warm-up, 2 s measured, no confirmation, quietly.
+const SHORT_STEPS: [&str; 7] = ["--warmup", "1s", "--measure", "2s", "--confirm", "0s", "-q"];
+
 /// No rate met the SLA: every step failed, the search says so and exits 1, and the history
 /// records it (the record whose results are under `out`) with no capacity.
 fn no_rate_passed_is_reported(lab: &Lab, o: &std::process::Output, cap: &serde_json::Value, out: &str) {
@@ -209,7 +213,7 @@ fn no_rate_passed_is_reported(lab: &Lab, o: &std::process::Output, cap: &serde_j
 /// on purpose, not left to a slow sitting.
 fn a_sweep_where_no_rate_meets_the_sla_says_so(lab: &Lab, hosts: &str) {
     let out = lab.home.join("none").to_str().unwrap().to_string();
-    let o = lab.caplab(&[
+    let asked = [
         "capacity",
         "--hosts",
         hosts,
@@ -217,17 +221,11 @@ fn a_sweep_where_no_rate_meets_the_sla_says_so(lab: &Lab, hosts: &str) {
         "200",
         "--sla",
         "p50<1us/1s",
-        "--warmup",
-        "1s",
-        "--measure",
-        "2s",
-        "--confirm",
-        "0s",
-        "-q",
         "--out",
         &out,
-    ]);
-    let cap = result_json_named(&lab.home.join("none"), "capacity.json");
+    ];
+    let o = lab.caplab(&[&asked[..], &SHORT_STEPS].concat());
+    let cap = result_json_named(Path::new(&out), "capacity.json");
     no_rate_passed_is_reported(lab, &o, &cap, &out);
 }
 
@@ -237,18 +235,7 @@ fn a_sweep_where_no_rate_meets_the_sla_says_so(lab: &Lab, hosts: &str) {
 /// (relative) results directory: every step still gets its page, linked from the search's.
 fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted(lab: &Lab, hosts: &str) {
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
-    let quick = [
-        "capacity",
-        "--sla",
-        "p99<2s/2s",
-        "--warmup",
-        "1s",
-        "--measure",
-        "2s",
-        "--confirm",
-        "0s",
-        "-q",
-    ];
+    let quick = [&["capacity", "--sla", "p99<2s/2s"][..], &SHORT_STEPS].concat();
     let priced = [
         "--rates",
         "500,1k",
@@ -352,6 +339,6 @@ fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted(lab: &Lab, hosts: &str)
     assert!(page.contains("id=\"chart-curve\""), "the curve's chart");
 }
 
-fn result_json_named(dir: &std::path::Path, name: &str) -> serde_json::Value {
+fn result_json_named(dir: &Path, name: &str) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join(name)).expect(name)).expect("valid JSON")
 }

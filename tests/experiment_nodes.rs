@@ -24,21 +24,23 @@ fn a_duet_runs_both_variants_at_once_with_half_the_load_each_and_finds_the_small
     // concurrent-cycle threshold by the window made its count swing from 5 to 25 between
     // repeats), so young collections come many times as often on 512M as on 4G. At 500 op/s
     // (250 a side; 1,000 until 2026-12-02) alone here: 3 pauses in each of the six windows
-    // against 0.17 (adjusted p 4e-5), each node 0.51 cores, every operation done; at 1,000,
+    // against 0.17 (adjusted p 4e-5), each node 0.51 cores, every operation done. At 1,000:
     // 5.8 against 0.67, each node 0.75-0.78 cores and 467-491 of its 500 op/s done even alone,
     // and beside the heaviest files (a CI of 2026-12-02) both did 206 of 500 with p50s of
-    // 3.7 s and one round's spread left adjusted p at 0.076. Over fresh
-    // nodes, one step at a time, 10 s windows counted 6, 6, 6, 5 pauses against 1, 0, 0, 0
-    // (adjusted p 4e-6) in 4 repeats, but took 8 node starts, 7 minutes of CI; 3 repeats failed
-    // a CI (means 5.7 against 2.0, p 0.055), as did a 256M heap (28, 13, 13 against 0, 0, 0,
-    // p 0.069 with the t test's 2 degrees of freedom). A duet pairs each round's two windows in
-    // the same seconds, on two nodes started once (here alone: 7.25 against 1.0 pauses a window,
-    // p 0.0005; 160 s for the file against 606 s in CI before). Four rounds failed a CI of
-    // 2026-11-29: the first round, on nodes just started, counted 12 pauses against 1 (the next
-    // three 6, 6, 5 against 1, 0, 0), which widened the paired t test's spread to p 0.022, 0.067
-    // adjusted for the three metrics compared; six such rounds (differences 11, 5, 6, 5, 5, 6)
-    // give p 0.001. Every window is compared (`include_unsteady`): the count of young
-    // collections at a fixed allocation rate does not depend on whether the JIT had settled.
+    // 3.7 s and one round's spread left adjusted p at 0.076.
+    //
+    // Before the duet: over fresh nodes, one step at a time, 10 s windows counted 6, 6, 6, 5
+    // pauses against 1, 0, 0, 0 (adjusted p 4e-6) in 4 repeats, but took 8 node starts, 7
+    // minutes of CI; 3 repeats failed a CI (means 5.7 against 2.0, p 0.055), as did a 256M heap
+    // (28, 13, 13 against 0, 0, 0, p 0.069 with the t test's 2 degrees of freedom). A duet
+    // pairs each round's two windows in the same seconds, on two nodes started once (here
+    // alone: 7.25 against 1.0 pauses a window, p 0.0005; 160 s for the file against 606 s in CI
+    // before). Four rounds failed a CI of 2026-11-29: the first round, on nodes just started,
+    // counted 12 pauses against 1 (the next three 6, 6, 5 against 1, 0, 0), which widened the
+    // paired t test's spread to p 0.022, 0.067 adjusted for the three metrics compared; six
+    // such rounds (differences 11, 5, 6, 5, 5, 6) give p 0.001. Every window is compared
+    // (`include_unsteady`): the count of young collections at a fixed allocation rate does not
+    // depend on whether the JIT had settled.
     std::fs::write(
         &file,
         format!(

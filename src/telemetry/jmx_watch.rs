@@ -6,14 +6,13 @@
 //! the compaction figures when the run's tables compact.
 //!
 //! One small JVM (`CaplabJmx.java`, run by the JDK's single-file launcher with the `java` that
-//! runs NodeTool) reads every endpoint half a second after each wall-clock second, so that
-//! each interval caplab closes on a whole second finds one new reading (one that comes late
-//! leaves its interval without figures, and the next covers both, by the reader's clock).
-//! Compilation time is the
-//! compilers' elapsed time, so on a busy server, where they wait for a core, the JIT's share
-//! reads higher than their CPU would: the warm-up errs towards waiting longer. A watch that
-//! cannot start or read (no JDK compiler, JMX unreachable or refused) says why once; the run
-//! goes on without these figures (and the warm-up falls back to the blind rule).
+//! runs NodeTool) reads every endpoint half a second after each wall-clock second, so that each
+//! interval caplab closes on a whole second finds one new reading (one that comes late leaves
+//! its interval without figures, and the next covers both, by the reader's clock). Compilation
+//! time is the compilers' elapsed time, so on a busy server, where they wait for a core, the
+//! JIT's share reads higher than their CPU would: the warm-up errs towards waiting longer. A
+//! watch that cannot start or read (no JDK compiler, JMX unreachable or refused) says why once;
+//! the run goes on without these figures (and the warm-up falls back to the blind rule).
 
 use anyhow::{Context, Result};
 use std::io::{BufRead, BufReader, Write};
