@@ -49,6 +49,10 @@ pub struct LogRatio {
     /// Degrees of freedom borrowed from a prior (0: none), part of `df`.
     #[serde(default)]
     pub borrowed_df: f64,
+    /// The degrees of freedom of a prior offered (0: none), borrowed or not: a look's level is
+    /// the one simulated for the checked procedure with a prior of that many.
+    #[serde(default)]
+    pub offered_df: f64,
 }
 
 impl LogRatio {
@@ -94,11 +98,13 @@ pub fn paired(pairs: &[(f64, f64)], prior: Option<&Prior>) -> Option<LogRatio> {
     let d: Vec<f64> = pairs.iter().map(|(a, b)| b.ln() - a.ln()).collect();
     let own_df = n as f64 - 1.0;
     let own = if n >= 2 { variance(&d) } else { 0.0 };
-    let (var, df, borrowed) = match prior.filter(|p| p.df > 0.0 && p.variance.is_finite()) {
-        Some(p) => {
-            let pv = p.variance * BORROW_SAFETY;
-            ((p.df * pv + own_df * own) / (p.df + own_df), p.df + own_df, p.df)
-        }
+    let offered = prior.filter(|p| p.df > 0.0 && p.variance.is_finite());
+    let (var, df, borrowed) = match offered {
+        Some(p) => match checked(own, own_df, p.variance, p.df) {
+            (var, df, true) => (var, df, p.df),
+            (_, _, false) if n < 2 => return None,
+            (var, df, false) => (var, df, 0.0),
+        },
         None if n >= 2 => (own, own_df, 0.0),
         None => return None,
     };
@@ -109,7 +115,42 @@ pub fn paired(pairs: &[(f64, f64)], prior: Option<&Prior>) -> Option<LogRatio> {
         n: (n, n),
         paired: true,
         borrowed_df: borrowed,
+        offered_df: offered.map_or(0.0, |p| p.df),
     })
+}
+
+/// The one-sided level at which today's rounds are found to spread more than a borrowed
+/// variance allows (`BORROW_SAFETY` times the calibration's): an F test of their variance
+/// against it. Then nothing is borrowed and the look uses the rounds' own variance and level.
+pub const BORROW_CHECK: f64 = 0.5;
+
+/// The `1 − BORROW_CHECK` quantile of F(own_df, prior_df): the ratio of today's variance to the
+/// allowed one above which nothing is borrowed.
+pub fn f_bound(own_df: f64, prior_df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, FisherSnedecor};
+    FisherSnedecor::new(own_df, prior_df).map_or(f64::INFINITY, |f| f.inverse_cdf(1.0 - BORROW_CHECK))
+}
+
+/// The variance a round's log-ratio is taken to have, and its degrees of freedom, from the
+/// rounds' own (`own` on `own_df`) and a prior offered (`prior` as measured, on `prior_df`):
+/// pooled with the prior times `BORROW_SAFETY`, never below the rounds' own, unless the rounds
+/// spread more than the prior allows (then their own alone). The one rule `paired` and the
+/// sequential level's simulation share.
+pub fn checked(own: f64, own_df: f64, prior: f64, prior_df: f64) -> (f64, f64, bool) {
+    checked_at(own, own_df, prior, prior_df, f_bound(own_df, prior_df))
+}
+
+/// `checked` with its F bound (`f_bound(own_df, prior_df)`) given: simulations reuse it.
+pub fn checked_at(own: f64, own_df: f64, prior: f64, prior_df: f64, bound: f64) -> (f64, f64, bool) {
+    let allowed = prior * BORROW_SAFETY;
+    if own_df >= 1.0 && (allowed <= 0.0 && own > 0.0 || allowed > 0.0 && own / allowed > bound) {
+        return (own, own_df, false);
+    }
+    (
+        ((prior_df * allowed + own_df * own) / (prior_df + own_df)).max(own),
+        prior_df + own_df,
+        true,
+    )
 }
 
 /// The unpaired estimate (Welch on the logs). `conservative` takes min(n) − 1 degrees of
@@ -135,6 +176,7 @@ pub fn unpaired(a: &[f64], b: &[f64], conservative: bool) -> Option<LogRatio> {
         n: (a.len(), b.len()),
         paired: false,
         borrowed_df: 0.0,
+        offered_df: 0.0,
     })
 }
 
