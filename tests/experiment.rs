@@ -286,7 +286,8 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
     assert!(stdout(&o).contains("weaker evidence"), "{}", stdout(&o));
 
     // The same file run again into the same directory: a second sitting, its own rounds, and
-    // answers pooled across both (the rates differ exactly, so every sitting says ×2).
+    // answers pooled across both by machine (the rates differ exactly, so every sitting says
+    // ×2).
     let o = ok(lab.caplab(&[
         "experiment",
         file.to_str().unwrap(),
@@ -305,8 +306,18 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
         .iter()
         .find(|a| a["metric"] == "throughput")
         .unwrap();
-    assert_eq!(a["covers"], "across 2 sittings", "{a}");
-    assert_eq!(a["sittings"].as_array().unwrap().len(), 2, "{a}");
+    // Both sittings ran on this boot: one machine, and a prediction for another beside.
+    assert_eq!(a["covers"], "across 2 sittings on 1 machine", "{a}");
+    assert_eq!(
+        (a["machines"].as_u64(), a["sittings"].as_array().unwrap().len()),
+        (Some(1), 2),
+        "{a}"
+    );
+    let (lo, hi) = (
+        a["prediction"][0].as_f64().unwrap(),
+        a["prediction"][1].as_f64().unwrap(),
+    );
+    assert!(lo < 2.0 && 2.0 < hi, "{a}");
     assert!((a["ratio"].as_f64().unwrap() - 2.0).abs() < 0.01, "{a}");
     // Each sitting keeps its own answers.
     assert_eq!(

@@ -87,6 +87,10 @@ pub struct CompareArgs {
     /// Kept for older scripts: every window is compared by default now.
     #[arg(long, hide = true)]
     pub include_unsteady: bool,
+    /// Where the spread between machines is read from (the prior on it, from other experiments)
+    /// and kept (each pooled answer over two machines or more).
+    #[command(flatten)]
+    pub history: crate::history::HistoryArgs,
 }
 
 /// The experiment to run and how its record opens.
@@ -220,8 +224,9 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
     Ok(record.exit_code())
 }
 
-pub fn compare(args: CompareArgs) -> Result<u8> {
-    let comparisons = compare_dirs(&args.dirs, args.floor, args.steady_only)?;
+pub fn compare(home: &Home, args: CompareArgs) -> Result<u8> {
+    let history = args.history.location(&home.data);
+    let comparisons = compare_dirs(&args.dirs, args.floor, args.steady_only, history.as_ref())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&comparisons)?);
     } else {

@@ -92,7 +92,7 @@ impl Cli {
             Command::Run(args) => run::run(&home, *args),
             Command::Capacity(args) => capacity::run(&home, *args),
             Command::Experiment(args) => experiment::run(&home, *args),
-            Command::Compare(args) => experiment::compare(args),
+            Command::Compare(args) => experiment::compare(&home, args),
             Command::Merge(args) => merge::run(&home, args),
             Command::History(args) => history::run(&home, args),
             Command::Report(args) => report::run(args),

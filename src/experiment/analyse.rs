@@ -8,10 +8,11 @@ use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::compare::{Answer, Ask, Comparison, Excluded, Observation, Question, Unit, compare};
+use super::compare::{Answer, Ask, Comparison, Excluded, Observation, Question, SittingId, Unit, compare};
 use super::record::{ExperimentRecord, ExperimentStep, Sitting};
 use super::spec::Experiment;
 use crate::measure::RunStatus;
+use crate::stats::machines::TauPrior;
 use crate::stats::ratio::Prior;
 use crate::stats::sequential::Design;
 
@@ -112,6 +113,19 @@ fn primary(exp: &Experiment, m: usize) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// A sitting as pooling sees it: its name and machine, the boot it ran on (its host name where
+/// an older record has no boot id).
+pub fn sitting_id(s: &Sitting) -> SittingId {
+    SittingId {
+        name: s.name.clone(),
+        machine: if s.host.boot_id.is_empty() {
+            s.host.hostname.clone()
+        } else {
+            s.host.boot_id.clone()
+        },
+    }
+}
+
 /// A sitting's own answers to measurement `measurement`'s questions (its last look).
 fn answers_of(sitting: &Sitting, measurement: &str) -> Vec<Answer> {
     sitting
@@ -127,7 +141,7 @@ fn ask<'a>(
     exp: &'a Experiment,
     question: Question<'a>,
     earlier: &'a [Answer],
-    sittings: &'a [String],
+    sittings: &'a [SittingId],
     own: &'a [Vec<Answer>],
 ) -> Ask<'a> {
     Ask {
@@ -151,7 +165,7 @@ pub fn sitting_comparisons(
     priors: &[Lent],
 ) -> Vec<Comparison> {
     let current = record.sittings.len() - 1;
-    let name = [record.current().name.clone()];
+    let name = [sitting_id(record.current())];
     (0..exp.file.measure.len())
         .map(|m| {
             let mut unreadable = Vec::new();
@@ -170,6 +184,7 @@ pub fn sitting_comparisons(
                 round: record.rounds() as usize,
                 complete: record.round_complete(),
                 priors: &lent,
+                tau_priors: &[],
             };
             let ask = ask(exp, question, &earlier, &name, &[]);
             let mut cmp = compare(measurement, &variants, ask);
@@ -180,8 +195,15 @@ pub fn sitting_comparisons(
 }
 
 /// Each measurement's comparison across every sitting of the record: with one sitting, its own;
-/// with several, the answers pooled across them (each sitting's own shown beside).
-pub fn comparisons(exp: &Experiment, record: &ExperimentRecord, out: &Path, priors: &[Lent]) -> Vec<Comparison> {
+/// with several, the answers pooled across them by machine, with `tau`'s priors on the spread
+/// between machines (each sitting's own shown beside).
+pub fn comparisons(
+    exp: &Experiment,
+    record: &ExperimentRecord,
+    out: &Path,
+    priors: &[Lent],
+    tau: &[(String, TauPrior)],
+) -> Vec<Comparison> {
     let completed = |i: usize| {
         let name = &record.sittings[i].name;
         record
@@ -193,7 +215,7 @@ pub fn comparisons(exp: &Experiment, record: &ExperimentRecord, out: &Path, prio
     if which.len() <= 1 {
         return sitting_comparisons(exp, record, out, priors);
     }
-    let names: Vec<String> = which.iter().map(|&i| record.sittings[i].name.clone()).collect();
+    let names: Vec<SittingId> = which.iter().map(|&i| sitting_id(&record.sittings[i])).collect();
     (0..exp.file.measure.len())
         .map(|m| {
             let mut unreadable = Vec::new();
@@ -210,6 +232,7 @@ pub fn comparisons(exp: &Experiment, record: &ExperimentRecord, out: &Path, prio
                 round: which.len(),
                 complete: true,
                 priors: &[],
+                tau_priors: tau,
             };
             let ask = ask(exp, question, &[], &names, &own);
             let mut cmp = compare(measurement, &variants, ask);

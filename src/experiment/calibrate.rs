@@ -23,7 +23,7 @@ use super::spec::{Experiment, ExperimentFile, Variant, What};
 use crate::files::write_json;
 use crate::measure::RunStatus;
 use crate::stats::ratio::Prior;
-use crate::stats::t_quantile;
+use crate::stats::sequential::{Design, POWER, rounds_to_decide};
 
 pub const CALIBRATION_FILE: &str = "calibration.json";
 /// Rounds of a calibration unless `--calibrate-rounds` says otherwise.
@@ -289,24 +289,34 @@ impl Calibration {
         s
     }
 
-    /// The windows per node and rounds that reach `effect` on `c` at the least wall time, for
-    /// `variants` variants (a fixed-sample interval at level `alpha`, 80 % power).
-    pub fn allocate(&self, c: &Components, effect: f64, alpha: f64, variants: usize) -> Allocation {
+    /// The windows per node and rounds that decide a difference of `effect` on `c` at the least
+    /// wall time, for `variants` variants, each sized by `design`'s own looks (simulated, 80 %
+    /// by the planned round: `sized`).
+    pub fn allocate(&self, c: &Components, effect: f64, design: &Design, variants: usize) -> Allocation {
         let best = (1..=10)
             .map(|k| {
-                let v = c.pair_at(k);
-                let rounds = rounds_for(v, effect, alpha);
+                let (rounds, chance, within) = sized(design, c.pair_at(k).sqrt(), effect);
                 let per_round = variants as f64 * (self.node_s + f64::from(k) * self.window_s);
-                (k, rounds, per_round * rounds as f64)
+                (k, rounds, chance, within, per_round * rounds as f64)
             })
-            .min_by(|a, b| a.2.total_cmp(&b.2))
+            // Plans that decide with 80 % by their round, the quickest; else the likeliest (the
+            // quickest of those within two points of each other: the simulation's own error).
+            .min_by(|a, b| match (a.2 >= POWER, b.2 >= POWER) {
+                (true, true) => a.4.total_cmp(&b.4),
+                (false, false) if (a.2 - b.2).abs() < 0.02 => a.4.total_cmp(&b.4),
+                (false, false) => b.2.total_cmp(&a.2),
+                (a_reached, b_reached) => b_reached.cmp(&a_reached),
+            })
             .expect("ten candidates");
-        let one = rounds_for(c.pair_at(1), effect, alpha);
+        let (one, one_chance, _) = sized(design, c.pair_at(1).sqrt(), effect);
         Allocation {
             windows: best.0,
             rounds: best.1,
-            seconds: best.2,
+            chance: best.2,
+            within: best.3,
+            seconds: best.4,
             one_window_rounds: one,
+            one_window_chance: one_chance,
             one_window_seconds: one as f64 * variants as f64 * (self.node_s + self.window_s),
         }
     }
@@ -317,21 +327,30 @@ impl Calibration {
 pub struct Allocation {
     pub windows: u32,
     pub rounds: usize,
+    /// The chance of a decision by `rounds`, simulated.
+    pub chance: f64,
+    /// Whether `rounds` is within the file's most repeats.
+    pub within: bool,
     pub seconds: f64,
     pub one_window_rounds: usize,
+    pub one_window_chance: f64,
     pub one_window_seconds: f64,
 }
 
-/// Rounds for a paired interval at `alpha` to tell a difference of `effect` with 80 % power, at
-/// a variance `v` of one round's log-ratio (at least 3).
-fn rounds_for(v: f64, effect: f64, alpha: f64) -> usize {
-    let d = (1.0 + effect).ln();
-    (3..=1000)
-        .find(|&n| {
-            let df = (n - 1) as f64;
-            (t_quantile(1.0 - alpha / 2.0, df) + t_quantile(0.8, df)) * (v / n as f64).sqrt() <= d
-        })
-        .unwrap_or(1000)
+/// The most rounds a plan is sized to when the file's most repeats do not decide often enough.
+const PLAN_MAX: usize = 60;
+
+/// Rounds for `design`'s looks to decide a difference of `effect` by the last of them with 80 %
+/// probability, one round's log-ratio of SD `sd` (`sequential::rounds_to_decide`): within the
+/// file's most repeats when they suffice (true), else on looks up to `PLAN_MAX` rounds (false).
+fn sized(design: &Design, sd: f64, effect: f64) -> (usize, f64, bool) {
+    let (n, chance) = rounds_to_decide(design, sd, effect);
+    if chance >= POWER || design.max >= PLAN_MAX {
+        return (n, chance, true);
+    }
+    let longer = Design::new(design.alpha, design.comparisons, design.min, PLAN_MAX);
+    let (n, chance) = rounds_to_decide(&longer, sd, effect);
+    (n, chance, false)
 }
 
 /// The variances a calibration lends `exp`: per measurement and primary metric, one round's
@@ -390,13 +409,15 @@ mod tests {
             window_s: 35.0,
             components: vec![],
         };
-        let a = cal.allocate(&c, 0.05, 0.05, 2);
-        // k* = √(c_n σ_w² / (c_w σ_n²)) = √(120 · 0.01 / (35 · 0.001)) ≈ 5.9.
-        assert!((5..=7).contains(&a.windows), "{a:?}");
-        assert!(a.seconds < a.one_window_seconds, "{a:?}");
+        let design = Design::new(0.05, 1, 3, 12);
+        let a = cal.allocate(&c, 0.05, &design, 2);
+        // k* = √(c_n σ_w² / (c_w σ_n²)) = √(120 · 0.01 / (35 · 0.001)) ≈ 5.9 for rounds in
+        // proportion to the variance; sized by simulating the looks, rounds move in steps.
+        assert!((4..=7).contains(&a.windows), "{a:?}");
+        assert!(a.chance >= POWER && a.one_window_chance < POWER, "{a:?}");
         // Nodes that vary more than windows: one window each is cheapest.
         let noisy_nodes = components(0.0001, 0.01, None);
-        assert_eq!(cal.allocate(&noisy_nodes, 0.05, 0.05, 2).windows, 1);
+        assert_eq!(cal.allocate(&noisy_nodes, 0.05, &design, 2).windows, 1);
     }
 
     #[test]

@@ -158,7 +158,8 @@ pub fn estimate_from(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<
             exp.origin
         );
     }
-    let comparisons = super::analyse::comparisons(exp, &record, dir, &super::analyse::priors(exp).unwrap_or_default());
+    let comparisons =
+        super::analyse::comparisons(exp, &record, dir, &super::analyse::priors(exp).unwrap_or_default(), &[]);
     let mut lines = vec![format!(
         "From {} ({} rounds run there):",
         dir.display(),
@@ -213,8 +214,11 @@ pub fn allocation(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<Str
     let mut lines = vec![
         cal.render(),
         format!(
-            "Plan from it, for a fixed-sample answer at α {alpha:.4} (5 % over {} question(s)) with 80 % power, \
-             {variants} variants a round{}:",
+            "Plan from it, for the sequential answers (looks at rounds {}–{}, α {alpha:.4}: 5 % over {} question(s)), \
+             sized by simulating them to decide a difference of exactly the effect by the planned round in 80 % of \
+             experiments, {variants} variants a round{}:",
+            design.min,
+            design.max,
             design.comparisons,
             if exp.cells.len() < 2 {
                 " (the file has one: planned as an A/A)"
@@ -233,15 +237,26 @@ pub fn allocation(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<Str
                 lines.push(format!("  {} {metric}: not in the calibration", measurement.name));
                 continue;
             };
-            let a = cal.allocate(c, exp.effect(&metric), alpha, variants);
+            let a = cal.allocate(c, exp.effect(&metric), &design, variants);
+            let beyond = if a.within {
+                String::new()
+            } else {
+                format!(
+                    "; more than the file's most repeats ({}): raise repeats' max",
+                    design.max
+                )
+            };
             lines.push(format!(
-                "  {} {metric} ±{:.0} %: {} window(s) per node, {} rounds, about {} (one window per node: {} rounds, {})",
+                "  {} {metric} ±{:.0} %: {} window(s) per node, {} rounds (decided by then in {:.0} % of simulated \
+                 experiments), about {} (one window per node: {} rounds, {:.0} %, {}){beyond}",
                 measurement.name,
                 exp.effect(&metric) * 100.0,
                 a.windows,
                 a.rounds,
+                a.chance * 100.0,
                 took(a.seconds),
                 a.one_window_rounds,
+                a.one_window_chance * 100.0,
                 took(a.one_window_seconds)
             ));
         }

@@ -33,6 +33,7 @@ pub mod question;
 pub mod record;
 pub mod runner;
 pub mod spec;
+pub mod spread;
 pub mod step;
 
 use anyhow::{Result, bail};
@@ -47,7 +48,7 @@ use crate::measure::RunStatus;
 use crate::stats::sequential::Design;
 use analyse::ALPHA;
 use compare::{Ask, Comparison, Question, Unit, compare};
-use record::ExperimentRecord;
+use record::{ExperimentRecord, Sitting};
 use runner::Opening;
 use spec::{Experiment, What};
 
@@ -115,7 +116,10 @@ pub fn run(
     s.elapsed_s = prior_elapsed + began.elapsed().as_secs_f64();
     let own = analyse::sitting_comparisons(exp, &record, out, &priors);
     record.current_mut().comparison = own;
-    record.comparison = analyse::comparisons(exp, &record, out, &priors);
+    let tau = spread::priors(exp, &record.name, history);
+    record.comparison = analyse::comparisons(exp, &record, out, &priors, &tau);
+    let ids: Vec<_> = record.sittings.iter().map(analyse::sitting_id).collect();
+    spread::record(&record.name, &ids, &record.comparison, history);
     let profiled = exp
         .cells
         .iter()
@@ -150,7 +154,13 @@ pub fn design(exp: &Experiment) -> Design {
 /// of the same experiment, run on other days or machines: their sittings pooled), or variants
 /// given as results directories, repeats of one variant joined by commas (`a1,a2,a3
 /// b1,b2,b3`); the first is the baseline.
-pub fn compare_dirs(args: &[String], floor: f64, steady_only: bool) -> Result<Vec<Comparison>> {
+/// `history` gives the priors on the spread between machines and keeps what pooling measured.
+pub fn compare_dirs(
+    args: &[String],
+    floor: f64,
+    steady_only: bool,
+    history: Option<&crate::history::Location>,
+) -> Result<Vec<Comparison>> {
     let experiments: Vec<&String> = args
         .iter()
         .filter(|a| Path::new(a).join(record::EXPERIMENT_FILE).exists())
@@ -162,12 +172,11 @@ pub fn compare_dirs(args: &[String], floor: f64, steady_only: bool) -> Result<Ve
         let (exp, record, out) = pooled_records(args)?;
         let mut exp = exp;
         exp.file.steady_only |= steady_only;
-        return Ok(analyse::comparisons(
-            &exp,
-            &record,
-            &out,
-            &analyse::priors(&exp).unwrap_or_default(),
-        ));
+        let tau = spread::priors(&exp, &record.name, history);
+        let comparisons = analyse::comparisons(&exp, &record, &out, &analyse::priors(&exp).unwrap_or_default(), &tau);
+        let ids: Vec<_> = record.sittings.iter().map(analyse::sitting_id).collect();
+        spread::record(&record.name, &ids, &comparisons, history);
+        return Ok(comparisons);
     }
     if args.len() < 2 {
         bail!(
@@ -219,6 +228,7 @@ pub fn compare_dirs(args: &[String], floor: f64, steady_only: bool) -> Result<Ve
             round: n,
             complete: true,
             priors: &[],
+            tau_priors: &[],
         }),
         earlier: &[],
         sittings: &[],
@@ -244,6 +254,14 @@ pub fn pooled_records(dirs: &[String]) -> Result<(Experiment, ExperimentRecord, 
         runner::same_experiment(&exp, &Experiment::parse(&other.text, &other.origin)?, Path::new(dir))?;
         let offset = record.steps.iter().map(|s| s.index).max().unwrap_or(0);
         for mut sitting in other.sittings {
+            if let Some(same) = record.sittings.iter().find(|s| same_sitting(s, &sitting)) {
+                bail!(
+                    "{dir} holds sitting {} again, the one already given as {} (the same seed, start and boot): pooled twice, \
+                     its rounds would count as a second machine's or day's; give each experiment directory once",
+                    sitting.name,
+                    same.name
+                );
+            }
             let old = sitting.name.clone();
             if record.sitting_index(&sitting.name).is_some() {
                 sitting.name = format!("{}@{dir}", sitting.name);
@@ -260,6 +278,12 @@ pub fn pooled_records(dirs: &[String]) -> Result<(Experiment, ExperimentRecord, 
     }
     // Steps' directories are absolute now: joined to nothing.
     Ok((exp, record, PathBuf::new()))
+}
+
+/// Whether two sittings are one: the same seed, start and boot (a directory given twice, or a
+/// copy of one).
+fn same_sitting(a: &Sitting, b: &Sitting) -> bool {
+    a.seed == b.seed && a.started_at == b.started_at && a.host.boot_id == b.host.boot_id
 }
 
 #[cfg(test)]
@@ -300,7 +324,7 @@ mod tests {
         .unwrap();
         record.current_mut().status = RunStatus::Completed;
         record.current_mut().comparison = analyse::sitting_comparisons(exp, &record, dir, &[]);
-        record.comparison = analyse::comparisons(exp, &record, dir, &[]);
+        record.comparison = analyse::comparisons(exp, &record, dir, &[], &[]);
         record.save(dir).unwrap();
     }
 
@@ -313,28 +337,52 @@ mod tests {
         sitting(&exp, one.path(), "monday", 1.10);
         sitting(&exp, two.path(), "tuesday", 1.30);
         let dirs = [one.path().display().to_string(), two.path().display().to_string()];
-        let cmp = compare_dirs(&dirs, 0.02, false).unwrap();
+        let cmp = compare_dirs(&dirs, 0.02, false, None).unwrap();
         let a = &cmp[0].answers[0];
-        assert_eq!(a.covers, "across 2 sittings", "{a:?}");
+        // Both ran on this boot: one machine, whose two sittings disagree beyond their errors.
+        assert_eq!(a.covers, "across 2 sittings on 1 machine", "{a:?}");
+        assert_eq!((a.machines, a.tau), (1, None), "{a:?}");
         let names: Vec<&str> = a.sittings.iter().map(|p| p.sitting.as_str()).collect();
         assert_eq!(names, ["monday", "tuesday"]);
         assert!(
             (a.sittings[0].ratio - 1.10).abs() < 0.03 && (a.sittings[1].ratio - 1.30).abs() < 0.03,
             "{a:?}"
         );
-        // Two sittings this far apart: the pooled interval (t on 1 df) spans both, and more.
         let (lo, hi) = a.ci.unwrap();
-        assert!(lo < 1.10 && hi > 1.30 && a.tau.unwrap() > 0.05, "{a:?}");
+        assert!(lo < 1.10 && hi > 1.30, "{a:?}");
         assert_eq!(a.decision, crate::stats::sequential::Decision::Open, "{a:?}");
+        let (plo, phi) = a.prediction.unwrap();
+        assert!(plo < lo && phi > hi, "a new machine sees more: {a:?}");
+        assert!(cmp[0].render().contains("sitting tuesday: ×1.3"), "{}", cmp[0].render());
+        // The second sitting on another boot: two machines, the spread between them estimated.
+        let mut moved = ExperimentRecord::load(two.path()).unwrap();
+        moved.sittings[0].host.boot_id = "another-boot".into();
+        moved.save(two.path()).unwrap();
+        let a = compare_dirs(&dirs, 0.02, false, None).unwrap()[0].answers[0].clone();
+        assert_eq!(a.covers, "across 2 sittings on 2 machines", "{a:?}");
+        assert!(a.tau.unwrap() > 0.05, "{a:?}");
+        assert_eq!(a.decision, crate::stats::sequential::Decision::Open, "{a:?}");
+        // The same directory twice is refused: its rounds would count twice.
+        let err = compare_dirs(&[dirs[0].clone(), dirs[0].clone()], 0.02, false, None).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("give each experiment directory once"),
+            "{err:#}"
+        );
         // Each sitting alone is decided: better, for this sitting only.
-        let alone = compare_dirs(&dirs[..1], 0.02, false).unwrap();
+        let alone = compare_dirs(&dirs[..1], 0.02, false, None).unwrap();
         assert_eq!(alone[0].answers[0].covers, "this sitting only");
         assert_eq!(alone[0].answers[0].decision, crate::stats::sequential::Decision::Better);
         // A directory of another experiment is refused, naming what differs.
         let other = Experiment::parse(&text.replace("{name: b}", "{name: c}"), "u.yaml").unwrap();
         let three = tempfile::tempdir().unwrap();
         sitting(&other, three.path(), "wednesday", 1.0);
-        let err = compare_dirs(&[dirs[0].clone(), three.path().display().to_string()], 0.02, false).unwrap_err();
+        let err = compare_dirs(
+            &[dirs[0].clone(), three.path().display().to_string()],
+            0.02,
+            false,
+            None,
+        )
+        .unwrap_err();
         assert!(format!("{err:#}").contains("variants differ"), "{err:#}");
     }
 }

@@ -16,6 +16,7 @@ pub mod look;
 pub mod record;
 pub mod rerun;
 pub mod series;
+pub mod spreads;
 pub mod store;
 
 use anyhow::Result;

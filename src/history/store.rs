@@ -11,7 +11,8 @@
 //!   one (written by a newer caplab) is refused, naming both versions. Version 2 added each
 //!   record's intervals; importing a directory recorded before fills them in. Version 3 added
 //!   each record's sitting (rows from before are read as their host and day); version 4 the
-//!   events: confirmations and bisections (events.rs).
+//!   events: confirmations and bisections (events.rs); version 5 the spread between machines
+//!   that pooled experiments measured (spreads.rs).
 
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -21,7 +22,7 @@ use std::time::Duration;
 use super::record::{FIGURES, Figures, Intervals, Record, SeriesKey, WITH_INTERVAL};
 
 /// The schema this caplab writes; `MIGRATIONS[v - 1]` takes a database from v - 1 to v.
-pub const SCHEMA: u32 = 4;
+pub const SCHEMA: u32 = 5;
 
 /// How long a writer waits for another (SQLite).
 const BUSY: Duration = Duration::from_secs(60);
@@ -81,6 +82,18 @@ ALTER TABLE runs ADD COLUMN capacity_hi DOUBLE PRECISION",
     outcome TEXT NOT NULL,
     summary TEXT NOT NULL,
     dir TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+)",
+    // 5: the spread between machines that pooled experiments measured (`spreads::Spread`).
+    "CREATE TABLE spreads (
+    key TEXT PRIMARY KEY,
+    experiment TEXT NOT NULL,
+    measurement TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    tau DOUBLE PRECISION NOT NULL,
+    df DOUBLE PRECISION NOT NULL,
+    machines BIGINT NOT NULL,
     recorded_at TEXT NOT NULL
 )",
 ];

@@ -17,10 +17,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{Metric, metrics};
+use super::pool::{SittingId, by_machine, per_sitting};
 use super::units::{Unit, blocked, pairs};
-use crate::stats::meta::{Pooled, random_effects};
+use crate::stats::machines::{TauPrior, look_alpha};
 use crate::stats::ratio::{self, LogRatio, Prior};
-use crate::stats::sequential::{Decision, Design, decide, look, repeats_needed};
+use crate::stats::sequential::{Decision, Design, decide_on, look, repeats_needed};
 
 /// Repeats per variant beyond which "how many more would decide it" is not estimated.
 const MORE_LIMIT: usize = 100;
@@ -90,9 +91,23 @@ pub struct Answer {
     /// Each sitting's part (pooled answers).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sittings: Vec<SittingPart>,
-    /// The between-sitting standard deviation of the log-ratio (pooled answers).
+    /// The between-machine standard deviation of the log-ratio, its posterior median (pooled
+    /// answers on two machines or more).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tau: Option<f64>,
+    /// The machines the pooled sittings ran on (sittings on one boot are one machine).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub machines: usize,
+    /// The 95 % interval of the ratio a new machine of this kind will see (pooled answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<(f64, f64)>,
+    /// τ estimated from the machines alone, with its degrees of freedom (machines − 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tau_estimate: Option<(f64, f64)>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Answer {
@@ -117,6 +132,9 @@ impl Answer {
             steady_check: None,
             sittings: Vec::new(),
             tau: None,
+            machines: 0,
+            prediction: None,
+            tau_estimate: None,
         }
     }
 
@@ -142,27 +160,55 @@ impl Answer {
         let behind = if self.sittings.is_empty() {
             format!("{} and {} repeats", self.repeats.0, self.repeats.1)
         } else {
-            format!(
-                "{} sittings{}",
-                self.sittings.len(),
-                self.tau
-                    .map(|t| format!(", between-sitting SD {:.1} %", t * 100.0))
-                    .unwrap_or_default()
-            )
+            self.tau
+                .map(|t| format!("between-machine SD {:.1} %", t * 100.0))
+                .unwrap_or_else(|| "one machine".into())
         };
         let covers = if self.covers.is_empty() {
             String::new()
         } else {
             format!("; {}", self.covers)
         };
+        let prediction = self
+            .prediction
+            .map(|(lo, hi)| format!("; a new machine of this kind: [{lo:.3}–{hi:.3}]"))
+            .unwrap_or_default();
         format!(
-            "{} of {}: {}{band}{ratio} (±{:.0} %, {behind}{covers}{}){more}",
+            "{} of {}: {}{band}{ratio} (±{:.0} %, {behind}{covers}{}){prediction}{more}",
             self.metric,
             self.variant,
             self.decision.name().to_uppercase(),
             self.effect * 100.0,
             self.note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
         )
+    }
+
+    /// The answer's line, then what stands behind it: how it was pooled (the prior on τ, the
+    /// look's level) and each sitting's own ratio and answer (pooled answers), and the
+    /// steady-only analysis where some window was not steady.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![self.line()];
+        if !self.sittings.is_empty() && !self.variance.is_empty() {
+            out.push(format!("  how: {}", self.variance));
+        }
+        for p in &self.sittings {
+            out.push(format!(
+                "  sitting {}: ×{:.3} [{:.3}–{:.3}] over {} rounds (fixed-sample 95 %), its own answer {}",
+                p.sitting,
+                p.ratio,
+                p.ci.0,
+                p.ci.1,
+                p.rounds,
+                p.decision.map_or("not looked at".into(), |d| d.name().to_uppercase())
+            ));
+        }
+        if let Some(c) = &self.steady_check {
+            out.push(format!(
+                "  steady windows only: ×{:.3} [{:.3}–{:.3}] over {} rounds ({} window(s) left out)",
+                c.ratio, c.ci.0, c.ci.1, c.rounds, c.left_out
+            ));
+        }
+        out
     }
 }
 
@@ -179,6 +225,9 @@ pub struct Question<'a> {
     pub complete: bool,
     /// Borrowed variances of one round's log-ratio, by metric.
     pub priors: &'a [(String, Prior)],
+    /// The priors on the between-machine spread pooled answers use, by metric (the default
+    /// for a metric not named).
+    pub tau_priors: &'a [(String, TauPrior)],
 }
 
 /// Each primary question: its metric, its effect and the variant asked about (every variant
@@ -269,60 +318,74 @@ pub fn sitting_answers(
     out
 }
 
-/// The answers pooled across sittings: each sitting's fixed-sample estimate (paired over its
-/// rounds) combined with a random-effects model, decided at the design's α split over its
-/// questions. `own` holds each sitting's own answers (its last look), shown beside.
+/// The answers pooled across sittings: each sitting's estimate (paired over its rounds),
+/// sittings on one boot pooled as one machine, machines pooled with a random-effects model
+/// whose τ has the half-normal prior `q.tau_priors` gives its metric (`pool::by_machine`). Adding a sitting is a
+/// look: at k sittings the level is `stats::machines::look_alpha` of the question's share of
+/// the design's α, so the chance of a false "differs" over every number of sittings stays
+/// within that share. `own` holds each sitting's own answers (its last look), shown beside.
 pub fn pooled_answers(
     variants: &[(String, Vec<Unit>)],
     baseline: usize,
     q: &Question,
-    sittings: &[String],
+    sittings: &[SittingId],
     own: &[Vec<Answer>],
 ) -> Vec<Answer> {
-    let level = q.design.alpha / q.design.comparisons as f64;
+    let share = q.design.alpha / q.design.comparisons as f64;
     let mut out = Vec::new();
     for (metric, effect, i) in questions(variants, baseline, q) {
+        let prior = &tau_prior(q.tau_priors, metric.key);
         let name = &variants[i].0;
         let (base, other) = (&variants[baseline].1, &variants[i].1);
-        let mut parts = Vec::new();
-        let (mut y, mut v) = (Vec::new(), Vec::new());
-        for (s, sitting) in sittings.iter().enumerate() {
-            let b: Vec<Unit> = base.iter().filter(|u| u.sitting == s).cloned().collect();
-            let o: Vec<Unit> = other.iter().filter(|u| u.sitting == s).cloned().collect();
-            let Some(est) = estimate(&b, &o, metric.key, None) else {
-                continue;
-            };
-            y.push(est.d);
-            v.push(est.se * est.se);
-            parts.push(SittingPart {
-                sitting: sitting.clone(),
+        let estimates = per_sitting(base, other, metric.key, sittings.len(), true);
+        let parts: Vec<SittingPart> = estimates
+            .iter()
+            .map(|(s, est)| SittingPart {
+                sitting: sittings[*s].name.clone(),
                 decision: own
-                    .get(s)
+                    .get(*s)
                     .and_then(|a| a.iter().find(|a| a.metric == metric.key && &a.variant == name))
                     .map(|a| a.decision),
                 ratio: est.ratio(),
                 ci: est.interval(0.95),
                 rounds: est.n.0,
-            });
-        }
+            })
+            .collect();
+        let alpha = look_alpha(share, parts.len());
         let mut answer = Answer {
             repeats: (count(base, metric.key), count(other, metric.key)),
-            covers: format!("across {} sittings", parts.len()),
             round: parts.len(),
             steady_check: steady_check(base, other, metric.key),
             ..Answer::open(metric.key, name, effect, parts.len())
         };
-        match random_effects(&y, &v) {
-            Some(p) => {
-                let l = decide(p.d, p.se, p.df, level, effect, metric.higher_is_better);
+        let wide = by_machine(&estimates, sittings, prior, 1.0 - alpha);
+        let narrow = by_machine(&estimates, sittings, prior, 1.0 - 2.0 * alpha);
+        match (wide, narrow) {
+            (Some(w), Some(n)) if parts.len() >= 2 => {
+                let l = decide_on(w.d, w.ci, n.ci, alpha, effect, metric.higher_is_better);
                 answer.decision = l.decision;
                 answer.within_band = l.within_band;
                 answer.ratio = Some(l.ratio);
                 answer.ci = Some(l.ci);
-                answer.tau = Some(p.tau);
-                answer.variance = pooled_text(&p);
+                answer.tau = w.tau;
+                answer.covers = format!("across {}", w.covers());
+                answer.machines = w.machines;
+                answer.prediction = Some((w.prediction.0.exp(), w.prediction.1.exp()));
+                answer.tau_estimate = w.tau_estimate;
+                answer.variance = format!(
+                    "{}; look {} of the sittings at {:.2} % (of {:.2} %); {}",
+                    if w.machines == 1 {
+                        "one machine: its sittings pooled (fixed effect)".to_string()
+                    } else {
+                        "machines pooled with random effects".to_string()
+                    },
+                    parts.len() - 1,
+                    alpha * 100.0,
+                    share * 100.0,
+                    prior.text()
+                );
             }
-            None => {
+            _ => {
                 answer.note = Some(format!(
                     "{} of {} sittings could be estimated: pooling needs two",
                     parts.len(),
@@ -334,6 +397,14 @@ pub fn pooled_answers(
         out.push(answer);
     }
     out
+}
+
+/// The prior on τ for `key`: the one given, else the default for this kind of machine.
+pub fn tau_prior(priors: &[(String, TauPrior)], key: &str) -> TauPrior {
+    priors
+        .iter()
+        .find(|(k, _)| k == key)
+        .map_or_else(TauPrior::default_for_machines, |(_, p)| p.clone())
 }
 
 fn count(units: &[Unit], key: &str) -> usize {
@@ -396,18 +467,16 @@ fn variance_text(est: &LogRatio, prior: Option<&Prior>) -> String {
             est.borrowed_df,
             crate::stats::ratio::BORROW_SAFETY
         ),
+        None if est.offered_df > 0.0 => format!(
+            "{} and {} repeats {how}, {own:.0} df; the calibration's variance not borrowed: these rounds spread more \
+             than it allows (×{} it, F test at {:.0} %)",
+            est.n.0,
+            est.n.1,
+            crate::stats::ratio::BORROW_SAFETY,
+            crate::stats::ratio::BORROW_CHECK * 100.0
+        ),
         None => format!("{} and {} repeats {how}, {own:.0} df", est.n.0, est.n.1),
     }
-}
-
-fn pooled_text(p: &Pooled) -> String {
-    format!(
-        "random effects over {} sittings ({:.0} df), between-sitting SD {:.1} %, I² {:.0} %",
-        p.sittings,
-        p.df,
-        p.tau * 100.0,
-        p.i2 * 100.0
-    )
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@
 pub mod answer;
 pub mod load;
 pub mod metrics;
+pub mod pool;
 pub mod render;
 pub mod statistics;
 pub mod units;
@@ -37,6 +38,7 @@ use serde::{Deserialize, Serialize};
 pub use answer::{Answer, Question};
 pub use load::{Observation, Series};
 pub use metrics::metric_keys;
+pub use pool::SittingId;
 pub use statistics::{Ask, compare};
 pub use units::Unit;
 pub use verdict::Verdict;
@@ -78,14 +80,18 @@ pub struct Figure {
     /// rounds looked at and so is the one to act on where it and `verdict` differ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<crate::stats::sequential::Decision>,
+    /// Why the ratio has no interval, when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_note: Option<String>,
 }
 
 impl Figure {
-    /// The verdict as people read it: a primary metric's answer first, then the one planned
-    /// look's verdict (`answer OPEN; one planned look: significant, worse`).
+    /// The verdict as people read it: a primary metric's answer alone (its row's fixed-sample
+    /// ratio and p describe, they do not decide: `answer OPEN; fixed-sample figures`), else the
+    /// one planned look's verdict.
     pub fn verdict_text(&self) -> String {
         match self.answer {
-            Some(d) => format!("answer {}; one planned look: {}", d.name().to_uppercase(), self.verdict),
+            Some(d) => format!("answer {}; fixed-sample figures", d.name().to_uppercase()),
             None => self.verdict.to_string(),
         }
     }

@@ -54,8 +54,8 @@ impl Comparison {
         }
         if !self.answers.is_empty() {
             s.push_str("Answers (the primary questions; decisions stay valid across rounds):\n");
-            for a in &self.answers {
-                s.push_str(&format!("  {}\n", a.line()));
+            for line in self.answers.iter().flat_map(|a| a.lines()) {
+                s.push_str(&format!("  {line}\n"));
             }
         }
         s.push_str(&format!(
@@ -80,6 +80,10 @@ impl Comparison {
                     _ => String::new(),
                 };
                 let p = c.p_adjusted.map(|p| format!(" (p {p:.3})")).unwrap_or_default();
+                let p = match &c.ratio_note {
+                    Some(note) => format!("{p}; {note}"),
+                    None => p,
+                };
                 let pooled = c.pooled.map(|v| format!("; pooled {}", number(v))).unwrap_or_default();
                 let verdict = c.verdict_text();
                 s.push_str(&format!(

@@ -5,12 +5,13 @@
 //! random-effects model when there are several), Benjamini–Hochberg's correction over the
 //! measurement, and the verdict in words.
 
-use super::answer::{Answer, Question, pooled_answers, sitting_answers};
+use super::answer::{Answer, Question, pooled_answers, sitting_answers, tau_prior};
 use super::metrics::{Metric, metrics};
-use super::units::{Unit, blocked, pairs};
+use super::pool::{SittingId, by_machine, per_sitting};
+use super::units::{Unit, blocked};
 use super::{Comparison, Excluded, Figure, Row, Verdict};
 use crate::metrics::recorder::new_histogram;
-use crate::stats::{self, Estimate, meta, ratio};
+use crate::stats::{self, Estimate};
 
 const LEVEL: f64 = 0.95;
 const ALPHA: f64 = 0.05;
@@ -31,9 +32,9 @@ pub struct Ask<'a> {
     pub question: Option<Question<'a>>,
     /// Answers decided at earlier rounds of this sitting, carried over as they were.
     pub earlier: &'a [Answer],
-    /// The sittings the units come from: one, a sitting's own comparison; several, a
-    /// comparison across them (answers pooled).
-    pub sittings: &'a [String],
+    /// The sittings the units come from, with their machines: one, a sitting's own
+    /// comparison; several, a comparison across them (answers pooled by machine).
+    pub sittings: &'a [SittingId],
     /// Each sitting's own answers, shown beside pooled ones.
     pub own: &'a [Vec<Answer>],
 }
@@ -103,7 +104,7 @@ pub fn compare(measurement: &str, variants: &[(String, Vec<Unit>)], ask: Ask) ->
         excluded,
         rows,
         answers,
-        sittings: ask.sittings.to_vec(),
+        sittings: ask.sittings.iter().map(|s| s.name.clone()).collect(),
     }
 }
 
@@ -165,32 +166,18 @@ fn estimates(
 }
 
 /// The ratio of `other` to `base` on `key` with its 95 % interval and p-value, on the log
-/// scale: per sitting paired over its rounds (Welch's on the logs when not in blocks), pooled
-/// across sittings with a random-effects model when there are several. None when a value is
-/// not positive.
-fn log_ratio(base: &[Unit], other: &[Unit], key: &str, sittings: usize) -> Option<(f64, (f64, f64), f64)> {
-    let per: Vec<ratio::LogRatio> = (0..sittings)
-        .filter_map(|s| {
-            let b: Vec<Unit> = base.iter().filter(|u| u.sitting == s).cloned().collect();
-            let o: Vec<Unit> = other.iter().filter(|u| u.sitting == s).cloned().collect();
-            if blocked(&b) && blocked(&o) {
-                let p = pairs(&b, &o, key).concat();
-                if p.len() >= 2 {
-                    return ratio::paired(&p, None);
-                }
-            }
-            let values = |u: &[Unit]| u.iter().filter_map(|u| u.value(key)).collect::<Vec<f64>>();
-            ratio::unpaired(&values(&b), &values(&o), false)
-        })
-        .collect();
+/// scale: per sitting paired over its rounds (Welch's on the logs when not in blocks), pooled by
+/// machine when there are several sittings (`pool::by_machine`, its interval at 95 % and its
+/// p-value). None when a value is not positive.
+fn log_ratio(base: &[Unit], other: &[Unit], key: &str, ask: &Ask) -> Option<(f64, (f64, f64), f64)> {
+    let per = per_sitting(base, other, key, ask.sittings.len().max(1), false);
     match per.as_slice() {
         [] => None,
-        [one] => Some((one.ratio(), one.interval(LEVEL), one.p())),
-        many => {
-            let y: Vec<f64> = many.iter().map(|e| e.d).collect();
-            let v: Vec<f64> = many.iter().map(|e| e.se * e.se).collect();
-            let p = meta::random_effects(&y, &v)?;
-            Some((p.ratio(), p.interval(LEVEL), p.p()))
+        [(_, one)] => Some((one.ratio(), one.interval(LEVEL), one.p())),
+        _ => {
+            let prior = tau_prior(ask.question.map_or(&[], |q| q.tau_priors), key);
+            let p = by_machine(&per, ask.sittings, &prior, LEVEL)?;
+            Some((p.d.exp(), (p.ci.0.exp(), p.ci.1.exp()), p.p))
         }
     }
 }
@@ -233,6 +220,7 @@ fn row(
             p_adjusted: None,
             verdict: Verdict::Pending,
             answer: None,
+            ratio_note: None,
         };
         if i == baseline {
             cell.verdict = Verdict::Baseline(short[i].clone());
@@ -259,7 +247,7 @@ fn row(
                 cell.verdict = Verdict::NotTested;
             } else if testable {
                 let logs = by_repeats
-                    .then(|| log_ratio(&variants[baseline].1, units, metric.key, ask.sittings.len().max(1)))
+                    .then(|| log_ratio(&variants[baseline].1, units, metric.key, &ask))
                     .flatten();
                 match logs {
                     Some((r, ci, p)) => {
@@ -271,6 +259,9 @@ fn row(
                         // Values of 0 (no GC pause in a repeat), or a single run's seconds.
                         cell.p = Some(stats::welch_moments((b.mean, b.variance, b.n), (e.mean, e.variance, e.n)).p);
                         cell.ratio_ci = stats::delta_ratio(b, e, LEVEL);
+                        if cell.ratio_ci.is_none() {
+                            cell.ratio_note = Some(no_interval(&values[baseline], &values[i]));
+                        }
                     }
                 }
             }
@@ -284,6 +275,19 @@ fn row(
         higher_is_better: metric.higher_is_better,
         cells,
     })
+}
+
+/// Why a ratio has no interval: a side with fewer than two values above zero (a count metric
+/// such as GC pauses or stalls, zero in most windows).
+fn no_interval(base: &[f64], other: &[f64]) -> String {
+    let above = |v: &[f64]| v.iter().filter(|v| **v > 0.0).count();
+    format!(
+        "no interval: too few non-zero values ({} of {} and {} of {})",
+        above(base),
+        base.len(),
+        above(other),
+        other.len()
+    )
 }
 
 /// Benjamini–Hochberg over every test of the measurement: each tested cell's adjusted p.
@@ -365,7 +369,7 @@ mod tests {
     use crate::experiment::compare::{Observation, Question, Series};
     use crate::metrics::recorder::new_histogram;
 
-    const ONE: [String; 0] = [];
+    const ONE: [SittingId; 0] = [];
 
     fn capacity(cap: f64) -> Unit {
         let json = serde_json::json!({
@@ -562,6 +566,7 @@ mod tests {
                 round,
                 complete,
                 priors: &[],
+                tau_priors: &[],
             }),
             earlier,
             sittings: &ONE,
@@ -588,16 +593,14 @@ mod tests {
         // Before the first look (round 2 of 3 to 12): open, with no interval yet.
         let early = compare("insert", &variants, ask(2, &[]));
         assert_eq!(early.answers[0].decision, Decision::Open);
-        // The table's row carries the answer beside the one planned look's verdict, which a
-        // question looked at every round must not be read by.
+        // The table's row carries the answer, and its fixed-sample figures only as such: the
+        // one planned look's verdict (kept in the JSON) is no second verdict in the terminal.
         let cell = |c: &Comparison, metric: &str| c.rows.iter().find(|r| r.metric == metric).unwrap().cells[1].clone();
         assert_eq!(cell(&early, "throughput").answer, Some(Decision::Open));
         assert_eq!(cell(&early, "throughput").verdict, Verdict::Better);
         assert_eq!(cell(&early, "p50").answer, None, "p50 is not a primary metric here");
         assert!(
-            early
-                .render()
-                .contains("answer OPEN; one planned look: significant, better"),
+            early.render().contains("answer OPEN; fixed-sample figures"),
             "{}",
             early.render()
         );
