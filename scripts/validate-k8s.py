@@ -84,11 +84,13 @@ FREE_FORM = {"requests", "limits", "labels", "annotations", "matchLabels", "data
 
 def misspelled(doc):
     """Copies of `doc` with one field misspelled (its last letter doubled): the first field of
-    its spec, and one deep inside it (following the last nested field at each level down)."""
+    its spec (its metadata, for a kind without one: a ConfigMap), and one deep inside it
+    (following the last nested field at each level down)."""
     copies = []
+    root = "spec" if "spec" in doc else "metadata"
     for deep in (False, True):
         broken = copy.deepcopy(doc)
-        node, path = broken["spec"], ["spec"]
+        node, path = broken[root], [root]
         while deep:
             nested = [k for k, v in node.items() if k not in FREE_FORM and isinstance(v, (dict, list)) and v]
             if not nested:

@@ -191,6 +191,62 @@ fn identical_variants_do_not_differ_and_calibrate_the_machine() {
     assert!(page.points("chart-distribution-0").unwrap() > 20);
 }
 
+/// `--k8s 2`'s Job run here: each pod's own arguments (its index and pod name put in, the
+/// ConfigMap's file and the results volume made local directories), one after the other; their
+/// sittings pool by machine, one machine here.
+#[test]
+fn the_sittings_of_a_kubernetes_job_run_here_pool_as_one_machine() {
+    let _jvm = jvm_lock();
+    let lab = Lab::new("experiment-k8s");
+    let files = lab.home.join("experiment");
+    std::fs::create_dir_all(&files).unwrap();
+    let file = files.join("rates.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: rates\nrepeats: 3\nfresh: false\nnode: {{heap: 1G, address: {}, jmx_port: {}}}\n\
+             run: {{warmup: 2s, duration: 2s}}\n\
+             variants:\n  - {{name: r250, run: {{rate: 250}}}}\n  - {{name: r500, run: {{rate: 500}}}}\n\
+             measure:\n  - {{name: insert, workload: insert}}\n",
+            lab.address, lab.jmx_port
+        ),
+    )
+    .unwrap();
+    let manifest = stdout(&ok(lab.caplab(&["experiment", file.to_str().unwrap(), "--k8s", "2"])));
+    assert!(
+        manifest.contains("completions: 2") && manifest.contains("rates.yaml: |"),
+        "{manifest}"
+    );
+    let results = lab.home.join("results");
+    for i in 0..2u32 {
+        let args = caplab::experiment::k8s::pod_args(
+            &manifest,
+            i,
+            &format!("caplab-sittings-rates-{i}-x"),
+            files.to_str().unwrap(),
+            results.to_str().unwrap(),
+        )
+        .unwrap();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ok(lab.caplab(&args));
+    }
+    let dirs: Vec<String> = (0..2)
+        .map(|i| results.join(format!("rates/sitting-{i}")).display().to_string())
+        .collect();
+    let o = ok(lab.caplab(&["compare", &dirs[0], &dirs[1], "--json", "--no-history"]));
+    let cmp: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let a = &cmp[0]["answers"][0];
+    assert_eq!(a["covers"], "across 2 sittings on 1 machine", "{a}");
+    let names: Vec<&str> = a["sittings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sitting"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["caplab-sittings-rates-0-x", "caplab-sittings-rates-1-x"], "{a}");
+    assert!((a["ratio"].as_f64().unwrap() - 2.0).abs() < 0.01, "{a}");
+}
+
 #[test]
 fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
     let _jvm = jvm_lock();

@@ -46,6 +46,15 @@ pub struct ExperimentArgs {
     /// calibration (`--calibrate`'s directory; default: the file's `calibration:`).
     #[arg(long, value_name = "DIR", requires = "check")]
     pub calibration: Option<PathBuf>,
+    /// Write a Kubernetes Indexed Job (and the ConfigMap holding FILE) whose N pods each run one
+    /// sitting of FILE on a node of their own, starting their own Cassandra nodes, to standard
+    /// output, and exit (`| kubectl apply -f -`). Pod i writes /results/NAME/sitting-i on the
+    /// results volume; `caplab compare /results/NAME/sitting-*` pools them by machine.
+    #[arg(long, value_name = "N", requires = "file", conflicts_with_all = ["out", "force", "resume", "calibrate", "check"])]
+    pub k8s: Option<u32>,
+    /// The image the --k8s Job's pods run (deploy/k8s/Dockerfile).
+    #[arg(long, value_name = "IMAGE", default_value = "caplab:0.1", requires = "k8s")]
+    pub image: String,
     /// Calibrate this machine for FILE: its baseline configuration run as an A/A in random
     /// blocks, each node serving several windows, and each primary metric's variance split into
     /// window, node, round and sitting (calibration.json in --out). Name the directory in the
@@ -111,6 +120,16 @@ fn opening(args: &ExperimentArgs) -> Result<Option<(Experiment, PathBuf, Opening
     exp.check_here()?;
     if let Some(placement) = experiment::step::pin(&mut exp)? {
         say(&format!("Pinned: {placement}"));
+    }
+    if let Some(pods) = args.k8s {
+        let name = file
+            .file_name()
+            .map_or("experiment.yaml".into(), |n| n.to_string_lossy().into_owned());
+        print!(
+            "{}",
+            experiment::k8s::job(&exp.name(), &name, &text, pods.max(1), &args.image)?
+        );
+        return Ok(None);
     }
     if args.check {
         print!("{}", experiment::check::steps_text(&exp));

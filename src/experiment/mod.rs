@@ -26,6 +26,7 @@ pub mod calibrate;
 pub mod check;
 pub mod compare;
 pub mod duet;
+pub mod k8s;
 pub mod keys;
 pub mod plan;
 pub mod profile_diff;
