@@ -321,7 +321,7 @@ fn a_newer_schema_is_refused() {
     drop(c);
     let err = fails(lab.caplab(&["history", "--history", &newer]));
     assert!(err.contains("schema version 99, written by caplab 9.9.9"), "{err}");
-    assert!(err.contains("knows versions up to 4"), "{err}");
+    assert!(err.contains("knows versions up to 5"), "{err}");
     // A run still succeeds, its results on disk, the history's refusal a warning.
     let run = ok(lab.run("run-d", &["--rate", "500", "--duration", "2s", "--history", &newer]));
     assert!(
@@ -331,8 +331,9 @@ fn a_newer_schema_is_refused() {
     );
 }
 
-/// A history as caplab wrote it at schema 1 (no intervals, sittings or events): caplab takes it
-/// forward, keeping every row; a run recorded then gets its intervals when imported again.
+/// A history as caplab wrote it at schema 1 (no intervals, sittings, events or spreads): caplab
+/// takes it forward, keeping every row; a run recorded then gets its intervals when imported
+/// again.
 #[test]
 fn an_older_schema_is_migrated() {
     let _jvm = jvm_lock();
@@ -348,6 +349,7 @@ fn an_older_schema_is_migrated() {
     }
     c.execute("ALTER TABLE runs DROP COLUMN sitting", []).unwrap();
     c.execute("DROP TABLE events", []).unwrap();
+    c.execute("DROP TABLE spreads", []).unwrap();
     c.execute("UPDATE caplab_meta SET value = '1' WHERE key = 'schema_version'", [])
         .unwrap();
     drop(c);
@@ -359,7 +361,7 @@ fn an_older_schema_is_migrated() {
             r.get(0)
         })
         .unwrap();
-    assert_eq!(version, "4");
+    assert_eq!(version, "5");
     assert_eq!(rows(Path::new(&old)), 2);
     let id = list
         .as_array()
