@@ -7,9 +7,10 @@
 //!   round, the variance borrowed from a calibration where the file names one. It covers this
 //!   sitting only: another day may differ by more than its interval. A decision once made is
 //!   final: later rounds carry it as it was.
-//! - **Several sittings** (`pooled_answers`): each sitting's estimate pooled with a
-//!   random-effects model (`stats::meta`), decided at the experiment's level split over its
-//!   questions; it covers every sitting, and says their spread.
+//! - **Several sittings** (`pooled_answers`): each sitting's estimate pooled by machine
+//!   (`pool`: sittings on one boot are one machine, machines pooled with random effects and a
+//!   prior on their spread), decided at the level this look across sittings may spend; it says
+//!   how many sittings on how many machines it covers, and what a new machine will see.
 //!
 //! Either way, the steady-only analysis (the rounds whose windows were all steady) is kept
 //! beside as a check of sensitivity, and each round's ratio for the page.
@@ -320,10 +321,11 @@ pub fn sitting_answers(
 
 /// The answers pooled across sittings: each sitting's estimate (paired over its rounds),
 /// sittings on one boot pooled as one machine, machines pooled with a random-effects model
-/// whose τ has the half-normal prior `q.tau_priors` gives its metric (`pool::by_machine`). Adding a sitting is a
-/// look: at k sittings the level is `stats::machines::look_alpha` of the question's share of
-/// the design's α, so the chance of a false "differs" over every number of sittings stays
-/// within that share. `own` holds each sitting's own answers (its last look), shown beside.
+/// whose τ has the half-normal prior `q.tau_priors` gives its metric (`pool::by_machine`).
+/// Adding a sitting is a look: at k sittings the level is `stats::machines::look_alpha` of the
+/// question's share of the design's α, so the chance of a false "differs" over every number of
+/// sittings stays within that share. `own` holds each sitting's own answers (its last look),
+/// shown beside.
 pub fn pooled_answers(
     variants: &[(String, Vec<Unit>)],
     baseline: usize,

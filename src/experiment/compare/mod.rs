@@ -6,8 +6,8 @@
 //! histograms is shown beside it). An experiment runs in blocks, every round every variant
 //! once, so variants are compared round by round: the ratio to the baseline is the mean of the
 //! rounds' log-ratios with Student's t (paired), or, for results directories given by hand,
-//! Welch's t on the logs; across several sittings the sittings' estimates are pooled with a
-//! random-effects model. p-values are corrected with Benjamini–Hochberg over every metric and
+//! Welch's t on the logs; across several sittings the sittings' estimates are pooled by machine
+//! (`pool`). p-values are corrected with Benjamini–Hochberg over every metric and
 //! variant of the measurement (Holm's family-wise control leaves almost no power at three
 //! repeats and ~15 metrics). A difference is *negligible* when it is below the floor (default
 //! 2 %) however small its p-value. With one repeat per variant, the per-second values of the

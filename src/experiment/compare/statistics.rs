@@ -1,8 +1,8 @@
 //! The figures and verdicts of a comparison: which units are compared (all, or steady ones
 //! when asked), each metric's estimate per variant (over its units, or a single run's
 //! per-second series), the ratio to the baseline with its interval and test (paired over rounds
-//! when the variants ran in blocks, Welch's on the logs otherwise, pooled across sittings with a
-//! random-effects model when there are several), Benjamini–Hochberg's correction over the
+//! when the variants ran in blocks, Welch's on the logs otherwise, pooled across sittings by
+//! machine when there are several), Benjamini–Hochberg's correction over the
 //! measurement, and the verdict in words.
 
 use super::answer::{Answer, Question, pooled_answers, sitting_answers, tau_prior};

@@ -9,7 +9,9 @@
 //! interval is Hartung and Knapp's (2001), Student's t on k − 1 degrees of freedom, with the
 //! common modification that its scale is never below 1 (the "modified" Hartung–Knapp of Röver,
 //! Knapp and Friede 2015, so the interval is never narrower than the fixed-effect one). With two
-//! sittings that is t on 1 degree of freedom (12.7 at 95 %): honest, and wide.
+//! sittings that is t on 1 degree of freedom (12.7 at 95 %): honest, and wide, so experiments'
+//! pooled answers use `machines` (a prior on the spread between machines); this module gives
+//! the moment estimate of τ they keep, and pools sittings on one machine.
 
 use serde::{Deserialize, Serialize};
 
