@@ -79,8 +79,10 @@ pub struct ExperimentArgs {
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// Experiment directories (several of the same experiment, run on other days or machines,
-    /// are pooled as sittings), or results directories to compare (the first is the baseline;
-    /// join repeats of one configuration with commas: a1,a2,a3 b1,b2,b3).
+    /// are pooled as sittings, those on one boot as one machine), or results directories to
+    /// compare (the first is the baseline; join repeats of one configuration with commas:
+    /// a1,a2,a3 b1,b2,b3). The history (--history) gives the prior on the spread between
+    /// machines and keeps what the pool measured of it.
     #[arg(required = true, num_args = 1..)]
     pub dirs: Vec<String>,
     /// Differences below this share are negligible, whatever their p-value.
@@ -96,8 +98,6 @@ pub struct CompareArgs {
     /// Kept for older scripts: every window is compared by default now.
     #[arg(long, hide = true)]
     pub include_unsteady: bool,
-    /// Where the spread between machines is read from (the prior on it, from other experiments)
-    /// and kept (each pooled answer over two machines or more).
     #[command(flatten)]
     pub history: crate::history::HistoryArgs,
 }
