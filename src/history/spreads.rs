@@ -131,7 +131,7 @@ mod tests {
             tau,
             df: 1.0,
             machines: 2,
-            recorded_at: "2026-01-01T00:00:00Z".into(),
+            recorded_at: crate::history::events::Event::now(),
         }
     }
 
