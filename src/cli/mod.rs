@@ -95,7 +95,7 @@ impl Cli {
             Command::Compare(args) => experiment::compare(&home, args),
             Command::Merge(args) => merge::run(&home, args),
             Command::History(args) => history::run(&home, args),
-            Command::Report(args) => report::run(args),
+            Command::Report(args) => report::run(&home, args),
             Command::Steady(args) => steady::run(args),
             Command::Validate(args) => validate::run(args),
             Command::Bisect(args) => bisect::run(&home, *args),

@@ -54,6 +54,12 @@ pub fn kind(dir: &Path) -> Result<ResultsKind> {
 /// Writes `dir/report.html` for the results in `dir` (and, for a capacity search or an
 /// experiment, the page of each of its steps first, so the links work); returns its path.
 pub fn write(dir: &Path) -> Result<PathBuf> {
+    write_with(dir, None)
+}
+
+/// `write`, an experiment's page drawing `comparison` instead of the one its record holds
+/// (`caplab report` draws the comparison as this caplab makes it from the record).
+pub fn write_with(dir: &Path, comparison: Option<Vec<crate::experiment::compare::Comparison>>) -> Result<PathBuf> {
     let page = match kind(dir)? {
         ResultsKind::Run => run::page(&[dir.to_path_buf()])?,
         ResultsKind::Capacity => {
@@ -64,7 +70,10 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
             capacity::page(dir, &report)?
         }
         ResultsKind::Experiment => {
-            let record = ExperimentRecord::load(dir)?;
+            let mut record = ExperimentRecord::load(dir)?;
+            if let Some(c) = comparison {
+                record.comparison = c;
+            }
             for step in experiment::step_dirs(dir, &record) {
                 write_step(&step);
             }
