@@ -38,8 +38,15 @@ pub fn steps_text(exp: &Experiment) -> String {
             (Order::Random, None) => {
                 "; every round in a random order (an example below: each sitting draws its own seed)".into()
             }
-            (Order::Rotate, _) => "; each round starting one variant later".into(),
-            (Order::AsWritten, _) => "; every round as written".into(),
+            (Order::Rotate, _) => {
+                "; each round starting one variant later (only `order: random` keeps the answers valid when rounds \
+                 are correlated)"
+                    .into()
+            }
+            (Order::AsWritten, _) => {
+                "; every round as written (only `order: random` keeps the answers valid when rounds are correlated)"
+                    .into()
+            }
         }
     );
     let duet = exp.file.design == RoundDesign::Duet;
@@ -354,6 +361,11 @@ mod tests {
         assert!(
             lines[0].starts_with("p.yaml: valid. 2 variant(s) x 1 measurement(s) x 2 repeat(s) = 4 steps"),
             "{text}"
+        );
+        assert!(
+            lines[0].contains("only `order: random` keeps the answers valid when rounds are correlated"),
+            "a rotated plan says what it gives up: {}",
+            lines[0]
         );
         // Rotated: repeat 2 starts with b.
         let order: Vec<&str> = lines[1..5]

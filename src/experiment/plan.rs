@@ -355,6 +355,107 @@ mod tests {
         assert!((share - 0.5).abs() <= 3.0 * (0.25 / n as f64).sqrt(), "{share}");
     }
 
+    /// A sitting whose machine wanders: each step's log-value is a level that follows the
+    /// steps (AR(1), φ 0.5), a warm-up that fades, a slow climb, a wander of each place in the
+    /// round that carries over from round to round (AR(1) across rounds at `phi`, half the
+    /// variance of a round's log-ratio as in issue 71's case) and the step's own noise. Two
+    /// identical variants, two measurements; the first measurement's pairs, as the record keeps
+    /// them, looked at after every round from 3 to 12 as the experiment does. Returns the first
+    /// decision. `ratio` is the second variant's true ratio (constant in time).
+    fn wandering_sitting(order: Order, phi: f64, ratio: f64, seed: u64) -> crate::stats::sequential::Decision {
+        use crate::stats::normal;
+        use crate::stats::sequential::{Decision, Design, look};
+        const ROUNDS: u32 = 12;
+        let design = Design::new(0.05, 1, 3, ROUNDS as usize);
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let (noise, place_sd) = (0.05, 0.05);
+        let mut places = [0.0f64; 4];
+        let mut level = 0.0;
+        let mut pairs: Vec<(f64, f64)> = Vec::new();
+        let mut t = 0.0f64;
+        for round in 1..=ROUNDS {
+            for p in &mut places {
+                *p = phi * *p + place_sd * (1.0 - phi * phi).sqrt() * normal(&mut rng);
+            }
+            let mut values = [0.0f64; 2];
+            for (k, at) in round_order(2, 2, round, order, seed).iter().enumerate() {
+                level = 0.5 * level + 0.03 * normal(&mut rng);
+                let warm = 0.15 * (-t / 6.0).exp() + 0.004 * t;
+                t += 1.0;
+                let x = level + warm + places[k] + noise * normal(&mut rng);
+                if at.measurement == 0 {
+                    let effect = if at.variant == 1 { ratio.ln() } else { 0.0 };
+                    values[at.variant] = 1000.0 * (x + effect).exp();
+                }
+            }
+            pairs.push((values[0], values[1]));
+            if let Some(est) = crate::stats::ratio::paired(&pairs, None)
+                && pairs.len() >= 2
+            {
+                let l = look(&design, round as usize, &est, 0.05, true);
+                if l.decision.decided() {
+                    return l.decision;
+                }
+            }
+        }
+        Decision::Open
+    }
+
+    /// The share of `runs` wandering sittings (seeds from `seed`) that came to one of `which`.
+    fn wandering_share(
+        order: Order,
+        phi: f64,
+        ratio: f64,
+        runs: u64,
+        seed: u64,
+        which: &[crate::stats::sequential::Decision],
+    ) -> f64 {
+        let hits = (0..runs)
+            .filter(|i| {
+                let s = (seed + i).wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x7f4a;
+                which.contains(&wandering_sitting(order, phi, ratio, s))
+            })
+            .count();
+        hits as f64 / runs as f64
+    }
+
+    /// Correlated rounds cannot make an A/A differ: a variant's place in each round is a fair
+    /// coin of its own (this plan's draw), so whatever the machine does at those places, a
+    /// round's log-ratio is that coin times it, and the rounds' ratios are uncorrelated and
+    /// symmetric about no change however correlated the places are (a randomization argument;
+    /// Efron 1969 for Student's t under such symmetry). 10,000 A/A sittings each at φ 0.5 and
+    /// 0.9 declare a difference at most 5 % of the time (estimate + 3 Monte Carlo SE); a
+    /// constant 5 % difference, the margin, is called equivalent within ±5 % at most 5 % of the
+    /// time. The same sittings run as written (each round in the file's order) fail the check:
+    /// the places' wander reaches every round's ratio. Seeds 1–4 are used for nothing else.
+    #[test]
+    fn correlated_rounds_do_not_make_an_a_a_differ_when_each_round_draws_its_order() {
+        use crate::stats::sequential::Decision;
+        use crate::stats::sim::bound;
+        let differs = [Decision::Better, Decision::Worse];
+        let runs = 10_000;
+        for (phi, seed) in [(0.5, 1_000_000), (0.9, 2_000_000)] {
+            let rate = wandering_share(Order::Random, phi, 1.0, runs, seed, &differs);
+            eprintln!(
+                "A/A, places wandering at φ {phi}, random order: a difference in {:.2} %",
+                rate * 100.0
+            );
+            assert!(bound(rate, runs as usize) <= 0.05, "φ {phi}: {rate}");
+        }
+        let margin = wandering_share(Order::Random, 0.5, 1.05, runs, 3_000_000, &[Decision::Equivalent]);
+        eprintln!(
+            "x1.05, places wandering at φ 0.5: equivalent in {:.2} %",
+            margin * 100.0
+        );
+        assert!(bound(margin, runs as usize) <= 0.05, "{margin}");
+        let wrong = wandering_share(Order::AsWritten, 0.5, 1.0, 4_000, 4_000_000, &differs);
+        eprintln!(
+            "A/A, places wandering at φ 0.5, as written: a difference in {:.2} %",
+            wrong * 100.0
+        );
+        assert!(crate::stats::sim::lower(wrong, 4_000) > 0.05, "{wrong}");
+    }
+
     #[test]
     fn a_duets_pairs_sit_together_and_either_side_goes_first_half_the_time() {
         let text = "design: duet\nnode: {version: 5.0.9, java: 17}\nrun: {duration: 5s}\n\

@@ -23,7 +23,8 @@ pub use super::keys::Options;
 #[serde(rename_all = "snake_case")]
 pub enum Order {
     /// Every round runs every variant and measurement once, in an order drawn from the
-    /// sitting's seed (randomized complete blocks).
+    /// sitting's seed (randomized complete blocks): the only order under which rounds that are
+    /// correlated (a drift, a place that stays slow) cannot bias the answers (docs/experiment.md).
     #[default]
     Random,
     /// Every round runs all variants, starting one later each round.

@@ -14,8 +14,7 @@ pub mod maxt;
 pub mod meta;
 pub mod ratio;
 pub mod sequential;
-#[cfg(test)]
-pub(crate) mod sim;
+pub mod sim;
 pub mod sittings;
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
