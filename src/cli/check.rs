@@ -53,6 +53,15 @@ pub fn check(
                 f.dir
             );
         }
+        if checked.too_short > 0 {
+            println!(
+                "{} of {} series have fewer than {} runs: no change can be found in them yet (at least {} runs each side).",
+                checked.too_short,
+                checked.series_checked,
+                2 * d.min_segment,
+                d.min_segment
+            );
+        }
         if new.iter().all(|f| f.weak) {
             println!("No new change in the latest runs.");
         }

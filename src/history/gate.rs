@@ -46,6 +46,9 @@ pub struct Checked {
     /// The thresholds, for people.
     pub settings: String,
     pub series_checked: usize,
+    /// Series with fewer runs than a change needs (`min_segment` each side): nothing can be
+    /// found in them yet, so their passing says nothing.
+    pub too_short: usize,
     /// The canary's series id, when there is one.
     pub canary: Option<String>,
     /// The new changes (weak ones too: they never fail the check).
@@ -115,6 +118,7 @@ impl Gate<'_> {
         Ok(Checked {
             settings: d.settings(series.len()).describe(),
             series_checked: series.len(),
+            too_short: series.iter().filter(|(_, recs)| recs.len() < 2 * d.min_segment).count(),
             canary: canary.map(|c| c.0.to_string()),
             fail: !failing.is_empty(),
             changes,
