@@ -338,7 +338,8 @@ mod tests {
     /// Across sittings (seeds), in each of the first rounds, either variant runs a measurement
     /// first half the time: E1 batches ran 6.0 first in 9 of 10 rounds over two sittings, which
     /// a fair draw does about once in 100; this says the draw is fair (12,000 rounds, 2,000
-    /// seeds; within 3 SEs of a half, so it fails by chance about once in 370 runs).
+    /// seeds; within 3 SEs of a half). The seeds are fixed, so it passes or fails the same way
+    /// every time; a fair draw on fresh seeds would land outside about once in 370.
     #[test]
     fn either_variant_goes_first_half_the_time_across_seeds() {
         let (mut first, mut n) = (0usize, 0usize);

@@ -261,19 +261,46 @@ mod tests {
     /// Issue 45's example: a p99 that doubled in every run after a real slowdown, in a series
     /// where one earlier run was a GC pause 30 times the others. The t-test on plain logs was
     /// swamped by that run; on winsorized logs the doubling is a sure change, where it began,
-    /// and the wild run moves the level before it by little.
+    /// and the wild run moves the level before it by little. Over 1,000 series (seed 4502, the
+    /// wild run the fourth), found where it began in at least 85 % (estimate − 3 SE); on plain
+    /// logs, the wrong setting, the wild run hides it far more often.
     #[test]
     fn one_wild_run_does_not_hide_a_doubling() {
         let s = Settings::default().over(FAMILY);
         let mut rng = Pcg64Mcg::seed_from_u64(4502);
-        let mut x = series(&mut rng, 16, 0.10, 0.0, 1.0, 8, 2.0);
-        x[3] *= 30.0;
-        let c = changes(&x, &s);
-        let sure: Vec<&Change> = c.iter().filter(|c| !c.weak).collect();
-        assert_eq!(sure.len(), 1, "{c:?}");
-        assert_eq!(sure[0].at, 8, "{c:?}");
-        assert!((1.6..2.5).contains(&sure[0].ratio), "{c:?}");
-        assert!(sure[0].before.value < 1300.0, "{c:?}");
+        let cases = 1_000;
+        let (mut found, mut plain, mut level_ok) = (0usize, 0usize, 0usize);
+        for _ in 0..cases {
+            let mut x = series(&mut rng, 16, 0.10, 0.0, 1.0, 8, 2.0);
+            x[3] *= 30.0;
+            let c = changes(&x, &s);
+            let sure: Vec<&Change> = c.iter().filter(|c| !c.weak).collect();
+            if let [one] = sure[..]
+                && one.at == 8
+                && (1.6..2.5).contains(&one.ratio)
+            {
+                found += 1;
+                level_ok += usize::from(one.before.value < 1300.0);
+            }
+            // Plain logs: Student's t at the true split, its p after the search.
+            let logs: Vec<f64> = x.iter().map(|v| v.ln()).collect();
+            let (a, b) = (&logs[..8], &logs[8..]);
+            let t = (super::super::mean(b) - super::super::mean(a)).abs()
+                / ((variance(a) + variance(b)) / 2.0 * (1.0 / 8.0 + 1.0 / 8.0)).sqrt();
+            plain += usize::from(maxt::p_value(16, s.min_segment, t) <= s.p_max());
+        }
+        let (rate, plain) = (found as f64 / cases as f64, plain as f64 / cases as f64);
+        println!(
+            "a doubling behind one x30 run: found {:.1} %, on plain logs {:.1} %",
+            rate * 100.0,
+            plain * 100.0
+        );
+        assert!(lower(rate, cases) >= 0.85, "{rate}");
+        assert!(
+            level_ok == found,
+            "the wild run moved the level before: {level_ok} of {found}"
+        );
+        assert!(bound(plain, cases) < 0.85, "plain logs: {plain}");
     }
 
     /// Every run a point of a check: does any of `family` series, its `n` first runs, show a

@@ -183,7 +183,7 @@ pub fn unpaired(a: &[f64], b: &[f64], conservative: bool) -> Option<LogRatio> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::sim::{bound, normal};
+    use crate::stats::sim::{bound, lower, normal};
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
 
@@ -230,8 +230,10 @@ mod tests {
 
     /// Fixed-sample 95 % intervals, 10,000 simulated comparisons at each of 2–6 repeats a side
     /// (log-normal values, spreads 3–30 %, the two sides' spreads up to 4 times apart, true
-    /// ratios 0.8–1.25): the interval misses the true ratio at most 7 % of the time (covers at
-    /// least 93 %), asserted as the miss rate plus three Monte Carlo standard errors (0.7 %). The percentile
+    /// ratios 0.8–1.25): the interval misses the true ratio at most 6 % of the time, asserted as
+    /// the miss rate plus three Monte Carlo standard errors (0.7 %). The paired t is exact (5 %);
+    /// Welch's degrees of freedom are an approximation (5.3 % at 4 a side), and 6 % is the
+    /// nearest claim above 5 % that an exact method passes at this many cases. The percentile
     /// bootstrap these replace missed 26 % at 2 against 3 and 11 % at 6 against 6. Seeds 101–105
     /// here; the intervals have no tuned constant.
     #[test]
@@ -260,13 +262,13 @@ mod tests {
                 w * 100.0,
                 p * 100.0
             );
-            assert!(bound(w, cases) <= 0.07, "Welch, {n} a side: {w}");
-            assert!(bound(p, cases) <= 0.07, "paired, {n} rounds: {p}");
+            assert!(bound(w, cases) <= 0.06, "Welch, {n} a side: {w}");
+            assert!(bound(p, cases) <= 0.06, "paired, {n} rounds: {p}");
         }
     }
 
     /// The check above fails a method that does not cover: Welch's statistic with a normal
-    /// quantile (1.96) in place of Student's misses far more than 7 % at two repeats.
+    /// quantile (1.96) in place of Student's misses far more than 6 % at two repeats.
     #[test]
     fn a_normal_quantile_at_two_repeats_would_fail_the_coverage_check() {
         let cases = 2_000;
@@ -279,6 +281,6 @@ mod tests {
             miss += usize::from(w.d.abs() > 1.96 * w.se);
         }
         let rate = miss as f64 / cases as f64;
-        assert!(bound(rate, cases) > 0.07 && rate > 0.10, "{rate}");
+        assert!(lower(rate, cases) > 0.06, "{rate}");
     }
 }

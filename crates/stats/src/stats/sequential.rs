@@ -435,7 +435,7 @@ mod tests {
         ratio: f64,
         /// Each step's own spread (log scale), A's and B's.
         cv: (f64, f64),
-        /// A level every step of a round shares (the machine's drift), log scale.
+        /// A level both steps of a round share, log scale (pairing cancels it exactly).
         drift: f64,
         /// Analysed in blocks (paired), or unpaired as caplab did before blocks.
         paired: bool,
@@ -559,9 +559,11 @@ mod tests {
         assert!((Design::new(0.05, 1, 5, 5).spend(5, 0.0) - 0.05).abs() < 1e-12);
     }
 
-    /// 10,000 A/A experiments in blocks, spreads 3–20 %, a drift shared by each round of 10 %,
-    /// looked at after every round from 3 to 12: a difference is declared at most 5 % of the
-    /// time, asserted as the rate plus three Monte Carlo standard errors (the level is simulated
+    /// 10,000 A/A experiments in blocks, spreads 3–20 %, a level each round's two steps share
+    /// (10 %; pairing cancels it exactly, so it tests the unpaired analysis only: a drift
+    /// *within* rounds and correlated rounds are simulated through the plan's order in
+    /// `experiment::plan`'s tests), looked at after every round from 3 to 12: a difference is
+    /// declared at most 5 % of the time, asserted as the rate plus three Monte Carlo standard errors (the level is simulated
     /// for 85 % of α, so the rate is about 4.3 %). Unpaired with the conservative degrees of
     /// freedom, sides with different spreads (3 % against 20 %): the same. Seeds 11 and 16
     /// (the level's own simulation uses another).
