@@ -9,6 +9,25 @@ use crate::history::gate::{FailOn, Gate};
 use crate::history::look::DetectArgs;
 use crate::history::{Location, Stored};
 
+/// What a team running the check every night should expect of false failures.
+fn nightly(d: &DetectArgs, confirming: bool) -> String {
+    if confirming {
+        format!(
+            "Nightly: a change fails only when reruns confirm it; at most {} false failures in 100 nights of one series \
+             with GC-paused runs, simulated (docs/history.md).",
+            crate::stats::confirm::NIGHTLY_FALSE_CONFIRMED * 100.0
+        )
+    } else {
+        format!(
+            "Nightly: up to {:.1} false failures in 30 checks ({:.0} % a check); --confirm reruns a change before it fails \
+             (at most {} in 100 nights, simulated; docs/history.md).",
+            30.0 * d.alpha,
+            d.alpha * 100.0,
+            crate::stats::confirm::NIGHTLY_FALSE_CONFIRMED * 100.0
+        )
+    }
+}
+
 /// `caplab history check`: the new changes of each series; exit 1 when one fails the check.
 pub fn check(
     all: &[Stored],
@@ -36,6 +55,7 @@ pub fn check(
         println!("{}", serde_json::to_string_pretty(&checked)?);
     } else {
         println!("Checked {} series ({settings}).", checked.series_checked);
+        println!("{}", nightly(d, confirm.is_some()));
         if let Some(c) = checked.canary {
             println!(
                 "Each relative to canary {} in the same sitting (the canary itself not checked).",
@@ -82,7 +102,7 @@ pub fn check(
                 if failing.len() == 1 { "change" } else { "changes" },
                 fail_on,
                 if confirm.is_some() {
-                    ", confirmed or left open by rerunning"
+                    ", confirmed by rerunning"
                 } else {
                     ""
                 }

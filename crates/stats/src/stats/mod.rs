@@ -12,6 +12,8 @@ pub mod confirm;
 pub mod machines;
 pub mod maxt;
 pub mod meta;
+#[cfg(test)]
+mod nights;
 pub mod ratio;
 pub mod sequential;
 pub mod sim;

@@ -1,0 +1,177 @@
+//! What a team sees over nights (simulations only): a nightly `history check` of one series,
+//! each night one more run, nothing changed, with and without a confirmation by rerunning
+//! before the check fails (`stats::confirm`, as `history check --confirm` uses it).
+
+use super::changes::{Settings, changes};
+use super::confirm::{Levels, NIGHTLY_FALSE_CONFIRMED, Spread, Verdict, look};
+use super::sim::{bound, normal};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+
+/// The eight figures a check looks at: each its spread between runs, whether a GC-paused run
+/// (×3) reaches it, and whether higher is worse.
+const FIGURES: [(f64, bool, bool); 8] = [
+    (0.03, false, false),
+    (0.05, false, true),
+    (0.15, true, true),
+    (0.25, true, true),
+    (0.15, true, true),
+    (0.04, false, true),
+    (0.20, true, true),
+    (0.05, false, false),
+];
+
+/// One run of figure `f` with nothing changed, as a log; `gc` the share of GC-paused runs.
+fn run(rng: &mut Pcg64Mcg, f: usize, gc: f64) -> f64 {
+    let (cv, paused, _) = FIGURES[f];
+    let wild = paused && rng.random::<f64>() < gc;
+    cv * normal(rng) + if wild { 3f64.ln() } else { 0.0 }
+}
+
+/// Whether the check of the first `n` runs fails: a sure regression among the latest runs, each
+/// confirmed (or left open) by `confirm` fresh runs when there are any.
+fn fails(rng: &mut Pcg64Mcg, runs: &[Vec<f64>], n: usize, s: &Settings, confirm: usize, gc: f64) -> bool {
+    fails_with(rng, runs, n, s, confirm, &|rng: &mut Pcg64Mcg, f: usize| {
+        run(rng, f, gc)
+    })
+}
+
+/// `fails`, the fresh runs drawn by `fresh_run`.
+fn fails_with(
+    rng: &mut Pcg64Mcg,
+    runs: &[Vec<f64>],
+    n: usize,
+    s: &Settings,
+    confirm: usize,
+    fresh_run: &dyn Fn(&mut Pcg64Mcg, usize) -> f64,
+) -> bool {
+    let m = s.min_segment;
+    runs.iter().enumerate().any(|(f, logs)| {
+        let values: Vec<f64> = logs[..n].iter().map(|l| l.exp()).collect();
+        let worse = FIGURES[f].2;
+        let found: Vec<_> = changes(&values, s)
+            .into_iter()
+            .filter(|c| !c.weak && n - 1 - c.at < 2 * m && (c.ratio > 1.0) == worse)
+            .collect();
+        found.iter().any(|c| {
+            if confirm == 0 {
+                return true;
+            }
+            // Every night its own sitting: the spread between runs is the sittings' too.
+            let base = &logs[..c.at];
+            let Some(spread) = Spread::of(base, &(0..base.len()).collect::<Vec<_>>(), None) else {
+                return true;
+            };
+            let levels = Levels {
+                before: c.before.value.ln(),
+                before_se: spread.level_se(c.before.n, c.before.n),
+                after: c.after.value.ln(),
+                after_se: spread.level_se(c.after.n, c.after.n),
+                higher_is_worse: worse,
+            };
+            let mut fresh = Vec::new();
+            for _ in 0..confirm {
+                fresh.push(fresh_run(rng, f));
+                let l = look(&levels, &spread, &fresh, confirm, 0.05);
+                if l.verdict != Verdict::Open {
+                    return l.verdict == Verdict::Confirmed;
+                }
+            }
+            false
+        })
+    })
+}
+
+/// `series` series of one configuration checked every night from run 10 to run 39 (30 nights),
+/// nothing changed: (false failures per 100 nights, share of series with at least one).
+fn nights(seed: u64, series: usize, gc: f64, confirm: usize) -> (f64, f64, usize) {
+    let s = Settings::default().over(FIGURES.len());
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let (mut failed, mut any) = (0usize, 0usize);
+    for _ in 0..series {
+        let runs: Vec<Vec<f64>> = (0..FIGURES.len())
+            .map(|f| (0..40).map(|_| run(&mut rng, f, gc)).collect())
+            .collect();
+        let mut this = 0;
+        for n in 10..40 {
+            this += usize::from(fails(&mut rng, &runs, n, &s, confirm, gc));
+        }
+        failed += this;
+        any += usize::from(this > 0);
+    }
+    let nights = series * 30;
+    (failed as f64 / nights as f64, any as f64 / series as f64, nights)
+}
+
+/// What a team sees, the claim `history check --confirm` states: a nightly check of one series
+/// (8 figures, GC-paused runs ×3 in one run in ten of the four tail figures), nothing changed,
+/// each sure regression rerun 3 times before it fails the job (failing only when confirmed),
+/// fails falsely at most `NIGHTLY_FALSE_CONFIRMED` (0.5 in 100 nights; issue 72 asked for 1)
+/// of nights (estimate + 3 SE; 400 series of 30 nights, seed 7321). The wrong setting, no confirmation, fails far more often (seed 7322). Without GC runs
+/// (seeds 7323, 7324): printed.
+#[test]
+fn a_confirmed_nightly_check_fails_falsely_at_most_half_a_time_in_a_hundred_nights() {
+    let (rate, any, n) = nights(7321, 400, 0.10, 3);
+    let (plain, plain_any, _) = nights(7322, 400, 0.10, 0);
+    let (quiet, _, _) = nights(7323, 400, 0.0, 3);
+    let (quiet_plain, _, _) = nights(7324, 400, 0.0, 0);
+    println!(
+        "nightly check of one series, GC-paused runs in 10 %: confirmed by 3 reruns {:.2} false failures per 100 nights \
+         (at least one in 30 nights in {:.1} % of series); unconfirmed {:.2} ({:.1} %); without GC runs {:.2} and {:.2}",
+        rate * 100.0,
+        any * 100.0,
+        plain * 100.0,
+        plain_any * 100.0,
+        quiet * 100.0,
+        quiet_plain * 100.0
+    );
+    assert!(bound(rate, n) <= NIGHTLY_FALSE_CONFIRMED, "{rate}");
+    assert!(
+        super::sim::lower(plain, n) > NIGHTLY_FALSE_CONFIRMED,
+        "unconfirmed: {plain}"
+    );
+}
+
+/// A regression of figure `f` by `ratio` from run 20: the share of `series` series whose check
+/// fails on it by its 5th run, confirmed by `confirm` fresh runs (at the new level).
+fn found_by_fifth(seed: u64, series: usize, f: usize, ratio: f64, gc: f64, confirm: usize) -> f64 {
+    let s = Settings::default().over(FIGURES.len());
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let mut found = 0usize;
+    for _ in 0..series {
+        let runs: Vec<Vec<f64>> = (0..FIGURES.len())
+            .map(|g| {
+                (0..25)
+                    .map(|i| run(&mut rng, g, gc) + if g == f && i >= 20 { ratio.ln() } else { 0.0 })
+                    .collect()
+            })
+            .collect();
+        let shifted = |rng: &mut Pcg64Mcg, g: usize| run(rng, g, gc) + if g == f { ratio.ln() } else { 0.0 };
+        let hit = (23..=25).any(|n| fails_with(&mut rng, &runs, n, &s, confirm, &shifted));
+        found += usize::from(hit);
+    }
+    found as f64 / series as f64
+}
+
+/// The price, stated beside the claim: a regression found by its 5th run and confirmed by 3
+/// reruns at its new level, with GC-paused runs in one run in ten (400 series each, seeds
+/// 7325–7328): ×2 p99 about 61 % (79 % unconfirmed: the reruns are judged against a spread the
+/// GC runs widen, and a rerun left open no longer fails), −10 % throughput about 99 %. Asserted
+/// below what was measured by more than 3 SE.
+#[test]
+fn a_confirmed_regression_fails_the_check_by_its_fifth_run() {
+    let p99 = found_by_fifth(7325, 400, 2, 2.0, 0.10, 3);
+    let p99_plain = found_by_fifth(7326, 400, 2, 2.0, 0.10, 0);
+    let tput = found_by_fifth(7327, 400, 0, 0.9, 0.10, 3);
+    let tput_plain = found_by_fifth(7328, 400, 0, 0.9, 0.10, 0);
+    println!(
+        "found and confirmed by its 5th run, GC-paused runs in 10 %: x2 p99 {:.1} % (unconfirmed {:.1} %), \
+         -10 % throughput {:.1} % ({:.1} %)",
+        p99 * 100.0,
+        p99_plain * 100.0,
+        tput * 100.0,
+        tput_plain * 100.0
+    );
+    assert!(super::sim::lower(p99, 400) >= 0.5, "{p99}");
+    assert!(super::sim::lower(tput, 400) >= 0.95, "{tput}");
+}
