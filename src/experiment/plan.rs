@@ -342,18 +342,24 @@ mod tests {
     /// every time; a fair draw on fresh seeds would land outside about once in 370.
     #[test]
     fn either_variant_goes_first_half_the_time_across_seeds() {
-        let (mut first, mut n) = (0usize, 0usize);
-        for seed in 0..2_000u64 {
-            let seed = seed.wrapping_mul(0x2545_f491_4f6c_dd1d);
-            for round in 1..=6 {
-                let o = round_order(2, 2, round, Order::Random, seed);
-                let pos = |v: usize| o.iter().position(|s| s.variant == v && s.measurement == 0).unwrap();
-                first += usize::from(pos(1) < pos(0));
-                n += 1;
+        let share = |order: Order| {
+            let (mut first, mut n) = (0usize, 0usize);
+            for seed in 0..2_000u64 {
+                let seed = seed.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                for round in 1..=6 {
+                    let o = round_order(2, 2, round, order, seed);
+                    let pos = |v: usize| o.iter().position(|s| s.variant == v && s.measurement == 0).unwrap();
+                    first += usize::from(pos(1) < pos(0));
+                    n += 1;
+                }
             }
-        }
-        let share = first as f64 / n as f64;
-        assert!((share - 0.5).abs() <= 3.0 * (0.25 / n as f64).sqrt(), "{share}");
+            (first as f64 / n as f64, 3.0 * (0.25 / n as f64).sqrt())
+        };
+        let (random, se3) = share(Order::Random);
+        assert!((random - 0.5).abs() <= se3, "{random}");
+        // The wrong setting, the file's order every round, fails the same check.
+        let (written, _) = share(Order::AsWritten);
+        assert!((written - 0.5).abs() > se3, "{written}");
     }
 
     /// A sitting whose machine wanders: each step's log-value is a level that follows the
