@@ -63,7 +63,8 @@ pub enum HistorySub {
         #[arg(long, value_enum, default_value = "regression")]
         fail_on: FailOn,
         /// Before failing, rerun each failing change's configuration (as `history confirm`
-        /// does): fail only on changes confirmed or left open.
+        /// does): fail only on changes the reruns confirm (one left open is printed and looked
+        /// at again the next run).
         #[arg(long)]
         confirm: bool,
         /// The most fresh runs per confirmation.

@@ -108,9 +108,8 @@ impl Gate<'_> {
                 let points = d.points(canary.map(|c| c.1));
                 for c in confirm_and_record(data, at, recs, &theirs, points, (runs, d.settings(1)), None)? {
                     // Only a change the reruns confirm fails: one they leave open is printed and
-                    // found again the next night (a nightly check failing on open ones failed
-                    // falsely 1.27 times in 100 nights with GC-paused runs, against 0.29;
-                    // `stats::nights`).
+                    // looked at again the next night (failing on open ones let GC-paused runs
+                    // through: `stats::nights`, bench/RESULTS.md "Nights").
                     if c.verdict == Verdict::Confirmed {
                         failing.push(theirs.iter().copied().find(|f| f.figure == c.figure).expect("asked"));
                     }

@@ -16,8 +16,8 @@ use super::{mean, t_quantile, variance};
 
 /// The false failures per night a nightly `history check --confirm` of one series states: at
 /// most 0.5 in 100 nights, with GC-paused runs (×3) in one run in ten of its tail figures and
-/// nothing changed, the same command rerun 3 times and judged against the history's levels
-/// (`stats::nights` simulates it: 0.29).
+/// nothing changed, the same command rerun up to 5 times (`--confirm-runs`' default) and judged
+/// against the history's levels (`stats::nights` simulates it: 0.28).
 pub const NIGHTLY_FALSE_CONFIRMED: f64 = 0.005;
 
 /// What a confirmation came to.
