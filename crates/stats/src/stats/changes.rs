@@ -319,19 +319,10 @@ mod tests {
     /// 15 %, CPU per operation 4 %, GC pause time 20 %, capacity 5 %), and in the four
     /// tail figures `wild` of the runs 3 times their level (a G1 pause in one run's window).
     fn figures(rng: &mut Pcg64Mcg, n: usize, wild: f64) -> Vec<Vec<f64>> {
-        [
-            (0.03, 0.0),
-            (0.05, 0.0),
-            (0.15, wild),
-            (0.25, wild),
-            (0.15, wild),
-            (0.04, 0.0),
-            (0.20, wild),
-            (0.05, 0.0),
-        ]
-        .iter()
-        .map(|&(cv, w)| series(rng, n, cv, w, 3.0, n, 1.0))
-        .collect()
+        crate::stats::sim::CHECK_FIGURES
+            .iter()
+            .map(|&(cv, paused, _)| series(rng, n, cv, if paused { wild } else { 0.0 }, 3.0, n, 1.0))
+            .collect()
     }
 
     /// Checks of 10 series × 8 figures after 25, 50, 75 and 100 runs of `histories` histories
