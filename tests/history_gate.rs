@@ -230,3 +230,86 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
         "the reruns' results are kept in caplab's home"
     );
 }
+
+/// Issue 72's real proof: a p99 doubled through the fault proxy is found and confirmed although
+/// a GC-paused run sits among the runs before it. Seven runs of the series, the third with the
+/// node's JVM stopped for 100 ms in its window (its p99 many times the others', as a G1 pause
+/// makes it), then three with every response delayed by 0.7 times the median p99 of the six
+/// others (here a delay D added about 1.4 D to the p99: it about doubles). `history check
+/// --figure p99_ms` finds the regression where it began, its level before read without the
+/// paused run (the tail figures set such runs aside; in a series this tight, a clean run 13 %
+/// above the others was once set aside too); `--confirm`
+/// reruns both commands paired by round (the runs after had the fault) and, the rounds judged by
+/// their median, confirms it from the third round on. The check's false negatives are the
+/// simulated ones (a ×2 p99 among paused runs missed by its 3rd run in about 15 % of series at
+/// 15 % spread; these runs, alone on the machine, spread less): how often this may fail.
+#[test]
+fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
+    let _jvm = jvm_lock();
+    let lab = lab();
+    let db = lab.dir("paused.db");
+    let run = |name: &str, fault: Option<&str>| {
+        let mut args = vec!["--rate", "1000", "--duration", "2s", "--history", &db];
+        if let Some(f) = fault {
+            args.extend(["--fault", f]);
+        }
+        ok(lab.run(name, &args));
+        common::result_json(&lab.home.join(name))["summary"]["total"]["response"]["p99_ms"]
+            .as_f64()
+            .expect("a p99")
+    };
+    let mut p99s: Vec<f64> = (0..7)
+        .map(|i| {
+            let fault = (i == 2).then_some("pause node1 at 1s for 100ms");
+            run(&format!("paused-{i}"), fault)
+        })
+        .collect();
+    let paused = p99s.remove(2);
+    p99s.sort_by(f64::total_cmp);
+    let median = p99s[p99s.len() / 2];
+    assert!(
+        paused > 3.0 * median,
+        "the paused run stands out: {paused} ms against {p99s:?}"
+    );
+    let delay = format!(
+        "delay node1 at 0s for 2s by {}us",
+        (0.7 * median * 1000.0).round() as u64
+    );
+    let slow: Vec<f64> = (0..3).map(|i| run(&format!("paused-slow-{i}"), Some(&delay))).collect();
+    let check = |extra: &[&str]| {
+        let mut args = vec!["history", "--history", &db, "--figure", "p99_ms", "check"];
+        args.extend_from_slice(extra);
+        lab.caplab(&args)
+    };
+    let json = check(&["--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let found: Vec<&serde_json::Value> = doc["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["weak"] == false)
+        .collect();
+    assert_eq!(found.len(), 1, "one sure change, after {p99s:?} and {paused}: {doc:#}");
+    let c = &found[0];
+    assert_eq!(
+        (&c["kind"], &c["runs_since"]),
+        (&"regression".into(), &2.into()),
+        "{c:#}"
+    );
+    assert!(
+        c["before"].as_f64().unwrap() < 1.5 * median && c["before_aside"].as_u64() >= Some(1),
+        "the paused run ({paused} ms) is not part of the level before ({median} ms its median): {c:#}"
+    );
+    assert!(c["ratio"].as_f64().unwrap() > 1.4, "{c:#}; after: {slow:?}");
+    let confirmed = check(&["--confirm", "--confirm-runs", "8"]);
+    let text = stdout(&confirmed);
+    println!("p99s before {p99s:?} ms, paused {paused} ms, after {slow:?} ms; the check:\n{text}");
+    assert_eq!(confirmed.status.code(), Some(1), "{text}\n{}", stderr(&confirmed));
+    assert!(
+        text.contains("REGRESSION p99_ms")
+            && text.contains("GC-paused set aside")
+            && text.contains("CONFIRMED after")
+            && text.contains("paired by round"),
+        "{text}"
+    );
+}

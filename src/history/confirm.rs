@@ -25,12 +25,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::detect::{Found, Points, RERUN_LABEL, higher_is_better, series_changes};
+use super::detect::{Found, Points, RERUN_LABEL, gc_reaches, higher_is_better, series_changes};
 use super::record::{FIGURES, Record, sitting_of};
 use super::rerun::{Rerunner, command_of, differs, log_of, rerun_args};
 use super::store::Stored;
 use crate::stats::changes::Settings;
 use crate::stats::confirm::{Levels, Look, Spread, Verdict, look};
+use crate::stats::robust::set_aside;
 
 /// What a confirmation asks: changes of one series (those that rerun the same commands share
 /// their runs, every figure read from each).
@@ -82,6 +83,9 @@ pub struct Confirmation {
     pub spread: Spread,
     /// The runs the spread was read from.
     pub base_runs: usize,
+    /// Of those, left out as GC-paused (a tail figure's).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub paused_aside: usize,
     pub levels: Levels,
     /// Every look, one per fresh run (or round), until this change's verdict.
     pub looks: Vec<Look>,
@@ -111,7 +115,7 @@ impl Confirmation {
                 text += &format!(
                     "\n  the fresh runs' level is ×{:.3} the level before the change, ×{:.3} the level after it \
                      (t {:.2} and {:.2} against a bound of {:.2}; spread between sittings {:.1} % ({}), between runs {:.1} %, \
-                     from the {} runs before the change since the one before it)",
+                     from the {} runs before the change since the one before it{})",
                     l.to_before,
                     l.to_after,
                     l.t_before,
@@ -120,7 +124,16 @@ impl Confirmation {
                     100.0 * self.spread.between,
                     self.spread.how.name(),
                     100.0 * self.spread.within,
-                    self.base_runs
+                    self.base_runs,
+                    if self.levels.paused_runs {
+                        format!(
+                            ", {} GC-paused left out; a tail figure: the fresh runs' median is judged, and confirms from \
+                             the third",
+                            self.paused_aside
+                        )
+                    } else {
+                        String::new()
+                    }
                 );
             }
             (Some(l), Design::Paired) => {
@@ -162,6 +175,7 @@ struct Plan<'a> {
     levels: Levels,
     spread: Spread,
     base_runs: usize,
+    paused_aside: usize,
     command: Vec<String>,
     before_command: Vec<String>,
     differs: Vec<String>,
@@ -219,10 +233,22 @@ fn plan<'a>(req: &Request, change: &'a Found) -> Result<Plan<'a>> {
         &crate::procfs::boot_id(),
         &humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
     );
-    let names: Vec<&str> = base.iter().map(|(r, _)| r.record.sitting.as_str()).collect();
+    // A tail figure's spread is read without the runs a GC pause reached, as its levels were.
+    let paused_runs = gc_reaches(&change.figure);
+    let logs: Vec<f64> = base.iter().map(|(_, v)| v.ln()).collect();
+    let aside = if paused_runs {
+        set_aside(&logs)
+    } else {
+        vec![false; logs.len()]
+    };
+    let kept = |i: &usize| !aside[*i];
+    let names: Vec<&str> = (0..base.len())
+        .filter(kept)
+        .map(|i| base[i].0.record.sitting.as_str())
+        .collect();
     let id = |s: &str| names.iter().position(|n| *n == s).unwrap_or(usize::MAX);
     let sitting: Vec<usize> = names.iter().map(|s| id(s)).collect();
-    let logs: Vec<f64> = base.iter().map(|(_, v)| v.ln()).collect();
+    let logs: Vec<f64> = (0..logs.len()).filter(kept).map(|i| logs[i]).collect();
     let spread =
         Spread::of(&logs, &sitting, Some(id(&here))).context("too few runs before the change to tell their spread")?;
     let sittings = |side: &[(&Stored, f64)]| {
@@ -236,6 +262,7 @@ fn plan<'a>(req: &Request, change: &'a Found) -> Result<Plan<'a>> {
         after: change.after.ln(),
         after_se: spread.level_se(after.len(), sittings(after)),
         higher_is_worse: !higher_is_better(&change.figure),
+        paused_runs,
     };
     Ok(Plan {
         change,
@@ -243,6 +270,7 @@ fn plan<'a>(req: &Request, change: &'a Found) -> Result<Plan<'a>> {
         levels,
         spread,
         base_runs: base.len(),
+        paused_aside: aside.iter().filter(|a| **a).count(),
         differs: differs(&before_command, &command),
         command,
         before_command,
@@ -386,6 +414,7 @@ fn confirm_group(
             differs: p.differs.clone(),
             spread: t.spread.unwrap_or(p.spread),
             base_runs: p.base_runs,
+            paused_aside: p.paused_aside,
             levels: p.levels,
             looks: t.looks,
             runs: dirs[..t.rounds].concat(),
@@ -450,4 +479,8 @@ fn paired_round(
         .iter()
         .map(|p| Ok(log_of(&a, p.col, &ad)? - log_of(&b, p.col, &bd)?))
         .collect()
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

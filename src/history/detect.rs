@@ -28,6 +28,15 @@ pub const CHECKED: [&str; 8] = [
     "capacity",
 ];
 
+/// Figures a GC-paused run reaches (about 3 times its level, in about one run in ten): their
+/// change points set such runs aside (`Settings::for_tails`) rather than pull them in.
+pub fn gc_reaches(figure: &str) -> bool {
+    matches!(
+        figure,
+        "p99_ms" | "p999_ms" | "max_ms" | "service_p99_ms" | "gc_pause_ms"
+    )
+}
+
 /// Whether more of a figure is better.
 pub fn higher_is_better(figure: &str) -> bool {
     matches!(figure, "throughput" | "capacity")
@@ -53,6 +62,11 @@ pub struct Found {
     pub after: f64,
     pub after_interval: (f64, f64),
     pub after_runs: usize,
+    /// Runs (or sittings) each side set aside as GC-paused: a tail figure's levels leave them out.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub before_aside: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub after_aside: usize,
     /// after / before.
     pub ratio: f64,
     pub p: f64,
@@ -110,9 +124,15 @@ impl Found {
                 .to_string(),
             (false, k) => k.name().to_uppercase(),
         };
-        let over = |runs: usize, sittings: Option<usize>| match sittings {
-            Some(s) => format!("{s} sittings ({runs} runs)"),
-            None => format!("{runs} runs"),
+        let over = |runs: usize, sittings: Option<usize>, aside: usize| {
+            let set_aside = match aside {
+                0 => String::new(),
+                n => format!(", {n} GC-paused set aside"),
+            };
+            match sittings {
+                Some(s) => format!("{s} sittings ({runs} runs{set_aside})"),
+                None => format!("{runs} runs{set_aside}"),
+            }
         };
         format!(
             "{} {}: {:+.1} % ({} [{}–{}] over {} → {} [{}–{}] over {}; p {:.1e} after the search{}) from the run of {}{}",
@@ -122,11 +142,11 @@ impl Found {
             figure_text(self.before),
             figure_text(self.before_interval.0),
             figure_text(self.before_interval.1),
-            over(self.before_runs, self.sittings.map(|s| s.0)),
+            over(self.before_runs, self.sittings.map(|s| s.0), self.before_aside),
             figure_text(self.after),
             figure_text(self.after_interval.0),
             figure_text(self.after_interval.1),
-            over(self.after_runs, self.sittings.map(|s| s.1)),
+            over(self.after_runs, self.sittings.map(|s| s.1), self.after_aside),
             self.p,
             match (&self.canary, self.scope == Scope::WithinSitting) {
                 (Some(c), w) => format!(
@@ -226,7 +246,8 @@ pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points<'_>, s:
         let pts = points.of(recs, col);
         let values: Vec<f64> = pts.iter().map(|(_, v)| *v).collect();
         let sitting = sitting_ids(pts.iter().map(|(r, _)| r.record.sitting.as_str()));
-        for sc in changes_in_sittings(&values, &sitting, s) {
+        let s = if gc_reaches(figure) { s.for_tails() } else { *s };
+        for sc in changes_in_sittings(&values, &sitting, &s) {
             let c = sc.change;
             let (run, _) = pts[c.at];
             let better = (c.ratio > 1.0) == higher_is_better(figure);
@@ -246,6 +267,8 @@ pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points<'_>, s:
                 after: c.after.value,
                 after_interval: (c.after.low, c.after.high),
                 after_runs: sc.runs_after,
+                before_aside: c.before.aside,
+                after_aside: c.after.aside,
                 ratio: c.ratio,
                 p: c.p,
                 scope: sc.scope,
@@ -298,4 +321,8 @@ fn in_context(found: &mut [Found], recs: &[&Stored]) {
             f.kind = Kind::Starved;
         }
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

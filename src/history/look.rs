@@ -50,6 +50,7 @@ impl DetectArgs {
             weak: self.weak,
             min_segment: self.min_segment,
             min_change: self.min_change,
+            ..Settings::default()
         }
     }
 

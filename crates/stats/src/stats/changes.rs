@@ -11,9 +11,11 @@
 //! an error rate per *look*: `alpha` spread over the `family` of series × figures one look
 //! covers (Bonferroni), so a check of 10 series × 8 figures fails falsely in at most 5 % of
 //! checks. Changes that pass a per-figure `weak` threshold but not that one are **weak**: likely,
-//! not yet sure, reported apart. The error rates are simulated in the tests below.
+//! not yet sure, reported apart. Tail figures, where one run in ten may be GC-paused, take
+//! `Statistic::Robust` (`Settings::for_tails`), which sets such runs aside rather than pulling
+//! them in. The error rates are simulated in the tests below.
 
-use super::maxt::{self, Scratch};
+use super::maxt::{self, Scratch, Statistic};
 use super::{t_quantile, variance};
 
 /// The detector's thresholds.
@@ -29,6 +31,8 @@ pub struct Settings {
     pub min_segment: usize,
     /// The smallest change kept, as a share of the level before it.
     pub min_change: f64,
+    /// The split statistic: winsorized, or robust to GC-paused runs (tail figures).
+    pub statistic: Statistic,
 }
 
 impl Default for Settings {
@@ -39,6 +43,7 @@ impl Default for Settings {
             weak: WEAK,
             min_segment: MIN_SEGMENT,
             min_change: MIN_CHANGE,
+            statistic: Statistic::Winsorized,
         }
     }
 }
@@ -58,6 +63,15 @@ impl Settings {
         }
     }
 
+    /// The same thresholds for a tail figure (a p99, GC pause time): runs unlike their
+    /// neighbours set aside (`Statistic::Robust`), since one in ten may be GC-paused.
+    pub fn for_tails(self) -> Settings {
+        Settings {
+            statistic: Statistic::Robust,
+            ..self
+        }
+    }
+
     /// The largest p-value of a (sure) change.
     pub fn p_max(&self) -> f64 {
         self.alpha / self.family.max(1) as f64
@@ -65,8 +79,15 @@ impl Settings {
 
     /// For outputs: what the detector did.
     pub fn describe(&self) -> String {
+        // One text for both statistics: a look covers throughput and tail figures alike.
+        let wild = format!(
+            "a run 3 robust SDs from its neighbours' median pulled in; in tail figures one {} to {} SDs away \
+             weighed down to nothing, as a GC-paused run",
+            super::robust::FULL,
+            super::robust::NONE
+        );
         format!(
-            "change points: binary segmentation on log values (a run 3 robust SDs from its neighbours' median pulled in), the largest t \
+            "change points: binary segmentation on log values ({wild}), the largest t \
              over every split against its own null (p after the search), false changes in at most {:.0} % of looks \
              over {} series × figure(s) (p ≤ {:.1e} each), weak ones at p ≤ {} reported apart and never failing, \
              at least {} runs each side, changes of at least {:.0} %",
@@ -87,6 +108,8 @@ pub struct Level {
     pub low: f64,
     pub high: f64,
     pub n: usize,
+    /// Of the `n`, set aside as GC-paused (`Statistic::Robust`) and not part of the level.
+    pub aside: usize,
 }
 
 /// One change: the series' level changes at point `at` (the first point of the new level).
@@ -164,7 +187,7 @@ fn passes(c: &Change, p_max: f64, s: &Settings) -> bool {
 
 /// Finds the best split of `logs[from..to]`, keeps it if it passes, and looks within each side.
 fn split(logs: &[f64], from: usize, to: usize, p_max: f64, s: &Settings, cuts: &mut Vec<usize>, scratch: &mut Scratch) {
-    let Some((k, _)) = maxt::best_split(&logs[from..to], s.min_segment, scratch) else {
+    let Some((k, _)) = maxt::best_split(&logs[from..to], s.min_segment, s.statistic, scratch) else {
         return;
     };
     let at = from + k;
@@ -179,32 +202,41 @@ fn split(logs: &[f64], from: usize, to: usize, p_max: f64, s: &Settings, cuts: &
 /// search's over `[from, to)`.
 fn test(logs: &[f64], from: usize, at: usize, to: usize, s: &Settings, scratch: &mut Scratch) -> Option<Change> {
     let m = s.min_segment.max(2);
-    let t = maxt::t_at(&logs[from..to], at - from, m, scratch)?;
-    let (before, after) = (level(&logs[from..at]), level(&logs[at..to]));
+    let t = maxt::t_at(&logs[from..to], at - from, m, s.statistic, scratch)?;
+    let (before, after) = (level(&logs[from..at], s.statistic), level(&logs[at..to], s.statistic));
     Some(Change {
         at,
         before,
         after,
         ratio: after.value / before.value,
-        p: maxt::p_value(to - from, m, t),
+        p: maxt::p_value(to - from, m, s.statistic, t),
         weak: false,
     })
 }
 
-/// The level of a segment of (positive) values, as changes give them.
-pub fn level_of(values: &[f64]) -> Level {
-    level(&values.iter().map(|v| v.ln()).collect::<Vec<_>>())
+/// The level of a segment of (positive) values, as changes give them by `stat`.
+pub fn level_of(values: &[f64], stat: Statistic) -> Level {
+    level(&values.iter().map(|v| v.ln()).collect::<Vec<_>>(), stat)
 }
 
-/// The mean of `logs` winsorized against neighbours (one wild run moves it little) and its
-/// 95 % t interval, as values.
-fn level(logs: &[f64]) -> Level {
+/// The mean of `logs` and its 95 % t interval, as values: winsorized against neighbours (one
+/// wild run moves it little), or for `Statistic::Robust` without the runs `robust` sets aside
+/// (a GC-paused run is not part of the level). `n` counts every run.
+fn level(logs: &[f64], stat: Statistic) -> Level {
     let n = logs.len();
     let (mut w, mut buf) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    maxt::winsorize(logs, &mut w, &mut buf);
+    match stat {
+        Statistic::Winsorized => maxt::winsorize(logs, &mut w, &mut buf),
+        // (`w` then holds every run.)
+        Statistic::Robust => {
+            let aside = super::robust::set_aside(logs);
+            w.extend(logs.iter().zip(&aside).filter(|(_, a)| !**a).map(|(l, _)| *l));
+        }
+    }
     let m = super::mean(&w);
-    let half = if n >= 2 {
-        t_quantile(0.975, n as f64 - 1.0) * (variance(&w) / n as f64).sqrt()
+    let k = w.len();
+    let half = if k >= 2 {
+        t_quantile(0.975, k as f64 - 1.0) * (variance(&w) / k as f64).sqrt()
     } else {
         f64::NAN
     };
@@ -213,13 +245,14 @@ fn level(logs: &[f64]) -> Level {
         low: (m - half).exp(),
         high: (m + half).exp(),
         n,
+        aside: n - k,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::sim::{bound, lower, normal};
+    use crate::stats::sim::{CHECK_FIGURES, bound, lower, normal};
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;
 
@@ -262,40 +295,48 @@ mod tests {
     /// where one earlier run was a GC pause 30 times the others. The t-test on plain logs was
     /// swamped by that run; on winsorized logs the doubling is a sure change, where it began,
     /// and the wild run moves the level before it by little. Over 1,000 series (seed 4502, the
-    /// wild run the fourth), found where it began in at least 85 % (estimate − 3 SE); on plain
-    /// logs, the wrong setting, the wild run hides it far more often.
+    /// wild run the fourth), found where it began in at least 85 % (estimate − 3 SE), by both
+    /// statistics (the tail figures' sets the run aside); on plain logs, the wrong setting, the
+    /// wild run hides it far more often.
     #[test]
     fn one_wild_run_does_not_hide_a_doubling() {
         let s = Settings::default().over(FAMILY);
         let mut rng = Pcg64Mcg::seed_from_u64(4502);
         let cases = 1_000;
         let (mut found, mut plain, mut level_ok) = (0usize, 0usize, 0usize);
+        let mut robust = 0usize;
         for _ in 0..cases {
             let mut x = series(&mut rng, 16, 0.10, 0.0, 1.0, 8, 2.0);
             x[3] *= 30.0;
-            let c = changes(&x, &s);
-            let sure: Vec<&Change> = c.iter().filter(|c| !c.weak).collect();
-            if let [one] = sure[..]
-                && one.at == 8
-                && (1.6..2.5).contains(&one.ratio)
-            {
+            let found_at_8 = |s: &Settings| {
+                let c = changes(&x, s);
+                match c.iter().filter(|c| !c.weak).collect::<Vec<_>>()[..] {
+                    [one] if one.at == 8 && (1.6..2.5).contains(&one.ratio) => Some(one.before.value),
+                    _ => None,
+                }
+            };
+            if let Some(before) = found_at_8(&s) {
                 found += 1;
-                level_ok += usize::from(one.before.value < 1300.0);
+                level_ok += usize::from(before < 1300.0);
             }
+            robust += usize::from(found_at_8(&s.for_tails()).is_some_and(|before| before < 1300.0));
             // Plain logs: Student's t at the true split, its p after the search.
             let logs: Vec<f64> = x.iter().map(|v| v.ln()).collect();
             let (a, b) = (&logs[..8], &logs[8..]);
             let t = (super::super::mean(b) - super::super::mean(a)).abs()
                 / ((variance(a) + variance(b)) / 2.0 * (1.0 / 8.0 + 1.0 / 8.0)).sqrt();
-            plain += usize::from(maxt::p_value(16, s.min_segment, t) <= s.p_max());
+            plain += usize::from(maxt::p_value(16, s.min_segment, Statistic::Winsorized, t) <= s.p_max());
         }
         let (rate, plain) = (found as f64 / cases as f64, plain as f64 / cases as f64);
+        let robust = robust as f64 / cases as f64;
         println!(
-            "a doubling behind one x30 run: found {:.1} %, on plain logs {:.1} %",
+            "a doubling behind one x30 run: found {:.1} % (robust {:.1} %), on plain logs {:.1} %",
             rate * 100.0,
+            robust * 100.0,
             plain * 100.0
         );
         assert!(lower(rate, cases) >= 0.85, "{rate}");
+        assert!(lower(robust, cases) >= 0.85, "robust: {robust}");
         assert!(
             level_ok == found,
             "the wild run moved the level before: {level_ok} of {found}"
@@ -307,8 +348,15 @@ mod tests {
     /// sure change among its latest runs (whose new level holds under twice `min_segment` runs),
     /// as `history check` fails on?
     fn check_fails(runs: &[Vec<f64>], n: usize, s: &Settings) -> bool {
-        runs.iter().any(|r| {
-            changes(&r[..n], s)
+        runs.iter().enumerate().any(|(i, r)| {
+            // The figures in `CHECK_FIGURES`' order, series after series; tail ones as the gate
+            // takes them.
+            let s = if CHECK_FIGURES[i % CHECK_FIGURES.len()].1 {
+                s.for_tails()
+            } else {
+                *s
+            };
+            changes(&r[..n], &s)
                 .iter()
                 .any(|c| !c.weak && n - 1 - c.at < 2 * s.min_segment)
         })
@@ -319,7 +367,7 @@ mod tests {
     /// 15 %, CPU per operation 4 %, GC pause time 20 %, capacity 5 %), and in the four
     /// tail figures `wild` of the runs 3 times their level (a G1 pause in one run's window).
     fn figures(rng: &mut Pcg64Mcg, n: usize, wild: f64) -> Vec<Vec<f64>> {
-        crate::stats::sim::CHECK_FIGURES
+        CHECK_FIGURES
             .iter()
             .map(|&(cv, paused, _)| series(rng, n, cv, if paused { wild } else { 0.0 }, 3.0, n, 1.0))
             .collect()
@@ -368,6 +416,88 @@ mod tests {
         );
         assert!(bound(rate, checks) <= 0.05, "{rate}");
         assert!(lower(wrong, wrong_checks) > 0.05, "the uncorrected check: {wrong}");
+    }
+
+    /// Whether a check of the first `n` runs of one figure, at `s`, fails on a sure change up
+    /// among its latest runs (as `history check` does on a tail figure getting worse).
+    fn fails_up(x: &[f64], n: usize, s: &Settings) -> bool {
+        changes(&x[..n], s)
+            .iter()
+            .any(|c| !c.weak && c.ratio > 1.0 && n - 1 - c.at < 2 * s.min_segment)
+    }
+
+    /// The share of `cases` p99 series (15 % spread, one run in ten ×`paused`) whose level moves
+    /// by `ratio` after 20 runs that a check of one series × 8 figures at `s` fails on by the
+    /// `by`th run after it.
+    fn found_by(seed: u64, cases: usize, ratio: f64, paused: f64, by: usize, s: &Settings) -> f64 {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let found = (0..cases)
+            .filter(|_| {
+                let x = series(&mut rng, 20 + by, 0.15, 0.10, paused, 20, ratio);
+                (23..=20 + by).any(|n| fails_up(&x, n, s))
+            })
+            .count();
+        found as f64 / cases as f64
+    }
+
+    /// Issue 72's item 1: a p99 that doubles, among runs one in ten of which is GC-paused (×3)
+    /// at 15 % spread, fails a check of one series × 8 figures by its 5th run in at least 90 %
+    /// of series (estimate − 3 SE; 4,000 series, seed 7211, not the tuning seeds 7202–7205;
+    /// measured 92.8 %: a seed fails when its estimate is under 91.2 %, about one in 1,000 at
+    /// that rate).
+    /// The wrong setting, the winsorized statistic the tail figures took before, must fall
+    /// short of it (measured 79.5 %: two or three paused runs among twenty, pulled in to 3 SDs,
+    /// still double the pooled SD). The price, printed: a ×1.3 step with no paused run.
+    #[test]
+    fn a_doubled_p99_among_gc_paused_runs_is_found_by_its_fifth_run() {
+        let s = Settings::default().over(8);
+        let cases = 4_000;
+        let robust = found_by(7211, cases, 2.0, 3.0, 5, &s.for_tails());
+        let winsorized = found_by(7211, cases, 2.0, 3.0, 5, &s);
+        let price = found_by(7212, 1_000, 1.3, 1.0, 6, &s.for_tails());
+        let before = found_by(7212, 1_000, 1.3, 1.0, 6, &s);
+        println!(
+            "x2 p99 among 10 % GC-paused runs found by its 5th run: robust {:.1} %, winsorized {:.1} %; \
+             x1.3 with none paused by its 6th: robust {:.1} %, winsorized {:.1} %",
+            100.0 * robust,
+            100.0 * winsorized,
+            100.0 * price,
+            100.0 * before
+        );
+        assert!(lower(robust, cases) >= 0.90, "{robust}");
+        assert!(bound(winsorized, cases) < 0.90, "winsorized: {winsorized}");
+    }
+
+    /// ... and it holds its level: a check of one series × 8 figures, nothing changed, one run
+    /// in ten GC-paused in the tail figures, of 10, 15, … 30 runs, fails in at most 5 % of
+    /// looks (estimate + 3 SE; 10,000 looks at independent series, seed 7213; measured about
+    /// 4 %). Three paused runs in a row among the latest are, by `min_segment`'s definition, a
+    /// new level; that is most of what fails. The wrong setting, no correction for the 8
+    /// figures, must fail it (on every tenth look).
+    #[test]
+    fn a_check_among_gc_paused_runs_fails_falsely_at_its_stated_level() {
+        let (s, uncorrected) = (Settings::default().over(8), Settings::default());
+        let mut rng = Pcg64Mcg::seed_from_u64(7213);
+        let (mut looks, mut failed, mut wrong_looks, mut failed_wrong) = (0usize, 0usize, 0usize, 0usize);
+        for i in 0..2_000 {
+            for n in [10usize, 15, 20, 25, 30] {
+                let runs = figures(&mut rng, n, 0.10);
+                looks += 1;
+                failed += usize::from(check_fails(&runs, n, &s));
+                if i % 10 == 0 {
+                    wrong_looks += 1;
+                    failed_wrong += usize::from(check_fails(&runs, n, &uncorrected));
+                }
+            }
+        }
+        let (rate, wrong) = (failed as f64 / looks as f64, failed_wrong as f64 / wrong_looks as f64);
+        println!(
+            "one series x 8 figures, 10 % GC-paused runs, nothing changed: {:.2} % of {looks} looks fail; uncorrected {:.1} %",
+            100.0 * rate,
+            100.0 * wrong
+        );
+        assert!(bound(rate, looks) <= 0.05, "{rate}");
+        assert!(lower(wrong, wrong_looks) > 0.05, "uncorrected: {wrong}");
     }
 
     /// What the gate buys: a 10 % regression of one figure (3 % spread), 20 runs before it, is

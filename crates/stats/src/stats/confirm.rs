@@ -17,7 +17,7 @@ use super::{mean, t_quantile, variance};
 /// The false failures per night a nightly `history check --confirm` of one series states: at
 /// most 0.5 in 100 nights, with GC-paused runs (×3) in one run in ten of its tail figures and
 /// nothing changed, the same command rerun up to 5 times (`--confirm-runs`' default) and judged
-/// against the history's levels (`stats::nights` simulates it: 0.28).
+/// against the history's levels (`stats::nights` simulates it: 0.15).
 pub const NIGHTLY_FALSE_CONFIRMED: f64 = 0.005;
 
 /// What a confirmation came to.
@@ -179,6 +179,10 @@ pub struct Levels {
     pub after: f64,
     pub after_se: f64,
     pub higher_is_worse: bool,
+    /// A tail figure, whose runs may be GC-paused (×3 in about one in ten): the fresh runs are
+    /// judged by their median, and confirm the change only from the third on. (The levels and
+    /// spread are then read without the paused runs: `robust::set_aside`.)
+    pub paused_runs: bool,
 }
 
 impl Levels {
@@ -191,7 +195,19 @@ impl Levels {
             after: self.after - self.before,
             after_se: self.before_se.hypot(self.after_se),
             higher_is_worse: self.higher_is_worse,
+            paused_runs: self.paused_runs,
         }
+    }
+}
+
+/// The median of `x` (NaN when empty).
+fn median(x: &[f64]) -> f64 {
+    let mut v = x.to_vec();
+    v.sort_unstable_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
@@ -212,13 +228,18 @@ pub struct Look {
 /// The look after the fresh runs `fresh` (logs), of at most `looks`, at error `alpha` each way.
 pub fn look(levels: &Levels, spread: &Spread, fresh: &[f64], looks: usize, alpha: f64) -> Look {
     let n = fresh.len().max(1) as f64;
-    let m = mean(fresh);
-    let v = spread.between.powi(2) + spread.within.powi(2) / n;
+    // A median's variance is about π/2 times a mean's (normal runs, large n; less for 3 to 5).
+    let (m, per_run, may_confirm) = if levels.paused_runs {
+        (median(fresh), std::f64::consts::FRAC_PI_2, fresh.len() >= 3)
+    } else {
+        (mean(fresh), 1.0, true)
+    };
+    let v = spread.between.powi(2) + per_run * spread.within.powi(2) / n;
     let worse = if levels.higher_is_worse { 1.0 } else { -1.0 };
     let t_before = worse * (m - levels.before) / (v + levels.before_se.powi(2)).sqrt();
     let t_after = worse * (levels.after - m) / (v + levels.after_se.powi(2)).sqrt();
     let bound = t_quantile(1.0 - alpha / looks.max(1) as f64, spread.df_for(fresh.len()).max(1.0));
-    let verdict = if t_before > bound {
+    let verdict = if t_before > bound && may_confirm {
         Verdict::Confirmed
     } else if t_after > bound {
         Verdict::NotConfirmed
@@ -285,6 +306,7 @@ mod tests {
             after: mean(a),
             after_se: spread.level_se(a.len(), 1),
             higher_is_worse: true,
+            paused_runs: false,
         };
         let level = fresh_shift + between * normal(rng);
         let mut fresh = Vec::new();
@@ -358,6 +380,7 @@ mod tests {
             after: 0.10,
             after_se: 0.02,
             higher_is_worse: true,
+            paused_runs: false,
         }
         .difference();
         let mut ratios = Vec::new();

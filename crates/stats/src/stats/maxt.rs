@@ -2,8 +2,10 @@
 //! |t| over every split of a segment, on values winsorized against their neighbours (a run more
 //! than 3 robust SDs from the median of the five around it is pulled in), so one run 30 times
 //! the others (a G1 pause in a p99) cannot swamp a level that really moved, while a new level
-//! of three or more runs is left whole. Its null distribution (no change, independent normal runs,
-//! winsorized the same way) is simulated once per segment length and side minimum and kept;
+//! of three or more runs is left whole. For tail figures, where one run in ten may be
+//! GC-paused, the t is instead weighted (`Statistic::Robust`: `robust`'s weights set those runs
+//! aside). Its null distribution (no change, independent normal runs, the same statistic) is
+//! simulated once per statistic, segment length and side minimum and kept;
 //! a p-value is `(1 + exceedances) / (1 + draws)`, which is exactly valid for normal runs however
 //! few the draws (Barnard's Monte Carlo test). Reading the largest t's own Student p, as if the
 //! split had been chosen in advance, is what made about 2 % of flat 100-run series show a
@@ -14,6 +16,20 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
+
+use super::robust;
+
+/// How a split's t treats runs unlike their neighbours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Statistic {
+    /// Student's t on values winsorized against their neighbours: the most efficient when wild
+    /// runs are rare.
+    #[default]
+    Winsorized,
+    /// Student's t weighted by `robust::weights`: for figures where one run in ten may be
+    /// GC-paused (a little less power when none is).
+    Robust,
+}
 
 /// Draws of the null distribution per segment length.
 pub const DRAWS: usize = 10_000;
@@ -34,6 +50,10 @@ pub struct Scratch {
     s1: Vec<f64>,
     s2: Vec<f64>,
     t: Vec<f64>,
+    /// Weights (`Statistic::Robust`) and their sums.
+    w: Vec<f64>,
+    s0: Vec<f64>,
+    robust: robust::Buffers,
 }
 
 /// Neighbours each side whose median a value is judged against.
@@ -85,32 +105,58 @@ fn median_in_place(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Every split's |t| of `x` (winsorized), the second side starting at `k` for `k` in `m..=n − m`,
+/// Every split's |t| of `x` by `stat`, the second side starting at `k` for `k` in `m..=n − m`,
 /// into `scratch.t` (index `k − m`). False when the segment is shorter than `2 m`.
-fn splits(x: &[f64], m: usize, scratch: &mut Scratch) -> bool {
+fn splits(x: &[f64], m: usize, stat: Statistic, scratch: &mut Scratch) -> bool {
     let n = x.len();
     scratch.t.clear();
     if n < 2 * m {
         return false;
     }
-    winsorize(x, &mut scratch.clipped, &mut scratch.diffs);
-    // Sums of values and squares, so each split's t costs the same whatever its length.
-    let (s1, s2) = (&mut scratch.s1, &mut scratch.s2);
-    s1.clear();
-    s2.clear();
-    s1.push(0.0);
-    s2.push(0.0);
-    for v in &scratch.clipped {
-        s1.push(s1[s1.len() - 1] + v);
-        s2.push(s2[s2.len() - 1] + v * v);
+    // Each run's value and weight: winsorized with weight 1, or as it is with robust's weight.
+    let Scratch {
+        clipped,
+        diffs,
+        w,
+        robust,
+        ..
+    } = scratch;
+    match stat {
+        Statistic::Winsorized => {
+            winsorize(x, clipped, diffs);
+            w.clear();
+            w.resize(n, 1.0);
+        }
+        Statistic::Robust => {
+            clipped.clear();
+            clipped.extend_from_slice(x);
+            robust::weights(x, w, robust);
+        }
+    }
+    // Sums of weights, weighted values and squares, so each split's t costs the same whatever
+    // its length.
+    let (s0, s1, s2) = (&mut scratch.s0, &mut scratch.s1, &mut scratch.s2);
+    for s in [&mut *s0, &mut *s1, &mut *s2] {
+        s.clear();
+        s.push(0.0);
+    }
+    for (v, w) in scratch.clipped.iter().zip(&scratch.w) {
+        s0.push(s0[s0.len() - 1] + w);
+        s1.push(s1[s1.len() - 1] + w * v);
+        s2.push(s2[s2.len() - 1] + w * v * v);
     }
     let moments = |i: usize, j: usize| {
-        let len = (j - i) as f64;
-        let mean = (s1[j] - s1[i]) / len;
+        let len = s0[j] - s0[i];
+        let mean = if len > 0.0 { (s1[j] - s1[i]) / len } else { 0.0 };
         (mean, ((s2[j] - s2[i]) - len * mean * mean).max(0.0), len)
     };
     for k in m..=n - m {
         let ((ma, sa, na), (mb, sb, nb)) = (moments(0, k), moments(k, n));
+        // A side whose runs were all but set aside tells nothing.
+        if na < 1.0 || nb < 1.0 || na + nb <= 2.0 {
+            scratch.t.push(0.0);
+            continue;
+        }
         let pooled = (sa + sb) / (na + nb - 2.0);
         let d = (mb - ma).abs();
         scratch.t.push(if pooled > 0.0 {
@@ -124,12 +170,12 @@ fn splits(x: &[f64], m: usize, scratch: &mut Scratch) -> bool {
     true
 }
 
-/// The split of `x` (winsorized) where Student's t between the sides is largest in size, each
-/// side holding at least `m` values (at least 2): `(k, |t|)`, the second side starting at `k`.
-/// None when the segment is shorter than `2 m`.
-pub fn best_split(x: &[f64], m: usize, scratch: &mut Scratch) -> Option<(usize, f64)> {
+/// The split of `x` where `stat`'s t between the sides is largest in size, each side holding
+/// at least `m` values (at least 2): `(k, |t|)`, the second side starting at `k`. None when the
+/// segment is shorter than `2 m`.
+pub fn best_split(x: &[f64], m: usize, stat: Statistic, scratch: &mut Scratch) -> Option<(usize, f64)> {
     let m = m.max(2);
-    if !splits(x, m, scratch) {
+    if !splits(x, m, stat, scratch) {
         return None;
     }
     scratch
@@ -140,19 +186,21 @@ pub fn best_split(x: &[f64], m: usize, scratch: &mut Scratch) -> Option<(usize, 
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-/// |t| of the split of `x` (winsorized) at `k`; None when a side holds fewer than `m` (at least
-/// 2) values.
-pub fn t_at(x: &[f64], k: usize, m: usize, scratch: &mut Scratch) -> Option<f64> {
+/// `stat`'s |t| of the split of `x` at `k`; None when a side holds fewer than `m` (at least 2)
+/// values.
+pub fn t_at(x: &[f64], k: usize, m: usize, stat: Statistic, scratch: &mut Scratch) -> Option<f64> {
     let m = m.max(2);
-    if k < m || x.len() < k + m || !splits(x, m, scratch) {
+    if k < m || x.len() < k + m || !splits(x, m, stat, scratch) {
         return None;
     }
     Some(scratch.t[k - m])
 }
 
 /// The chance that a segment of `n` independent normal runs with no change shows a largest |t|
-/// of at least `t` over its splits with sides of at least `m`: the search's own p-value.
-pub fn p_value(n: usize, m: usize, t: f64) -> f64 {
+/// (by `stat`) of at least `t` over its splits with sides of at least `m`: the search's own
+/// p-value. Beyond `SIMULATED_UP_TO` runs, Bonferroni's bound with Student's t (for the robust
+/// statistic an approximation, since few runs are set aside).
+pub fn p_value(n: usize, m: usize, stat: Statistic, t: f64) -> f64 {
     if t.is_nan() {
         return 1.0;
     }
@@ -163,19 +211,20 @@ pub fn p_value(n: usize, m: usize, t: f64) -> f64 {
         let one = StudentsT::new(0.0, 1.0, n as f64 - 2.0).map_or(1.0, |d| 2.0 * (1.0 - d.cdf(t)));
         return (splits * one).min(1.0);
     }
-    let null = null(n, m);
+    let null = null(n, m, stat);
     let exceed = null.len() - null.partition_point(|v| *v < t);
     (1 + exceed) as f64 / (1 + null.len()) as f64
 }
 
-type Cache = Mutex<HashMap<(usize, usize), Arc<[f64]>>>;
+type Cache = Mutex<HashMap<(usize, usize, Statistic), Arc<[f64]>>>;
 
-/// The sorted null draws of the largest |t| for `n` runs and sides of at least `m`, simulated
-/// on first use with a seed of their own (so a p-value is the same on every call and machine).
-fn null(n: usize, m: usize) -> Arc<[f64]> {
+/// The sorted null draws of `stat`'s largest |t| for `n` runs and sides of at least `m`,
+/// simulated on first use with a seed of their own (so a p-value is the same on every call and
+/// machine).
+fn null(n: usize, m: usize, stat: Statistic) -> Arc<[f64]> {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Cache::default);
-    if let Some(d) = cache.lock().expect("the null cache").get(&(n, m)) {
+    if let Some(d) = cache.lock().expect("the null cache").get(&(n, m, stat)) {
         return d.clone();
     }
     let mut rng = Pcg64Mcg::seed_from_u64(0x5eed_0000 ^ ((n as u64) << 16) ^ m as u64);
@@ -185,12 +234,15 @@ fn null(n: usize, m: usize) -> Arc<[f64]> {
             for v in x.iter_mut() {
                 *v = super::normal(&mut rng);
             }
-            best_split(&x, m, &mut scratch).map_or(0.0, |(_, t)| t)
+            best_split(&x, m, stat, &mut scratch).map_or(0.0, |(_, t)| t)
         })
         .collect();
     draws.sort_unstable_by(f64::total_cmp);
     let draws: Arc<[f64]> = draws.into();
-    cache.lock().expect("the null cache").insert((n, m), draws.clone());
+    cache
+        .lock()
+        .expect("the null cache")
+        .insert((n, m, stat), draws.clone());
     draws
 }
 
@@ -220,12 +272,15 @@ mod tests {
         let x: Vec<f64> = (0..20)
             .map(|i| if i < 12 { 0.0 } else { 1.0 } + 0.01 * (i % 3) as f64)
             .collect();
-        let (k, t) = best_split(&x, 3, &mut s).unwrap();
+        let (k, t) = best_split(&x, 3, Statistic::Winsorized, &mut s).unwrap();
         assert_eq!(k, 12);
         assert!(t > 20.0, "{t}");
-        assert_eq!(t_at(&x, 12, 3, &mut s), Some(t));
-        assert!(t_at(&x, 2, 3, &mut s).is_none() && t_at(&x, 18, 3, &mut s).is_none());
-        assert!(best_split(&x[..5], 3, &mut s).is_none());
+        assert_eq!(t_at(&x, 12, 3, Statistic::Winsorized, &mut s), Some(t));
+        assert!(
+            t_at(&x, 2, 3, Statistic::Winsorized, &mut s).is_none()
+                && t_at(&x, 18, 3, Statistic::Winsorized, &mut s).is_none()
+        );
+        assert!(best_split(&x[..5], 3, Statistic::Winsorized, &mut s).is_none());
     }
 
     /// Beyond the simulated lengths the p-value is Bonferroni's bound: no smaller than one
@@ -235,9 +290,9 @@ mod tests {
         use statrs::distribution::{ContinuousCDF, StudentsT};
         let n = SIMULATED_UP_TO + 50;
         let one = 2.0 * (1.0 - StudentsT::new(0.0, 1.0, n as f64 - 2.0).unwrap().cdf(5.0));
-        let p = p_value(n, 3, 5.0);
+        let p = p_value(n, 3, Statistic::Winsorized, 5.0);
         assert!((p - one * (n - 5) as f64).abs() < 1e-12, "{p} {one}");
-        assert_eq!(p_value(n, 3, 0.5), 1.0);
+        assert_eq!(p_value(n, 3, Statistic::Winsorized, 0.5), 1.0);
     }
 
     /// The search's p-value is uniform under no change: at 1 % and 5 % it rejects 1 % and 5 %
@@ -254,8 +309,8 @@ mod tests {
             let dist = StudentsT::new(0.0, 1.0, n as f64 - 2.0).unwrap();
             for _ in 0..cases {
                 let x: Vec<f64> = (0..n).map(|_| super::super::normal(&mut rng)).collect();
-                let (_, t) = best_split(&x, 3, &mut s).unwrap();
-                let p = p_value(n, 3, t);
+                let (_, t) = best_split(&x, 3, Statistic::Winsorized, &mut s).unwrap();
+                let p = p_value(n, 3, Statistic::Winsorized, t);
                 at1 += usize::from(p <= 0.01);
                 at5 += usize::from(p <= 0.05);
                 naive5 += usize::from(2.0 * (1.0 - dist.cdf(t)) <= 0.05);

@@ -15,6 +15,7 @@ pub mod meta;
 #[cfg(test)]
 mod nights;
 pub mod ratio;
+pub mod robust;
 pub mod sequential;
 pub mod sim;
 pub mod sittings;
