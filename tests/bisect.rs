@@ -7,14 +7,14 @@ mod common;
 use common::{Lab, jvm_lock, ok, stdout};
 
 /// The setting: the delay the fault proxy adds to every operation, written six ways; the
-/// first three are no delay, the last three 100 ms (the planted change at the fourth value).
-/// 100 ms, not 3 or 20: beside another test file's three nodes the undelayed runs' p50 rose from
-/// about 0.3 ms to 6 ms, and in one CI to 16.5 ms, where 20 ms (p50 4.5 ms against 16.5) could
-/// not be told apart in 6 rounds and the bisection ended open (exit 3). Up to 10 rounds a probe,
-/// not the default 6: with four files at once an undelayed 2 s run once took a p50 of 221 ms
-/// (the others 2-4 ms), and that one round left a probe open at ×16 after six (a CI of
-/// 2026-12-01); the rounds past a probe's decision are never run, so a quiet day pays nothing.
-const VALUES: &str = "0ns,0us,0ms,100ms,100000us,100000000ns";
+/// first three 50 ms, the last three 150 ms (the planted change at the fourth value). A probe
+/// joins a side only once shown within the effect (25 %) of that end, so the old level is a
+/// delay too: beside another test file's three nodes an undelayed run's p50 rose from about
+/// 0.3 ms to 6 ms, and in one CI to 16.5 ms, which no ratio of undelayed runs is within 25 %
+/// of; 50 ms plus that is. Up to 10 rounds a comparison (the default): with four files at once
+/// an undelayed 2 s run once took a p50 of 221 ms (the others 2-4 ms); the rounds past a
+/// decision are never run, so a quiet day pays nothing.
+const VALUES: &str = "50ms,50000us,50000000ns,150ms,150000us,150000000ns";
 
 fn bisect(lab: &Lab, out: &str) -> std::process::Output {
     lab.caplab(&[
@@ -23,8 +23,8 @@ fn bisect(lab: &Lab, out: &str) -> std::process::Output {
         VALUES,
         "--figure",
         "p50_ms",
-        "--max-rounds",
-        "10",
+        "--effect",
+        "25%",
         "--out",
         out,
         "--",
@@ -70,7 +70,7 @@ fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
     let done = ok(bisect(&lab, &out));
     let text = stdout(&done);
     assert!(
-        text.contains("the first value at the new level is 100ms (the last at the old: 0ms)"),
+        text.contains("the first value at the new level is 150ms (the last at the old: 50000000ns)"),
         "{text}"
     );
     let doc: serde_json::Value =
@@ -79,7 +79,13 @@ fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
     let probes = doc["probes"].as_array().unwrap();
     assert_eq!(probes.len(), 2, "two probes halve five gaps to one: {doc:#}");
     let ratio = doc["answer"]["ratio"].as_f64().unwrap();
-    assert!(ratio > 3.0, "100 ms on a p50 of 0.3-17 ms: {doc:#}");
+    assert!(ratio > 2.0, "150 ms against 50 ms, on a p50 of 0.3-17 ms: {doc:#}");
+    // The ends were compared first, two runs a round, before any probe.
+    assert_eq!(doc["ends"]["verdict"], "differ", "{doc:#}");
+    let ends = std::fs::read_dir(lab.home.join("bisection/ends/round-1"))
+        .unwrap()
+        .count();
+    assert_eq!(ends, 2, "each of the ends' rounds runs the first value and the last");
     let seen = common::browse(&lab.home.join("bisection/bisect.html"));
     seen.assert_clean();
     assert!(seen.dom.contains("the first at the new level"), "the value is marked");
@@ -90,7 +96,7 @@ fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
     seen.assert_clean();
     assert!(
         seen.dom.contains(
-            "bisection of p50_ms over 6 values (0ns … 100000000ns): the first value at the new level is 100ms"
+            "bisection of p50_ms over 6 values (50ms … 150000000ns): the first value at the new level is 150ms"
         ),
         "the page lists the bisection"
     );
@@ -104,7 +110,7 @@ fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
     let written = std::fs::metadata(&kept).unwrap().modified().unwrap();
     let again = ok(bisect(&lab, &out));
     assert!(
-        stdout(&again).contains("the first value at the new level is 100ms"),
+        stdout(&again).contains("the first value at the new level is 150ms"),
         "{}",
         stdout(&again)
     );

@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 use super::html;
-use crate::experiment::bisect::{BISECT_FILE, Bisection, side_name};
+use crate::experiment::bisect::{BISECT_FILE, Bisection, side_name, verdict_name};
 
 /// The page's file name.
 pub const BISECT_PAGE: &str = "bisect.html";
@@ -29,6 +29,15 @@ struct ProbeView {
 }
 
 #[derive(Serialize)]
+struct EndsView {
+    first: String,
+    last: String,
+    verdict: &'static str,
+    ratio: String,
+    rounds: Vec<[String; 2]>,
+}
+
+#[derive(Serialize)]
 struct PageView {
     figure: String,
     values: Vec<ValueView>,
@@ -39,6 +48,7 @@ struct PageView {
     level: Option<String>,
     effect: String,
     command: String,
+    ends: EndsView,
     probes: Vec<ProbeView>,
     file: &'static str,
 }
@@ -79,7 +89,7 @@ pub fn write(dir: &Path, b: &Bisection) -> Result<PathBuf> {
                 },
             })
             .collect(),
-        runs: b.probes.iter().map(|p| 3 * p.rounds.len()).sum(),
+        runs: b.runs(),
         elapsed: humantime::format_duration(std::time::Duration::from_secs(b.elapsed_s.round() as u64)).to_string(),
         started_at: b.started_at.clone(),
         answer: answer.map_or("not finished".into(), |a| a.text.clone()),
@@ -89,6 +99,13 @@ pub fn write(dir: &Path, b: &Bisection) -> Result<PathBuf> {
         }),
         effect: format!("{:.0} %", s.effect * 100.0),
         command: s.command.join(" "),
+        ends: EndsView {
+            first: s.values[0].clone(),
+            last: s.values[s.values.len() - 1].clone(),
+            verdict: verdict_name(b.ends.verdict),
+            ratio: ratio(b.ends.look),
+            rounds: b.ends.rounds.iter().map(|r| r.map(figure)).collect(),
+        },
         probes: b
             .probes
             .iter()
