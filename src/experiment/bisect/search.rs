@@ -547,12 +547,13 @@ mod tests {
     }
 
     /// Issue 72's item 3: ten values, rounds 5 % apart and runs 3 % (`--effect 10%`, 3 to 10
-    /// rounds, the defaults), 1,000 searches each on seeds 7231–7234: one place is named wrongly
+    /// rounds, the defaults, chosen on seeds 7231–7235), 1,000 searches each on seeds 7241–7244:
+    /// one place is named wrongly
     /// (a single ×1.2 step at another value; a gradual ×1.5 over 5 gaps, two ×1.15 steps or no
     /// change named as one step) in at most 5 % (estimate + 3 SE; measured 0 in each). The wrong
     /// setting, a probe joining the side whose end it was not shown unlike and the ends never
-    /// compared (the search as it was), must fail it on two steps (seed 7235; measured 73.5 %).
-    /// Printed: how often the one step is named where it is (the power: 84.6 %) and the outcomes.
+    /// compared (the search as it was), must fail it on two steps (seed 7245; measured 76.8 %).
+    /// Printed: how often the one step is named where it is (the power: 85.1 %) and the outcomes.
     #[test]
     fn a_bisection_names_one_place_only_where_there_is_one() {
         let cases = 1_000;
@@ -563,7 +564,7 @@ mod tests {
             ("no change", no_change),
         ];
         for (i, (name, make)) in kinds.into_iter().enumerate() {
-            let (misplaced, right, outcomes) = shares(7231 + i as u64, cases, Rule::Shown, true, make);
+            let (misplaced, right, outcomes) = shares(7241 + i as u64, cases, Rule::Shown, true, make);
             println!(
                 "{name}: misplaced {:.1} %, named where it is {:.1} % ({outcomes})",
                 100.0 * misplaced,
@@ -571,7 +572,7 @@ mod tests {
             );
             assert!(bound(misplaced, cases) <= 0.05, "{name}: misplaced {misplaced}");
         }
-        let (wrong, _, _) = shares(7235, cases, Rule::NotUnlike, false, two_steps);
+        let (wrong, _, _) = shares(7245, cases, Rule::NotUnlike, false, two_steps);
         println!(
             "two x1.15 steps, the search as it was: misplaced {:.1} %",
             100.0 * wrong
