@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::detect::{Found, Points, RERUN_LABEL, gc_reaches, higher_is_better, series_changes};
+use super::detect::{Found, Points, RERUN_LABEL, gc_reaches, higher_is_better, is_zero, series_changes};
 use super::record::{FIGURES, Record, sitting_of};
 use super::rerun::{Rerunner, command_of, differs, log_of, rerun_args};
 use super::store::Stored;
@@ -479,8 +479,4 @@ fn paired_round(
         .iter()
         .map(|p| Ok(log_of(&a, p.col, &ad)? - log_of(&b, p.col, &bd)?))
         .collect()
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }

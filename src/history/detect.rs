@@ -37,6 +37,11 @@ pub fn gc_reaches(figure: &str) -> bool {
     )
 }
 
+/// The thresholds `s` as `figure`'s change points take them (tail figures robust to paused runs).
+pub fn settings_for(s: &Settings, figure: &str) -> Settings {
+    if gc_reaches(figure) { s.for_tails() } else { *s }
+}
+
 /// Whether more of a figure is better.
 pub fn higher_is_better(figure: &str) -> bool {
     matches!(figure, "throughput" | "capacity")
@@ -246,7 +251,7 @@ pub fn series_changes(recs: &[&Stored], figures: &[&str], points: Points<'_>, s:
         let pts = points.of(recs, col);
         let values: Vec<f64> = pts.iter().map(|(_, v)| *v).collect();
         let sitting = sitting_ids(pts.iter().map(|(r, _)| r.record.sitting.as_str()));
-        let s = if gc_reaches(figure) { s.for_tails() } else { *s };
+        let s = settings_for(s, figure);
         for sc in changes_in_sittings(&values, &sitting, &s) {
             let c = sc.change;
             let (run, _) = pts[c.at];
@@ -323,6 +328,7 @@ fn in_context(found: &mut [Found], recs: &[&Stored]) {
     }
 }
 
-fn is_zero(n: &usize) -> bool {
+/// For serde's `skip_serializing_if`.
+pub(crate) fn is_zero(n: &usize) -> bool {
     *n == 0
 }

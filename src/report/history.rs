@@ -12,7 +12,7 @@ use std::path::Path;
 use super::{html, link};
 use crate::history::Stored;
 use crate::history::detect::Found;
-use crate::history::detect::{CHECKED, Points, gc_reaches, higher_is_better, series_changes, value};
+use crate::history::detect::{CHECKED, Points, higher_is_better, series_changes, settings_for, value};
 use crate::history::events::{Event, EventKind};
 use crate::history::record::FIGURES;
 use crate::stats::changes::{Settings, changes, level_of};
@@ -213,7 +213,7 @@ fn chart(series: &str, recs: &[&Stored], figure: &str, points: Points, s: &Setti
     }
     let values: Vec<f64> = admitted.iter().map(|(_, v)| *v).collect();
     // Sure changes only: weak ones are listed under the series, not drawn as levels.
-    let s = if gc_reaches(figure) { s.for_tails() } else { *s };
+    let s = settings_for(s, figure);
     let found: Vec<_> = changes(&values, &s).into_iter().filter(|c| !c.weak).collect();
     let mut cuts: Vec<usize> = found.iter().map(|f| f.at).collect();
     cuts.insert(0, 0);

@@ -214,13 +214,17 @@ pub fn judge_probe(design: &Design, s: &Settings, p: &mut Probe, better: bool, r
     };
 }
 
+/// A look's ratio for people (— before there is one).
+fn ratio(l: &Option<Look>) -> String {
+    l.map_or("—".to_string(), |l| format!("×{:.3}", l.ratio))
+}
+
 /// The search's answer from the ends and its probes, the range in doubt ending at `lo`..`hi`.
 pub fn answer(s: &Settings, ends: &Ends, probes: &[Probe], lo: usize, hi: usize) -> Answer {
     let v = |i: usize| s.values[i].as_str();
     let last_value = s.values.len() - 1;
     let pairs: Vec<(f64, f64)> = ends.rounds.iter().map(|r| (r[0], r[1])).collect();
     let level = paired(&pairs, None).map(|e| (e.ratio(), e.interval(1.0 - s.design().level)));
-    let ratio = |l: &Option<Look>| l.map_or("—".to_string(), |l| format!("×{:.3}", l.ratio));
     let (outcome, found, text) = match (ends.verdict, probes.last()) {
         (Verdict::Same, _) => (
             "no change",
@@ -346,7 +350,7 @@ fn search_by(
         }
         ends.rounds.push(got);
         judge_ends(&design, s, &mut ends, better);
-        let ratio = ends.look.map_or("—".to_string(), |l| format!("×{:.3}", l.ratio));
+        let ratio = ratio(&ends.look);
         say(&format!(
             "  round {round}: the last value {ratio} the first: {}",
             verdict_name(ends.verdict)
@@ -391,7 +395,6 @@ fn search_by(
             }
             p.rounds.push(got);
             judge_probe(&design, s, &mut p, better, rule);
-            let ratio = |l: &Option<Look>| l.map_or("—".to_string(), |l| format!("×{:.3}", l.ratio));
             say(&format!(
                 "  round {round}: {} the first end, {} the last: {}",
                 ratio(&p.to_lo),

@@ -14,6 +14,14 @@ use serde::Serialize;
 
 use super::{mean, t_quantile, variance};
 
+/// The median of `x` (NaN when empty).
+fn median(x: &[f64]) -> f64 {
+    if x.is_empty() {
+        return f64::NAN;
+    }
+    super::maxt::median_in_place(&mut x.to_vec())
+}
+
 /// The false failures per night a nightly `history check --confirm` of one series states: at
 /// most 0.5 in 100 nights, with GC-paused runs (×3) in one run in ten of its tail figures and
 /// nothing changed, the same command rerun up to 5 times (`--confirm-runs`' default) and judged
@@ -197,17 +205,6 @@ impl Levels {
             higher_is_worse: self.higher_is_worse,
             paused_runs: self.paused_runs,
         }
-    }
-}
-
-/// The median of `x` (NaN when empty).
-fn median(x: &[f64]) -> f64 {
-    let mut v = x.to_vec();
-    v.sort_unstable_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 

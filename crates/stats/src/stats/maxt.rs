@@ -93,8 +93,8 @@ pub fn winsorize(x: &[f64], out: &mut Vec<f64>, buf: &mut Vec<f64>) {
     }
 }
 
-/// The median of `v`, reordering it.
-fn median_in_place(v: &mut [f64]) -> f64 {
+/// The median of `v`, reordering it (`v` not empty).
+pub(crate) fn median_in_place(v: &mut [f64]) -> f64 {
     let n = v.len();
     let (_, &mut upper, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
     if n % 2 == 1 {
