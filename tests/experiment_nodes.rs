@@ -39,13 +39,13 @@ fn a_duet_runs_both_variants_at_once_with_half_the_load_each_and_finds_the_small
     // counted 12 pauses against 1 (the next three 6, 6, 5 against 1, 0, 0), which widened the
     // paired t test's spread to p 0.022, 0.067 adjusted for the three metrics compared; six
     // such rounds (differences 11, 5, 6, 5, 5, 6) give p 0.001. Every window is compared
-    // (`include_unsteady`): the count of young collections at a fixed allocation rate does not
+    // (the default): the count of young collections at a fixed allocation rate does not
     // depend on whether the JIT had settled.
     std::fs::write(
         &file,
         format!(
             "name: duet\ndesign: duet\norder: as_written\nrepeats: 6\nfresh: false\n\
-             metrics: [gc_count, throughput, server_cpu, client_cpu]\ninclude_unsteady: true\n\
+             metrics: [gc_count, throughput, server_cpu, client_cpu]\n\
              node: {{jvm_opt: [-XX:+UnlockExperimentalVMOptions, -XX:G1NewSizePercent=25, -XX:G1MaxNewSizePercent=25]}}\n\
              run: {{rate: 500, value_size: 1000, warmup: 5s, duration: 10s}}\n\
              variants:\n  - {{name: large, node: {{heap: 4G, address: {}, jmx_port: {}}}}}\n  \

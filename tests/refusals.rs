@@ -193,7 +193,7 @@ fn a_malformed_profile_is_refused_before_connecting() {
         "1",
     ]));
     assert!(
-        err.contains("typo.yaml:4:") && err.contains("unknown field `wieght`"),
+        err.contains("typo.yaml:4:") && err.contains("unknown key 'wieght': did you mean 'weight'?"),
         "{err}"
     );
     assert!(fails(lab.caplab(&["run", "--hosts", &lab.nowhere(), "--workload", "nope"])).contains("keyvalue"));
@@ -262,4 +262,74 @@ fn a_bad_file_is_refused_before_any_node_starts() {
     // live in it) and no jars fetched.
     assert!(!out.exists(), "refused after {took:?}, yet {} exists", out.display());
     eprintln!("a bad rates: refused in {took:?}");
+}
+
+/// The YAML blocks of docs/*.md and README.md, with where each is: (file:line, text).
+fn yaml_in_docs() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    files.push(root.join("README.md"));
+    let mut blocks = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut open: Option<(usize, String)> = None;
+        for (i, line) in text.lines().enumerate() {
+            match &mut open {
+                None if line.trim_start().starts_with("```yaml") => open = Some((i + 1, String::new())),
+                None => {}
+                Some((at, body)) if line.trim_start().starts_with("```") => {
+                    blocks.push((format!("{}:{at}", path.display()), std::mem::take(body)));
+                    open = None;
+                }
+                Some((_, body)) => {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+            }
+        }
+    }
+    blocks
+}
+
+#[test]
+fn every_experiment_in_the_docs_passes_check() {
+    let lab = Lab::offline("docs-yaml");
+    std::fs::create_dir_all(&lab.home).unwrap();
+    let experiments: Vec<_> = yaml_in_docs()
+        .into_iter()
+        .filter(|(_, text)| text.contains("\nvariants:"))
+        .collect();
+    assert!(!experiments.is_empty(), "docs/experiment.md shows an experiment file");
+    for (i, (at, text)) in experiments.iter().enumerate() {
+        let file = lab.home.join(format!("doc{i}.yaml"));
+        std::fs::write(&file, text).unwrap();
+        let o = lab.caplab(&["experiment", "--check", file.to_str().unwrap()]);
+        assert!(o.status.success(), "{at}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_typo_in_a_shared_run_block_is_refused_naming_the_key_meant() {
+    let lab = Lab::offline("experiment-typo");
+    std::fs::create_dir_all(&lab.home).unwrap();
+    let file = lab.home.join("typo.yaml");
+    // Each measurement takes the shared keys its command has: a key no command has would be
+    // left out of every step, and the variants compared with nothing changed.
+    std::fs::write(
+        &file,
+        "name: typo\nrun: {duraton: 30s}\nvariants: [{name: a}, {name: b, run: {concurrency: 512}}]\n\
+         measure: [{name: insert, workload: insert}]\n",
+    )
+    .unwrap();
+    let said = fails(lab.caplab(&["experiment", "--check", file.to_str().unwrap()]));
+    assert!(
+        said.contains("run: unknown key 'duraton': did you mean 'duration'?"),
+        "{said}"
+    );
+    let said = fails(lab.caplab(&["compare", "--include-unsteady", "nowhere"]));
+    assert!(said.contains("leave it out (--steady-only"), "{said}");
 }

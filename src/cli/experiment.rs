@@ -95,7 +95,7 @@ pub struct CompareArgs {
     /// settled warm-up is compared, and the steady-only analysis is shown beside).
     #[arg(long)]
     pub steady_only: bool,
-    /// Kept for older scripts: every window is compared by default now.
+    /// Retired: every window is compared by default now (refused, saying so).
     #[arg(long, hide = true)]
     pub include_unsteady: bool,
     #[command(flatten)]
@@ -106,7 +106,7 @@ pub struct CompareArgs {
 fn opening(args: &ExperimentArgs) -> Result<Option<(Experiment, PathBuf, Opening)>> {
     if let Some(dir) = &args.resume {
         let record = ExperimentRecord::load(dir)?;
-        let mut exp = Experiment::parse(&record.text, &record.origin)?;
+        let mut exp = Experiment::parse_kept(&record.text, &record.origin)?;
         exp.check_here()?;
         experiment::step::pin(&mut exp)?;
         return Ok(Some((exp, dir.clone(), Opening::Resume(record))));
@@ -244,6 +244,12 @@ pub fn run(home: &Home, args: ExperimentArgs) -> Result<u8> {
 }
 
 pub fn compare(home: &Home, args: CompareArgs) -> Result<u8> {
+    if args.include_unsteady {
+        bail!(
+            "--include-unsteady: every window after a settled warm-up is compared now, so the flag does nothing: \
+             leave it out (--steady-only leaves out windows that were not flat)"
+        );
+    }
     let history = args.history.location(&home.data);
     let comparisons = compare_dirs(&args.dirs, args.floor, args.steady_only, history.as_ref())?;
     if args.json {

@@ -116,12 +116,19 @@ pub fn steps_text(exp: &Experiment) -> String {
         ));
     }
     let fmt = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs() / 60 * 60)).to_string();
+    let estimate = if fmt(least) == fmt(most) {
+        fmt(least)
+    } else {
+        format!("{} to {}", fmt(least), fmt(most))
+    };
     out.push_str(&match (steps.len() - searches, searches) {
+        (_, 0) if least == most => format!(
+            "Estimated time: {estimate} (about {} s per step to start and populate a node).",
+            START.as_secs()
+        ),
         (_, 0) => format!(
-            "Estimated time: {} to {} (about {} s per step to start and populate a node, and each \
+            "Estimated time: {estimate} (about {} s per step to start and populate a node, and each \
              automatic warm-up between {} s and its maximum).",
-            fmt(least),
-            fmt(most),
             START.as_secs(),
             AUTO_LEAST.as_secs()
         ),
@@ -129,10 +136,8 @@ pub fn steps_text(exp: &Experiment) -> String {
             format!("Estimated time: not estimated ({n} capacity search(es): their steps depend on what they find).")
         }
         (_, n) => format!(
-            "Estimated time: {} to {} for the runs, plus {n} capacity search(es), not estimated (their steps \
-             depend on what they find).",
-            fmt(least),
-            fmt(most)
+            "Estimated time: {estimate} for the runs, plus {n} capacity search(es), not estimated (their steps \
+             depend on what they find)."
         ),
     });
     out.push('\n');
@@ -145,7 +150,7 @@ pub fn steps_text(exp: &Experiment) -> String {
 /// the time at that run's mean step time.
 pub fn estimate_from(exp: &Experiment, dir: &std::path::Path) -> anyhow::Result<String> {
     let record = super::record::ExperimentRecord::load(dir)?;
-    let earlier = Experiment::parse(&record.text, &record.origin)?;
+    let earlier = Experiment::parse_kept(&record.text, &record.origin)?;
     if earlier
         .file
         .variants

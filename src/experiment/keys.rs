@@ -76,27 +76,78 @@ struct CapacityArgs {
     o: CapacityOptions,
 }
 
-/// The keys of `opts` that `caplab run` (or `capacity`) takes.
-pub fn known(capacity: bool, opts: &Options) -> Options {
+/// The long flags of `caplab run` (or `capacity`), as keys (`batch_size`).
+fn keys_of(capacity: bool) -> Vec<String> {
     use clap::CommandFactory;
     let cmd = if capacity {
         CapacityArgs::command()
     } else {
         RunArgs::command()
     };
-    let flags: Vec<String> = cmd
-        .get_arguments()
+    cmd.get_arguments()
         .filter_map(|a| a.get_long())
-        .map(String::from)
-        .collect();
+        .map(|f| f.replace('-', "_"))
+        .collect()
+}
+
+/// The keys of `opts` that `caplab run` (or `capacity`) takes.
+pub fn known(capacity: bool, opts: &Options) -> Options {
+    let keys = keys_of(capacity);
     opts.iter()
-        .filter(|(k, _)| flags.contains(&k.replace('_', "-")))
+        .filter(|(k, _)| keys.contains(&k.replace('-', "_")))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
 
+/// Refuses a key of a shared `run:` block (the file's or a variant's) that no measurement
+/// takes: a key neither command has, named with the nearest one, or a key only the command no
+/// measurement uses has. Each measurement takes the shared keys its command has, so without
+/// this a typo would be left out for all of them, and variants compared with nothing changed.
+pub fn check_shared(block: &str, opts: &Options, runs: bool, searches: bool) -> Result<()> {
+    let (run, capacity) = (keys_of(false), keys_of(true));
+    for key in opts.keys() {
+        let k = key.replace('-', "_");
+        let (in_run, in_capacity) = (run.contains(&k), capacity.contains(&k));
+        if (in_run && runs) || (in_capacity && searches) {
+            continue;
+        }
+        if in_run || in_capacity {
+            let (command, measurement) = if in_run {
+                ("caplab run", "a run")
+            } else {
+                ("caplab capacity", "a capacity search")
+            };
+            bail!("{block}: '{key}' is an option of {command}, and no measurement here is {measurement}: leave it out");
+        }
+        let all = run.iter().chain(&capacity).map(String::as_str);
+        bail!(
+            "{block}: unknown key '{key}'{} (the keys are the long flags of caplab run and caplab capacity)",
+            crate::console::did_you_mean(&k, all)
+        );
+    }
+    Ok(())
+}
+
+/// clap's first line names the flag (`--heap`); keys are written without dashes, and an
+/// unknown one is named with clap's suggestion as a key.
 fn clap_error(e: clap::Error) -> anyhow::Error {
-    // clap's text names the flag (`--heap`); keys are written without dashes.
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let as_key = |flag: &str| {
+        flag.split('=')
+            .next()
+            .unwrap_or(flag)
+            .trim_start_matches('-')
+            .replace('-', "_")
+    };
+    if e.kind() == ErrorKind::UnknownArgument
+        && let Some(ContextValue::String(flag)) = e.get(ContextKind::InvalidArg)
+    {
+        let hint = match e.get(ContextKind::SuggestedArg) {
+            Some(ContextValue::String(s)) => format!(": did you mean '{}'?", as_key(s)),
+            _ => String::new(),
+        };
+        return anyhow::anyhow!("unknown key '{}'{hint}", as_key(flag));
+    }
     let text = e.to_string();
     let first = text
         .lines()

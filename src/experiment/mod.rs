@@ -26,6 +26,7 @@ pub mod calibrate;
 pub mod check;
 pub mod compare;
 pub mod duet;
+pub mod file;
 pub mod k8s;
 pub mod keys;
 pub mod plan;
@@ -243,7 +244,7 @@ pub fn compare_dirs(
 pub fn pooled_records(dirs: &[String]) -> Result<(Experiment, ExperimentRecord, PathBuf)> {
     let first = Path::new(&dirs[0]);
     let mut record = ExperimentRecord::load(first)?;
-    let exp = Experiment::parse(&record.text, &record.origin)?;
+    let exp = Experiment::parse_kept(&record.text, &record.origin)?;
     if dirs.len() == 1 {
         return Ok((exp, record, first.to_path_buf()));
     }
@@ -252,7 +253,11 @@ pub fn pooled_records(dirs: &[String]) -> Result<(Experiment, ExperimentRecord, 
     }
     for dir in &dirs[1..] {
         let other = ExperimentRecord::load(Path::new(dir))?;
-        runner::same_experiment(&exp, &Experiment::parse(&other.text, &other.origin)?, Path::new(dir))?;
+        runner::same_experiment(
+            &exp,
+            &Experiment::parse_kept(&other.text, &other.origin)?,
+            Path::new(dir),
+        )?;
         let offset = record.steps.iter().map(|s| s.index).max().unwrap_or(0);
         for mut sitting in other.sittings {
             if let Some(same) = record.sittings.iter().find(|s| same_sitting(s, &sitting)) {

@@ -75,7 +75,7 @@ pub fn open_record(exp: &Experiment, out: &Path, opening: Opening) -> Result<Exp
             r
         }
         Opening::Sitting(mut r, name) => {
-            same_experiment(&Experiment::parse(&r.text, &r.origin)?, exp, out)?;
+            same_experiment(&Experiment::parse_kept(&r.text, &r.origin)?, exp, out)?;
             let last = r.current();
             if matches!(last.status, RunStatus::Running | RunStatus::Interrupted) && name.is_none() {
                 bail!(

@@ -1,177 +1,21 @@
-//! The experiment file: variants (a node configuration and run options that differ), the
-//! measurements (runs or capacity searches), repeats, order and freshness. Option keys are the
+//! An experiment checked into the steps it runs: every (variant, measurement) cell's node and
+//! run or search options, from the file (`file`: variants, measurements, repeats, order and
+//! freshness), and a duet's cells. Option keys are the
 //! long flags of `caplab node start`, `caplab run` and `caplab capacity` without their dashes
 //! (`heap: 4G`, `set: [...]`, `rate: 2000`, `batch_size: 10`), so everything the commands take
 //! an experiment takes, checked the same way, before anything runs.
 
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
-use serde_norway::Value;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::keys::{self, known, merged, parse_node};
-use super::question::{self, PRIMARY_CAPACITY, PRIMARY_RUN, Repeats};
+use super::question::{self, PRIMARY_CAPACITY, PRIMARY_RUN};
 use crate::cluster::options::NodeOptions;
 use crate::engine::Warmup;
 use crate::measure::options::RunOptions;
-use crate::workload::profile::from_yaml;
 
+pub use super::file::{ExperimentFile, Measurement, Order, RoundDesign, Source, Variant};
 pub use super::keys::Options;
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Order {
-    /// Every round runs every variant and measurement once, in an order drawn from the
-    /// sitting's seed (randomized complete blocks): the only order under which rounds that are
-    /// correlated (a drift, a place that stays slow) cannot bias the answers (docs/experiment.md).
-    #[default]
-    Random,
-    /// Every round runs all variants, starting one later each round.
-    Rotate,
-    /// Every round runs the variants as written.
-    AsWritten,
-}
-
-/// How a round runs its steps.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RoundDesign {
-    /// One step at a time, each with the machine to itself (randomized complete blocks).
-    #[default]
-    Blocks,
-    /// A measurement's two variants at once, each on nodes of its own with half the load, their
-    /// windows started in the same second (`duet`).
-    Duet,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Variant {
-    pub name: String,
-    /// `caplab node start` options for this variant (over the file's `node`).
-    #[serde(default)]
-    pub node: Options,
-    /// `caplab run` / `capacity` options for this variant (over each measurement's; a key a
-    /// measurement's command does not take is left out for it).
-    #[serde(default)]
-    pub run: Options,
-}
-
-/// (Its other keys are run options; unknown ones are refused when the options are parsed.)
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Measurement {
-    pub name: String,
-    /// A capacity search (options of `caplab capacity`) instead of one run.
-    #[serde(default)]
-    pub capacity: bool,
-    /// This measurement's question, over the file's `primary` (e.g. server CPU per operation
-    /// for a measurement at a fixed rate beside a flat-out one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub primary: Option<Vec<String>>,
-    /// The run's (or search's) options, over the file's `run`.
-    #[serde(flatten)]
-    pub options: Options,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExperimentFile {
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    /// Runs of every variant (a fresh JVM on fresh nodes each, with `fresh`): a number, `auto`
-    /// or `{min, max}` (rounds until the primary comparisons are decided).
-    #[serde(default)]
-    pub repeats: Repeats,
-    /// The longest the experiment may take: no round starts that would end after it.
-    #[serde(default, deserialize_with = "question::budget")]
-    pub budget: Option<Duration>,
-    /// The metrics that are the question (default: throughput and p99 for runs, capacity for
-    /// capacity searches): each gets a decision, and only these decide when auto repeats stop.
-    #[serde(default)]
-    pub primary: Option<Vec<String>>,
-    /// The smallest difference that matters, per metric (`{throughput: 5%, p99: 10%}`; the
-    /// defaults are `question::default_effect`'s).
-    #[serde(default, deserialize_with = "question::effects")]
-    pub effect: BTreeMap<String, f64>,
-    #[serde(default)]
-    pub order: Order,
-    /// `blocks` (default: one step at a time) or `duet` (two variants at once, half the load
-    /// each; A/A intervals here 2.4 times narrower at the same wall time).
-    #[serde(default)]
-    pub design: RoundDesign,
-    /// The seed of `order: random` (default: a new one each sitting, kept in the record).
-    #[serde(default)]
-    pub seed: Option<u64>,
-    /// Measured windows each node serves (default 1): a step starts its variant's nodes once,
-    /// warms them up, then measures this many windows one after another, and the comparison
-    /// takes their node mean. `--check --calibration DIR` says which number is cheapest.
-    #[serde(default = "one_window")]
-    pub windows: u32,
-    /// An A/A calibration of this machine (`caplab experiment --calibrate`'s directory) whose
-    /// variance each primary question borrows, so its first look is not decided on two
-    /// degrees of freedom.
-    #[serde(default)]
-    pub calibration: Option<String>,
-    /// CPU placement: caplab's client on the first core, the nodes on the others (`caplab run
-    /// --client-cpus`, `caplab node start --cpus`), unless a variant sets `cpus` itself.
-    #[serde(default)]
-    pub pin: bool,
-    /// Wipe and start the variant's nodes before every step.
-    #[serde(default = "yes")]
-    pub fresh: bool,
-    /// The variant the others are compared with (default: the first).
-    #[serde(default)]
-    pub baseline: Option<String>,
-    /// Differences smaller than this share are reported as negligible, however small their
-    /// p-value (`2%` or 0.02).
-    #[serde(default = "two_percent", deserialize_with = "share")]
-    pub floor: f64,
-    /// The metrics the experiment asks about (keys as in experiment.json: `gc_count`, `p99`,
-    /// `throughput`…): only these are tested, and corrected for together, so asking one
-    /// question is not diluted by fifteen others. Default: every metric.
-    #[serde(default)]
-    pub metrics: Option<Vec<String>>,
-    /// Leave windows whose steady-state class was not flat out of the primary analysis, as
-    /// caplab once did (default: after a warm-up that settled, every window is data; the
-    /// steady-only analysis is shown beside as a check of sensitivity).
-    #[serde(default)]
-    pub steady_only: bool,
-    /// Kept so older files still read: every window is compared by default now.
-    #[serde(default)]
-    pub include_unsteady: bool,
-    /// `caplab node start` options every variant starts from.
-    #[serde(default)]
-    pub node: Options,
-    /// `caplab run` (or `capacity`) options every measurement starts from; a key a
-    /// measurement's command does not take is left out for it.
-    #[serde(default)]
-    pub run: Options,
-    pub variants: Vec<Variant>,
-    pub measure: Vec<Measurement>,
-}
-
-fn yes() -> bool {
-    true
-}
-fn one_window() -> u32 {
-    1
-}
-fn two_percent() -> f64 {
-    0.02
-}
-
-fn share<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let v = Value::deserialize(d)?;
-    let text = match v {
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s,
-        other => return Err(serde::de::Error::custom(format!("floor: {other:?} is not a share"))),
-    };
-    crate::sla::parse_share(&text).map_err(serde::de::Error::custom)
-}
 
 /// One (variant, measurement) as it will run: the node's options and the run's or search's.
 #[derive(Debug, Clone)]
@@ -209,10 +53,19 @@ pub struct Experiment {
 }
 
 impl Experiment {
-    /// Parses and checks an experiment: every variant's node options and every (variant,
+    /// Parses and checks an experiment file: every variant's node options and every (variant,
     /// measurement)'s run options, as the commands would parse them.
     pub fn parse(text: &str, origin: &str) -> Result<Experiment> {
-        let file: ExperimentFile = from_yaml(text, origin)?;
+        Self::parse_from(text, origin, Source::File)
+    }
+
+    /// Parses the text an experiment record kept (`ExperimentRecord::text`).
+    pub fn parse_kept(text: &str, origin: &str) -> Result<Experiment> {
+        Self::parse_from(text, origin, Source::Record)
+    }
+
+    fn parse_from(text: &str, origin: &str, source: Source) -> Result<Experiment> {
+        let file = ExperimentFile::read(text, origin, source)?;
         let fail = |what: String, e: anyhow::Error| anyhow::anyhow!("{origin}: {what}: {e:#}");
         if file.variants.is_empty() {
             bail!("{origin}: variants is empty: name at least one, e.g. variants: [{{name: a}}]");
@@ -227,8 +80,12 @@ impl Experiment {
                 file.windows
             );
         }
-        if file.steady_only && file.include_unsteady {
-            bail!("{origin}: steady_only and include_unsteady contradict each other: keep one");
+        let runs = file.measure.iter().any(|m| !m.capacity);
+        let searches = file.measure.iter().any(|m| m.capacity);
+        keys::check_shared("run", &file.run, runs, searches).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        for v in &file.variants {
+            keys::check_shared(&format!("variant '{}' run", v.name), &v.run, runs, searches)
+                .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         }
         let mut names = std::collections::BTreeSet::new();
         for v in &file.variants {
@@ -392,8 +249,8 @@ fn check_name(name: &str) -> Result<()> {
 }
 
 /// A duet's warm-up when the measurement's is automatic: both windows must start in the same
-/// second, so the warm-up is fixed (write `warmup: 200s` for another). Fresh nodes here
-/// settled in 67–103 s alone (E1 batches); bench/duet.sh's A/A ran with 150 s.
+/// second, so the warm-up is fixed (write `warmup: 200s` for another): longer than fresh nodes
+/// took to settle alone on E1 batches, and what bench/duet.sh's A/A ran with (bench/RESULTS.md).
 pub const DUET_WARMUP: Duration = Duration::from_secs(150);
 
 /// Makes `cells` a duet's (`design: duet`): two variants, runs only, each measurement's rate
@@ -420,7 +277,8 @@ fn duet_cells(file: &ExperimentFile, cells: &mut [Vec<Cell>]) -> Result<()> {
             }
             let What::Run(o) = &mut cell.what else {
                 bail!(
-                    "measurement '{name}': a capacity search cannot share the machine: design: duet compares runs                      (use design: blocks for searches)"
+                    "measurement '{name}': a capacity search cannot share the machine: design: duet compares runs \
+                     (use design: blocks for searches)"
                 );
             };
             if o.ops.is_some() {
@@ -577,16 +435,52 @@ measure:
         );
         let e = err(&E1.replace("batch_size: 10", "batch_sise: 10"));
         assert!(
-            e.contains("measurement 'batch' of variant '5.0.9'") && e.contains("--batch-sise"),
+            e.contains("measurement 'batch' of variant '5.0.9'")
+                && e.contains("unknown key 'batch_sise': did you mean 'batch_size'?"),
             "{e}"
         );
+        // A typo in a shared block is no option of any measurement: refused, not left out.
+        let e = err(&E1.replace("run: {warmup: 5s, duration: 10s}", "run: {warmup: 5s, duraton: 10s}"));
+        assert!(
+            e.contains("x.yaml: run: unknown key 'duraton': did you mean 'duration'?"),
+            "{e}"
+        );
+        let e = err(&E1.replace("run: {concurrency: 512}", "run: {concurency: 512}"));
+        assert!(
+            e.contains("variant 'fast' run: unknown key 'concurency': did you mean 'concurrency'?"),
+            "{e}"
+        );
+        let only_runs = E1.replace(
+            "  - {name: cap, capacity: true, sla: \"p99<10ms/5s\", rates: \"1k,2k\", measure: 10s}\n",
+            "",
+        );
+        let e = err(&only_runs.replace("run: {warmup: 5s,", "run: {rates: 1k, warmup: 5s,"));
+        assert!(
+            e.contains("run: 'rates' is an option of caplab capacity, and no measurement here is a capacity search"),
+            "{e}"
+        );
+        let e = err(&E1.replace("node: {heap: 1G}", "node: {heap: 1G, hepa: 2G}"));
+        assert!(e.contains("unknown key 'hepa': did you mean 'heap'?"), "{e}");
+        // A retired key: refused in a file given now, read in a record an earlier caplab kept.
+        let old = E1.replace("repeats: 2", "repeats: 2\ninclude_unsteady: true");
+        let e = err(&old);
+        assert!(
+            e.contains("x.yaml: include_unsteady: every window after a settled warm-up is compared now"),
+            "{e}"
+        );
+        assert!(Experiment::parse_kept(&old, "x.yaml").is_ok());
+        let e = err(&E1.replace("repeats: 2", "repeats: 2\ninclude_unsteady: false"));
+        assert!(e.contains("x.yaml: include_unsteady: "), "{e}");
         let e = err(&E1.replace("repeats: 2", "repeats: 2\nmetrics: [p99, gc_cuont]"));
         assert!(
             e.contains("'gc_cuont' is not a metric") && e.contains("gc_count"),
             "{e}"
         );
         let e = err(&E1.replace("repeats: 2", "repeats: 2\nrepeat: 3"));
-        assert!(e.starts_with("x.yaml:") && e.contains("unknown field `repeat`"), "{e}");
+        assert!(
+            e.starts_with("x.yaml:") && e.contains("unknown key 'repeat': did you mean 'repeats'?"),
+            "{e}"
+        );
         let e = err(&E1.replace("name: versions", "name: versions\nbaseline: slow"));
         assert!(
             e.contains("baseline 'slow' is not a variant (variants: 5.0.9, fast)"),

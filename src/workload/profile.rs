@@ -437,12 +437,27 @@ pub(crate) fn from_yaml<T: serde::de::DeserializeOwned>(text: &str, origin: &str
     })
 }
 
-/// serde_norway appends "at line X column Y"; the prefix already says where.
+/// serde_norway appends "at line X column Y"; the prefix already says where. serde's unknown
+/// field lists every field; the nearest is what the user needs first.
 fn strip_location(msg: &str) -> String {
-    match msg.find(" at line ") {
-        Some(i) => msg[..i].to_string(),
-        None => msg.to_string(),
-    }
+    let msg = match msg.find(" at line ") {
+        Some(i) => &msg[..i],
+        None => msg,
+    };
+    unknown_key(msg).unwrap_or_else(|| msg.to_string())
+}
+
+/// serde's "unknown field `repeat`, expected one of `name`, `repeats`" as "unknown key
+/// 'repeat': did you mean 'repeats'? (known here: name, repeats)".
+fn unknown_key(msg: &str) -> Option<String> {
+    let (before, rest) = msg.split_once("unknown field `")?;
+    let (key, expected) = rest.split_once('`')?;
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    Some(format!(
+        "{before}unknown key '{key}'{} (known here: {})",
+        crate::console::did_you_mean(key, known.iter().copied()),
+        known.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -535,11 +550,27 @@ populate: write
     }
 
     #[test]
+    fn the_profile_in_the_docs_reads() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/workloads.md");
+        let text = std::fs::read_to_string(path).unwrap();
+        let blocks: Vec<&str> = text
+            .split("```yaml\n")
+            .skip(1)
+            .filter_map(|b| b.split("```").next())
+            .filter(|b| b.contains("\noperations:"))
+            .collect();
+        assert!(!blocks.is_empty(), "docs/workloads.md shows a profile");
+        for b in blocks {
+            Profile::parse(b, path).unwrap_or_else(|e| panic!("{e:#}"));
+        }
+    }
+
+    #[test]
     fn errors_name_file_line_and_column() {
         let err = |text: &str| Profile::parse(text, "p.yaml").unwrap_err().to_string();
         let unknown = err(&GOOD.replace("partitions: 500", "partitons: 500"));
         assert!(
-            unknown.starts_with("p.yaml:7:1: unknown field `partitons`"),
+            unknown.starts_with("p.yaml:7:1: unknown key 'partitons': did you mean 'partitions'?"),
             "{unknown}"
         );
         let wrong_type = err(&GOOD.replace("partitions: 500", "partitions: many"));

@@ -39,7 +39,7 @@ impl Comparison {
         let (unreadable, unsteady): (Vec<_>, Vec<_>) = self.excluded.iter().partition(|e| e.unreadable);
         if !unsteady.is_empty() {
             s.push_str(&format!(
-                "Left out, not steady ({} run(s); --include-unsteady keeps them):\n",
+                "Left out, not steady ({} run(s); without --steady-only they are compared):\n",
                 unsteady.len()
             ));
             for e in &unsteady {
