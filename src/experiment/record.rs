@@ -6,19 +6,21 @@
 //!
 //! Format 2 added sittings and each step's values; a format-1 record (one sitting, values in the
 //! steps' files) is read as one sitting named `1`, its steps' values read from their files.
+//! Format 3 writes each figure's verdict as a tag with its numbers; the words earlier formats
+//! wrote are read as the verdicts they said (`Verdict::upgrade_words`).
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::compare::Comparison;
+use super::compare::{Comparison, Verdict};
 use crate::files::write_json;
 use crate::measure::RunStatus;
 use crate::server_profile::{FrameChange, Kind};
 
 pub const EXPERIMENT_FILE: &str = "experiment.json";
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 /// Where a step stands in its sitting's plan: a measurement of a variant, in one round
 /// (`repeat`, from 1).
@@ -246,6 +248,12 @@ impl ExperimentRecord {
         if format > FORMAT {
             bail!("{} was written by a newer caplab: use that caplab", file.display());
         }
+        if format < 3 {
+            Verdict::upgrade_words(&mut doc["comparison"]);
+            for s in doc["sittings"].as_array_mut().into_iter().flatten() {
+                Verdict::upgrade_words(&mut s["comparison"]);
+            }
+        }
         if format < 2 {
             let one: FormatOne = serde_json::from_value(doc.clone()).with_context(bad)?;
             let sitting = Sitting {
@@ -273,6 +281,8 @@ impl ExperimentRecord {
             }
         }
         let mut r: ExperimentRecord = serde_json::from_value(doc).with_context(bad)?;
+        // Read, it is this format's: written again (a sitting added, a step resumed), it says so.
+        r.format = FORMAT;
         if r.sittings.is_empty() {
             bail!("{}: a record without a sitting", bad());
         }
@@ -401,8 +411,48 @@ mod tests {
         assert!(r.steps.iter().all(|s| s.sitting == "1"));
         assert!(r.text.starts_with("order: rotate\n"), "{}", r.text);
         // It resumes: its planned steps are the rotated order's.
-        let exp = super::super::spec::Experiment::parse(&r.text, &r.origin).unwrap();
+        let exp = super::super::spec::Experiment::parse_kept(&r.text, &r.origin).unwrap();
         let opened = super::super::runner::open_record(&exp, dir.path(), super::super::runner::Opening::Resume(r));
         assert!(opened.is_ok(), "{:?}", opened.err());
+    }
+
+    #[test]
+    fn every_kept_sitting_reads_and_writes_again_in_this_format() {
+        use super::super::compare::Verdict;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/sittings");
+        let mut better = 0;
+        for entry in std::fs::read_dir(&root).unwrap() {
+            let dir = entry.unwrap().path();
+            let r = ExperimentRecord::load(&dir).unwrap_or_else(|e| panic!("{e:#}"));
+            super::super::spec::Experiment::parse_kept(&r.text, &r.origin).unwrap_or_else(|e| panic!("{e:#}"));
+            let cells = || r.comparison.iter().flat_map(|c| &c.rows).flat_map(|row| &row.cells);
+            // No verdict's words were left as a short figure's reason.
+            for c in cells() {
+                if let Verdict::Short { why } = &c.verdict {
+                    assert_eq!(Verdict::from_words(why), c.verdict, "{}: {why}", dir.display());
+                    assert!(why.contains("repeats"), "{}: {why}", dir.display());
+                }
+            }
+            better += cells().filter(|c| c.verdict == Verdict::Better).count();
+            let again = tempfile::tempdir().unwrap();
+            r.save(again.path()).unwrap();
+            let text = std::fs::read_to_string(again.path().join(EXPERIMENT_FILE)).unwrap();
+            assert!(
+                text.contains("\"format\": 3") || text.contains("\"format\":3"),
+                "{}",
+                dir.display()
+            );
+            let read = ExperimentRecord::load(again.path()).unwrap();
+            assert_eq!(
+                serde_json::to_value(&read.comparison).unwrap(),
+                serde_json::to_value(&r.comparison).unwrap(),
+                "{}",
+                dir.display()
+            );
+        }
+        assert!(
+            better > 0,
+            "the kept E1 sittings found differences their words called better"
+        );
     }
 }

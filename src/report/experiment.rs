@@ -65,6 +65,8 @@ struct ExperimentStepView {
 struct MeasurementView {
     name: String,
     comparison: Option<Comparison>,
+    /// Each cell's verdict as people read it (`Figure::verdict_text`), by row and cell.
+    verdict_words: Vec<Vec<String>>,
     /// One SVG per metric.
     bars: Vec<String>,
     /// Each primary question's answer in words and its narrowing drawn.
@@ -387,9 +389,15 @@ pub fn page(dir: &Path, record: &ExperimentRecord) -> Result<String> {
             .map(|(v, h)| curve(variant_names.get(*v).map_or("?", |n| n.as_str()), h))
             .collect();
         let answers = comparison.iter().flat_map(|c| &c.answers).map(answer_view).collect();
+        let verdict_words = comparison
+            .iter()
+            .flat_map(|c| &c.rows)
+            .map(|r| r.cells.iter().map(|c| c.verdict_text()).collect())
+            .collect();
         views.push(MeasurementView {
             name: name.clone(),
             comparison,
+            verdict_words,
             bars,
             answers,
             has_distribution: !distribution.is_empty(),

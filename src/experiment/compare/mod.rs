@@ -74,7 +74,9 @@ pub struct Figure {
     /// Welch's test against the baseline, and the p-value after Benjamini–Hochberg's correction.
     pub p: Option<f64>,
     pub p_adjusted: Option<f64>,
-    /// For one look planned in advance: significant (better, worse), negligible, not significant.
+    /// For one look planned in advance: significant (better, worse), negligible, not significant;
+    /// written as `"verdict": "better"` with its numbers beside the figure's.
+    #[serde(flatten)]
     pub verdict: Verdict,
     /// A primary metric's answer (better, worse, equivalent, open), which stays valid across the
     /// rounds looked at and so is the one to act on where it and `verdict` differ.

@@ -223,7 +223,7 @@ fn row(
             ratio_note: None,
         };
         if i == baseline {
-            cell.verdict = Verdict::Baseline(short[i].clone());
+            cell.verdict = Verdict::Baseline { why: short[i].clone() };
         } else if let Some(why) = short[i].as_ref().or(short[baseline].as_ref()) {
             // Not tested: what would be compared is not steady enough.
             cell.ratio = match (base, est) {
@@ -231,9 +231,9 @@ fn row(
                 _ => None,
             };
             cell.verdict = if short[i].is_some() {
-                Verdict::Short(why.clone())
+                Verdict::Short { why: why.clone() }
             } else {
-                Verdict::BaselineShort(why.clone())
+                Verdict::BaselineShort { why: why.clone() }
             };
         } else if let (Some(b), Some(e)) = (base, est) {
             cell.ratio = (b.mean != 0.0).then(|| e.mean / b.mean);
@@ -445,7 +445,7 @@ mod tests {
             "{:?}",
             row.cells[2]
         );
-        assert_eq!(row.cells[0].verdict, Verdict::Baseline(None));
+        assert_eq!(row.cells[0].verdict, Verdict::Baseline { why: None });
         // Identical variants are never different.
         let aa = compare(
             "cap",
