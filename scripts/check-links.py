@@ -33,6 +33,7 @@ def anchors(md):
 def broken(root):
     """(file, line, link, why) for every relative link that leads nowhere."""
     files = [root / "README.md"] + sorted(root.glob("docs/*.md")) + sorted(root.glob("bench/*.md"))
+    files += sorted(root.glob("bench/results/*.md"))
     files += sorted(root.glob("experiments/*.md"))
     found = []
     for md in (f for f in files if f.exists()):

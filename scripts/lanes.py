@@ -7,11 +7,9 @@ files at once take little more than one. So this builds every test binary once, 
 four at a time, the longest first, each into a log of its own that is printed whole, in one
 piece, when the file ends (a failure's output is never interleaved with another file's). A file
 starts as soon as a lane is free and its group allows it beside the files already running.
-The two cores were 86-90 % busy while three files ran in the CIs of 2026-11-29 and -30, so what
-shortened the suite was less work: a 1 ms timer slack for the tests' nodes (their idle request
-workers cost 0.17-0.23 cores instead of 0.31-0.54), then C1 alone for their JIT (C2 compiling
-had been 37 % of their CPU): three lanes took the files 1,475 s with 82 % of the cores busy,
-and four 1,224 s with 83 % (CIs of 2026-12-01, bench/RESULTS.md).
+With the two cores busy while three files run, what shortens the suite is less work per node:
+the tests' nodes run with a 1 ms timer slack and C1 alone for their JIT (bench/RESULTS.md:
+CI time, timer slack).
 
 The groups, read from the test files themselves (a `Test group:` line in the module doc; no
 hand-kept list):
@@ -19,17 +17,13 @@ hand-kept list):
 - `alone`: runs with the machine to itself, once every other file has begun: tests/steady.rs,
   which measures how a fresh node's flat-out throughput and JIT settle; tests/history_gate.rs,
   whose confirmation by rerunning must see the machine itself again; tests/loaders_warmup.rs,
-  whose loaders wait for the node to settle. (In a CI of 2026-11-29 the last two ran beside one
-  node of another file: the gate's canary test found no regression in slower nights whose 2 ms
-  the neighbour's noise matched, and the loaders settled after 187 s of their 240.)
+  whose loaders wait for the node to settle. Beside another file's node the gate's canary missed
+  a 2 ms slowdown in the neighbour's noise, and the loaders took most of their time to settle.
 - `cluster`: starts a cluster of several nodes (tests/faults_cluster.rs, upgrade.rs, bank.rs);
-  never beside another `cluster` file: six nodes on two cores (in a CI of 2026-11-29
-  faults_cluster's killed node took 73 s to come back beside upgrade.rs's three, about 15 s
-  alone, and upgrade.rs's first upgrade took 96 s, not 46-52, so its 150 s window held one
-  upgrade of the three);
+  never beside another `cluster` file: six nodes on two cores make a killed node's return and
+  an upgrade several times slower than alone, past the tests' windows;
 - `quiet`: never beside a `cluster` file or another `quiet` one (tests/bank.rs, whose Accord
-  transfers timed out beside upgrade.rs's three nodes; beside one node it passed, 132 s against
-  95 s alone);
+  transfers time out beside three more nodes);
 - every other file shares the machine with one other file.
 The order: the last measured duration of each file (scripts/test-durations.tsv, rewritten into
 the target directory after every run: copy it over to keep the order current), longest first;
@@ -40,21 +34,13 @@ took that long again.
 
 FILE names test files to run (`faults history`; `lib` is caplab's unit tests, `stats` those of
 crates/stats), all of them when none is given. --lanes 1 runs the files one by one, as `cargo
-test` would; --lanes 3 as before 2026-12-01. Four lanes, before the tests' nodes ran C1
-alone, were no faster (the lanes took 957 s against about 1,000 s in three: the two cores were
-then busy, not waiting) and failed four files on load; three lanes, before the nodes' timer
-slack, failed seven files in two CIs on a day the machine built twice as slowly (a node restart
-of 68 s, a fresh node doing 0-286 of 500 batches a second, 13,490 of 20,000 inserts done). With
-both, four lanes failed two tests of 29 files on load in their first CI (both passed alone); the
-Ctrl-C test now asserts what caplab promises, and the bisection has rounds to spare for one
-starved run (bench/RESULTS.md).
+test` would. How many lanes, measured against three and one: bench/RESULTS.md, CI time.
 
 A file that fails has its failed tests run once more, by exact name, alone, after everything
-else: on a slow day two lanes still failed six tests on load in one CI (a proxy's 50 ms delay
-hidden among operations already 48 ms slow, a loader's p99 swinging 79 % for 240 s), and a
-failure that is the machine's does not come twice in a row with the machine to itself, while a
-bug does. Both outputs are printed; a test that passed only alone is named at the end as such.
-Exits 1 if any test failed twice, naming its file.
+else: a failure that is the machine's (a slow sitting starving a loader or a proxy's delay) does
+not come twice in a row with the machine to itself, while a bug does. Both outputs are printed;
+a test that passed only alone is named at the end as such. Exits 1 if any test failed twice,
+naming its file.
 """
 
 import functools

@@ -5,7 +5,7 @@
 # The tests start and stop real Cassandra nodes; whatever happens, none outlives this script.
 #
 #   scripts/test.sh --fast   the fast loop: every test that needs no Cassandra node (the unit
-#                            tests, the layout and link checks, and the test files that never take
+#                            tests, the layout, link and notebook checks, and the test files that never take
 #                            common::jvm_lock: today refusals, gclog, hot_path_alloc, k8s),
 #                            about a minute after the build.
 #                            The full suite stays the command CI runs.
@@ -21,6 +21,7 @@ if [ "${1:-}" = "--fast" ]; then
   shift
   python3 scripts/check-layout.py
   python3 scripts/check-links.py
+  python3 scripts/check-notebook.py
   python3 scripts/build-only-crates.py
   # The rule: every test that starts a Cassandra node takes common::jvm_lock, so the files
   # that never name it are the ones that need no node.

@@ -5,13 +5,11 @@
 //! again in the middle of Accord transfers loses nothing. Each scenario is a test of its own on
 //! one shared cluster, which each test leaves with all three nodes up.
 //!
-//! Rates are low (20-30 op/s): three Accord nodes on two shared cores carried 30 op/s here
-//! (p50 15 ms, 1.3 cores) and timed nearly everything out at 100 op/s.
+//! Rates are low (20-30 op/s): three Accord nodes on two shared cores carry about 30 op/s and
+//! time nearly everything out at 100 (bench/results/test-margins.md, bank-rates-and-group).
 //!
 //! Test group: quiet, cluster (scripts/lanes.py never runs it beside another file's cluster, nor
-//! a quiet file beside its own: beside tests/upgrade.rs's three nodes, 167 of 240 Accord transfers
-//! at 30 op/s timed out and a branch stayed unreadable after 4 tries, and the node killed took
-//! 265 s to rebuild and return).
+//! a quiet file beside its own: beside three more nodes most Accord transfers time out).
 
 mod common;
 
@@ -162,13 +160,11 @@ fn paxos_transfers_on_one_contended_branch_count_the_lost_races_apart_and_keep_t
     let _jvm = jvm_lock();
     let lab = cluster();
     // Twenty accounts, two branches (two partitions), transfers racing for them. At a steady 20 a
-    // second they come 50 ms apart, and on a fast day a transfer took 25 ms (p99 55 ms): none
-    // overlapped another, and no race was lost in 148 (a CI of stop 64). So a burst of 80 a
-    // second comes in the last second of every 4, 12.5 ms apart, less than any transfer takes:
-    // there they overlap by construction. Here alone: 102 transfers done, 56 lost their race,
-    // 104 timed out in the contention the bursts make, every branch held. (One partition at 40
-    // a second for the whole run timed 296 of 299 transfers out: Paxos rounds that keep beating
-    // each other end in the server's CAS timeout.)
+    // second they come 50 ms apart, and on a fast day no transfer overlaps another, so no race
+    // is lost. So a burst of 80 a second comes in the last second of every 4, 12.5 ms apart, less
+    // than any transfer takes: there they overlap by construction (bench/results/test-margins.md,
+    // bank-contention). One partition at 40 a second for the whole run times nearly every
+    // transfer out: Paxos rounds that keep beating each other end in the server's CAS timeout.
     let out = lab.dir("paxos");
     let hosts = lab.cql();
     let mut args = bank_args(

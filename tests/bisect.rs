@@ -9,11 +9,11 @@ use common::{Lab, jvm_lock, ok, stdout};
 /// The setting: the delay the fault proxy adds to every operation, written six ways; the
 /// first three 50 ms, the last three 150 ms (the planted change at the fourth value). A probe
 /// joins a side only once shown within the effect (25 %) of that end, so the old level is a
-/// delay too: beside another test file's three nodes an undelayed run's p50 rose from about
-/// 0.3 ms to 6 ms, and in one CI to 16.5 ms, which no ratio of undelayed runs is within 25 %
-/// of; 50 ms plus that is. Up to 10 rounds a comparison (the default): with four files at once
-/// an undelayed 2 s run once took a p50 of 221 ms (the others 2-4 ms); the rounds past a
-/// decision are never run, so a quiet day pays nothing.
+/// delay too: beside other test files an undelayed run's p50 rises from a fraction of a
+/// millisecond to several, which no ratio of undelayed runs is within 25 % of; 50 ms plus that
+/// is. Up to 10 rounds a comparison (the default), for the rare starved run; the rounds past a
+/// decision are never run, so a quiet day pays nothing (bench/results/test-margins.md,
+/// bisect-delays).
 const VALUES: &str = "50ms,50000us,50000000ns,150ms,150000us,150000000ns";
 
 fn bisect(lab: &Lab, out: &str) -> std::process::Output {

@@ -15,13 +15,10 @@ fn one_node_goes_to_6_0_and_back_to_5_0_when_its_sstables_stay_readable() {
     let _jvm = jvm_lock();
     let lab = Lab::new("downgrade");
     ok(lab.start(&["--version", "5.0.9", "--set", "storage_compatibility_mode=CASSANDRA_4"]));
-    // One node: nothing is served while it restarts, so the run must not give up then. With the
-    // JIT as shipped a restart took 14 s here alone and 33 s beside another test file (a CI of
-    // 2026-11-29, where the way back began at 35.7 s and was not back by the end of a 60 s
-    // window); on C1 alone, as the tests' nodes run, 15 and 14 s beside three other files (3.0-17.9
-    // and 30.0-43.9 s, a CI of 2026-12-01), but the way there 3.0-37.7 s and the way back more
-    // than the 32 s left of a 70 s window in a CI of 2026-12-02 (beside the heaviest files).
-    // Each upgrade waits for the one before it, and the window leaves the way back 70 s to end in.
+    // One node: nothing is served while it restarts, so the run must not give up then. A restart
+    // takes about 15 s alone and more than twice that beside the heaviest files
+    // (bench/results/test-margins.md, downgrade-window). Each upgrade waits for the one before
+    // it, and the window leaves the way back 70 s to end in.
     let (doc, o) = run_validated(
         &lab,
         "there-and-back",

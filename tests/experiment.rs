@@ -18,10 +18,10 @@ fn identical_variants_do_not_differ_and_calibrate_the_machine() {
     std::fs::create_dir_all(&lab.home).unwrap();
     let file = lab.home.join("aa.yaml");
     // A calibration is an A/A: the file's baseline twice in random blocks, three windows a node,
-    // here 3 rounds on one node kept between steps (fresh: false), on Cassandra 6.0-alpha2 and
-    // JDK 21 (which CI installs), so 6.0 on 21 is shown to take writes. Windows of 3 s after a 2 s
-    // warm-up each: what is tested is the mechanism, not a figure (18 windows of 5 s after 5 s
-    // took 200 s of CI).
+    // 3 rounds on one node kept between steps (fresh: false), on Cassandra 6.0-alpha2 and JDK 21
+    // (which scripts/setup.sh --test installs), so 6.0 on 21 is shown to take writes. Windows of
+    // 3 s after a 2 s warm-up each: what is tested is the mechanism, not a figure, and 18 windows
+    // of 5 s would cost minutes.
     std::fs::write(
         &file,
         format!(
@@ -117,8 +117,8 @@ fn identical_variants_do_not_differ_and_calibrate_the_machine() {
         (node["version"].as_str(), node["jdk"]["major"].as_u64()),
         (Some("6.0-alpha2"), Some(21))
     );
-    // 3 s at 1,000 op/s: every due operation done, or not sent at the window's end (2 of
-    // 3,000 once, in a CI on a slow day: at most the client's lag's worth).
+    // 3 s at 1,000 op/s: every due operation done, or not sent at the window's end (at most the
+    // client's lag's worth on a slow day: bench/results/test-margins.md, experiment-aa-lag).
     let total = &step["summary"]["total"];
     let not_sent = common::only_not_sent(total, 1000.0);
     assert_eq!(total["ops"].as_u64().map(|n| n + not_sent), Some(3000), "{total}");
@@ -192,9 +192,9 @@ fn identical_variants_do_not_differ_and_calibrate_the_machine() {
     assert!(page.points("chart-distribution-0").unwrap() > 20);
 }
 
-/// `--k8s 2`'s Job run here: each pod's own arguments (its index and pod name put in, the
-/// ConfigMap's file and the results volume made local directories), one after the other; their
-/// sittings pool by machine, one machine here.
+/// `--k8s 2`'s Job run on this machine: each pod's own arguments (its index and pod name put in,
+/// the ConfigMap's file and the results volume made local directories), one after the other;
+/// their sittings pool by machine, one machine.
 #[test]
 fn the_sittings_of_a_kubernetes_job_run_here_pool_as_one_machine() {
     let _jvm = jvm_lock();
@@ -254,9 +254,8 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
     let lab = Lab::new("experiment-rates");
     std::fs::create_dir_all(&lab.home).unwrap();
     let file = lab.home.join("rates.yaml");
-    // Two rates the node keeps on a loaded machine, so the ratio is exactly 2: beside three
-    // files (faults_cluster's three nodes among them, 2026-12-02) steps at 1,000 op/s fell
-    // short, 986 op/s in the mean of three.
+    // Two rates the node keeps on a loaded machine, so the ratio is exactly 2 (1,000 op/s fell
+    // short beside three files: bench/results/test-margins.md, experiment-two-rates).
     std::fs::write(
         &file,
         format!(

@@ -22,25 +22,14 @@ fn a_duet_runs_both_variants_at_once_with_half_the_load_each_and_finds_the_small
     // of 1 kB values, the young generation a quarter of the heap in both (G1 sizes it
     // adaptively otherwise, and whether the small heap's old generation had crossed the
     // concurrent-cycle threshold by the window made its count swing from 5 to 25 between
-    // repeats), so young collections come many times as often on 512M as on 4G. At 500 op/s
-    // (250 a side; 1,000 until 2026-12-02) alone here: 3 pauses in each of the six windows
-    // against 0.17 (adjusted p 4e-5), each node 0.51 cores, every operation done. At 1,000:
-    // 5.8 against 0.67, each node 0.75-0.78 cores and 467-491 of its 500 op/s done even alone,
-    // and beside the heaviest files (a CI of 2026-12-02) both did 206 of 500 with p50s of
-    // 3.7 s and one round's spread left adjusted p at 0.076.
-    //
-    // Before the duet: over fresh nodes, one step at a time, 10 s windows counted 6, 6, 6, 5
-    // pauses against 1, 0, 0, 0 (adjusted p 4e-6) in 4 repeats, but took 8 node starts, 7
-    // minutes of CI; 3 repeats failed a CI (means 5.7 against 2.0, p 0.055), as did a 256M heap
-    // (28, 13, 13 against 0, 0, 0, p 0.069 with the t test's 2 degrees of freedom). A duet
-    // pairs each round's two windows in the same seconds, on two nodes started once (here
-    // alone: 7.25 against 1.0 pauses a window, p 0.0005; 160 s for the file against 606 s in CI
-    // before). Four rounds failed a CI of 2026-11-29: the first round, on nodes just started,
-    // counted 12 pauses against 1 (the next three 6, 6, 5 against 1, 0, 0), which widened the
-    // paired t test's spread to p 0.022, 0.067 adjusted for the three metrics compared; six
-    // such rounds (differences 11, 5, 6, 5, 5, 6) give p 0.001. Every window is compared
-    // (the default): the count of young collections at a fixed allocation rate does not
-    // depend on whether the JIT had settled.
+    // repeats), so young collections come many times as often on 512M as on 4G. 500 op/s (250 a
+    // side) leaves each node half a core; at 1,000 neither kept its rate beside the heaviest
+    // files. A duet pairs each round's two windows in the same seconds, on two nodes started
+    // once; six rounds, as the first round on nodes just started counts far more pauses than the
+    // rest and four rounds' spread left the adjusted p above 0.05 once. The measurements behind
+    // each choice: bench/results/test-margins.md, experiment-duet-heaps. Every window is compared
+    // (the default): the count of young collections at a fixed allocation rate does not depend
+    // on whether the JIT had settled.
     std::fs::write(
         &file,
         format!(
@@ -91,9 +80,9 @@ fn a_duet_runs_both_variants_at_once_with_half_the_load_each_and_finds_the_small
         // Both schedules started in the same second, each at half the rate, on its own node.
         assert_eq!(rx["started_at"], ry["started_at"], "{x} {y}");
         for (r, lab) in [(&rx, &a), (&ry, &b)] {
-            // Every operation of 250 op/s for 10 s was due and is counted: done, or an error
-            // (CI's slow day left one unsent at the end, behind 1 s stalls; a fresh node beside
-            // another file's three once served none for a window).
+            // Every operation of 250 op/s for 10 s was due and is counted: done, or an error (a
+            // slow day can leave one unsent at the end, behind 1 s stalls, or a fresh node beside
+            // another file's three serve none for a window).
             let total = &r["summary"]["total"];
             let (due, ops, errors) = (
                 total["due"].as_u64().unwrap(),

@@ -45,8 +45,8 @@ fn three() -> &'static Lab {
 }
 
 /// The shared cluster is one: its nodes listed by `node status`, each seen by node1 and the
-/// driver, and QUORUM writes in a keyspace of RF 3 on every replica. (It was a test of its own
-/// in tests/node.rs, on three nodes started for it alone: 169 s of CI.)
+/// driver, and QUORUM writes in a keyspace of RF 3 on every replica (on the file's cluster,
+/// rather than three nodes started for this alone, which took minutes).
 #[test]
 fn three_nodes_form_one_cluster_that_takes_quorum_writes() {
     use scylla::client::session_builder::SessionBuilder;
@@ -243,10 +243,10 @@ fn pause_at_quorum() {
     // A pause at QUORUM: operations coordinated by the paused node wait or time out; the
     // client sees it at once, and recovers after the node resumes. 300 op/s: three nodes on
     // these 2 shared cores are saturated at 1,500 op/s before any fault (median 480 ms).
-    // Recovery is 5 in-band seconds in a row, and single seconds here leave the band (p99 over
-    // the baseline's highest) now and then: in one clean-clone CI the 12 s after the pause were
-    // in band 4, out 1, in 3, out 1, in 2, so nothing counted as recovered. The window leaves 22 s
-    // after the pause.
+    // Recovery is 5 in-band seconds in a row, and single seconds leave the band (p99 over the
+    // baseline's highest) now and then, so recovery can take several times 5 s
+    // (bench/results/test-margins.md, faults-pause-recovery). The window leaves 22 s after the
+    // pause.
     let o = ok(run(
         "pause",
         &[
@@ -309,11 +309,9 @@ fn kill_at_all() {
     let run = |name: &str, extra: &[&str]| fault_run(lab, hosts, name, extra);
     // A kill at ALL, restarted after 5 s: until node3 is back every write fails, as unavailable
     // or a timeout, never as anything else (nothing succeeds for longer than the default 10 s
-    // --give-up-after, so it is raised). A restart takes ~15 s alone here; it took 68 s beside
-    // two other test files in CI (Cassandra's own start 52 s of it) and 73 s beside upgrade.rs's
-    // three nodes, which scripts/lanes.py no longer runs beside this file (both are `cluster`),
-    // and 58 s beside three other files (a CI of 2026-12-02, 8 s after a 60 s window ended):
-    // the window lasts 90 s, 80 s after the kill's end.
+    // --give-up-after, so it is raised). A restart takes about 15 s alone and four times that
+    // beside other files (bench/results/test-margins.md, faults-kill-at-all): the window lasts
+    // 90 s, 80 s after the kill's end.
     ok(run(
         "kill",
         &[
@@ -406,10 +404,9 @@ fn kill_at_one_in_a_capacity_search() {
     eprintln!("kill at ONE in a capacity step: {f}");
     // The other replicas answer while node3 is down; what fails is what the driver still sent
     // to node3 as coordinator until it saw it gone: with the ring evenly shared a third of the
-    // load, for about a second of the 5 s (100 connection errors of 1,502 here, 0.933; beside
-    // another test file on a slow day about 2 s: 204, and 10 requests in flight to it timed
-    // out, 0.858). What the mechanism promises is the other two coordinators' share: above
-    // 0.6, every failure a connection error or a request to node3 that timed out.
+    // load, for one or two seconds of the 5 (bench/results/test-margins.md, faults-kill-at-quorum).
+    // What the mechanism promises is the other two coordinators' share: above 0.6, every failure
+    // a connection error or a request to node3 that timed out.
     let during = f["during"]["availability"].as_f64().unwrap();
     assert!(during > 0.6, "the other replicas answer while node3 is down: {f}");
     let errors = &f["during"]["errors"];
@@ -471,7 +468,8 @@ fn delay_through_the_proxy() {
     let run = |name: &str, extra: &[&str]| fault_run(lab, hosts, name, extra);
     // 200 ms on node2's responses, through a proxy, at ONE: the operations node2 coordinates
     // (a third: every node is a replica of every row) take 200 ms more, and the others do not.
-    // (50 ms was hidden on a slow day in CI: 0.214 of operations took 48 ms or more before it.)
+    // (50 ms was hidden on a slow day, when a fifth of operations took that long before any
+    // delay: bench/results/test-margins.md, faults-delay-size.)
     ok(run(
         "delay",
         &[
@@ -497,8 +495,8 @@ fn delay_through_the_proxy() {
     // The others are as fast as operations were before the delay: under what 9 in 10 took then
     // (20 ms at least, 150 at most: well under the delay), about 0.9 of two thirds are (0.6) if
     // they are not delayed, none if they are. Not a fixed 20 ms: beside another file's three
-    // nodes, undelayed operations took more than that, and 0.319 of all were under it (a CI of
-    // stop 64).
+    // nodes undelayed operations took more than that (bench/results/test-margins.md,
+    // faults-delay-share).
     before.sort_by(f64::total_cmp);
     let typical = before[before.len() * 9 / 10].clamp(20.0, 150.0);
     let fast = share(&during, &|x| x < typical);

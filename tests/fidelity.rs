@@ -40,8 +40,8 @@ fn a_rare_slow_read_delays_only_itself() {
     let out = lab.home.join("hol");
     // bench/profiles/rare-slow-read.yaml with scans of 40,000 rows: 1,000 op/s with 256 in
     // flight, each worker lane of the old engine came round every 256 ms, and a scan must take
-    // longer than that and than the inserts' lag bound below, on a fast day too (10,000-row
-    // scans took 0.2 to 0.7 s here once, and at most 58 ms on another day).
+    // longer than that and than the inserts' lag bound below, on a fast day too
+    // (bench/results/test-margins.md, fidelity-scan-length).
     let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/profiles/rare-slow-read.yaml");
     let profile = lab.home.join("rare-slower-read.yaml");
     let text = std::fs::read_to_string(shipped).unwrap();
@@ -73,8 +73,9 @@ fn a_rare_slow_read_delays_only_itself() {
     assert!(f(&scan["ops"]) >= 8.0 && slowest_scan > 100.0, "the scans ran: {scan}");
     // An insert goes out when due, whatever scan is in flight: its start is late by at most
     // the timer's tick and whatever the client's one thread loses to the node on two shared
-    // cores (up to ~20 ms seen alone, 60 ms with a second CI run and a build beside it), never
-    // by the time a scan takes (an insert queued behind one would wait most of its 100+ ms).
+    // cores (tens of milliseconds on a loaded machine: bench/results/test-margins.md,
+    // fidelity-insert-lateness), never by the time a scan takes (an insert queued behind one
+    // would wait most of its 100+ ms).
     let lag = f(&insert["max_lag_ms"]);
     assert!(
         lag < 100.0,

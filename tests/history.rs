@@ -422,12 +422,12 @@ fn a_ci_check_fails_at_a_real_regression() {
         "{passed}"
     );
     // The known change: every operation 100 ms later, through the fault proxy, from the sixth
-    // run on. This file shares the machine with other test files, and beside three of them the
-    // five runs before it had p50s from 0.96 to 7.4 ms (0.3 ms alone), which hid a 2 ms change,
-    // and on a slower sitting (CI of 2026-12-01, at 1,000 op/s) from 4.6 to 57.7 ms, which hid
-    // a 20 ms one. The gate and the confirmation compare logs: the delay is what makes the
-    // change large beside the load's noise (log 100/5 = 3, against log 20/5 = 1.4), and half
-    // the rate halves what the runs ask of the shared cores.
+    // run on. This file shares the machine with other test files, whose load moves the runs'
+    // p50 by tens of milliseconds on a slow sitting, enough to hide a 2 or 20 ms change
+    // (bench/results/test-margins.md, history-known-change). The gate and the confirmation
+    // compare logs: the delay is what makes the change large beside the load's noise (log 100/5
+    // = 3, against log 20/5 = 1.4), and half the rate halves what the runs ask of the shared
+    // cores.
     for i in 0..3 {
         run(
             &format!("ci-bad{i}"),

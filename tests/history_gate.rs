@@ -4,10 +4,9 @@
 //! machine is itself again. (Split from tests/history.rs, whose other tests share the machine.)
 //!
 //! Test group: alone (scripts/lanes.py runs this file with the machine to itself: "the machine
-//! is itself again" is what the confirmation by rerunning is asked to see, and beside three
-//! nodes of another file a rerun came out ×1.31 the quiet level before and was confirmed; beside
-//! one node of another file, in a CI of 2026-11-29, the series' p50 ranged 1.4-4.7 ms before the
-//! 2 ms slower nights and 4.1-8.0 ms in them, and no regression was found).
+//! is itself again" is what the confirmation by rerunning is asked to see, and beside another
+//! file's nodes a rerun came out slower than the quiet level and was confirmed, or the slower
+//! nights were lost in the neighbour's noise: bench/results/test-margins.md, history-gate-group).
 
 mod common;
 
@@ -17,10 +16,9 @@ use std::time::Duration;
 static LAB: Shared<()> = Shared::new();
 
 /// The file's node, shared by its tests (each keeps a history database of its own), warmed
-/// first: the first run on a fresh node is its JIT's (with the JIT as shipped a series' first
-/// p50 was 6.4 ms, the next two 1.1-1.4 ms, and hid the 2 ms slower nights in CI twice and here
-/// once). On C1 alone (common::JIT) the warm run's per-second p50 was 1.62 ms in its first
-/// second and 1.34-1.54 ms in each of the 14 after it (a CI of 2026-12-02): 5 s are enough.
+/// first: the first run on a fresh node is its JIT's, and can hide the 2 ms slower nights. On C1
+/// alone (common::JIT) the warm run's per-second p50 is level after its first second: 5 s are
+/// enough (bench/results/test-margins.md, history-gate-warm).
 fn lab() -> &'static Lab {
     &LAB.get("history-gate", |lab| {
         ok(lab.start(&[]));
@@ -36,11 +34,12 @@ fn lab() -> &'static Lab {
 /// alone, the series regresses from the fourth sitting; relative to the canary it does not, and
 /// the canary is not checked.
 ///
-/// The canary is the series' very load: with 3 s windows its p50 was 1.10 times the series'
-/// in one CI (2026-12-02), so the same 2 ms added to both moved their ratio by +16 %, which the
-/// check rightly called a change. With the two alike, the relative check is a null case, and at
-/// `--alpha 1%` it finds a false change in at most 1 % of such checks (the false-change rate
-/// the check keeps, proved by crates/stats' simulations): how often this test may fail.
+/// The canary is the series' very load: a canary whose p50 is a tenth above the series' moves
+/// their ratio when the same 2 ms is added to both, which the check rightly calls a change
+/// (bench/results/test-margins.md, history-gate-canary). With the two alike, the relative check
+/// is a null case, and at `--alpha 1%` it finds a false change in at most 1 % of such checks (the
+/// false-change rate the check keeps, proved by crates/stats' simulations): how often this test
+/// may fail.
 #[test]
 fn a_canary_cancels_a_slower_night() {
     let _jvm = jvm_lock();
@@ -189,8 +188,8 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
     );
     assert!(text.contains("confirmed by rerunning"), "{text}");
     // The machine itself again: the node, just let go, first serves 5 s of the same load
-    // unrecorded (in a CI of 2026-11-29 the rerun right after the last SIGCONT had p50 0.785 ms,
-    // ×1.77 the quiet level of 0.444 ms, and was rightly confirmed as worse than it).
+    // unrecorded (a rerun right after the last SIGCONT was slower than the quiet level and
+    // rightly confirmed as worse: bench/results/test-margins.md, history-gate-itself).
     ok(lab.run(
         "confirm-recover",
         &["--rate", "1000", "--duration", "5s", "--no-history"],

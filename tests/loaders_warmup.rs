@@ -5,9 +5,8 @@
 //! out, which watches throughput and the JIT, is tests/steady.rs'.)
 //!
 //! Test group: alone (scripts/lanes.py runs this file with the machine to itself: its loaders
-//! wait for the node to settle, and beside another file's three nodes their service latency
-//! kept a CV of 46-57 % and none settled in 240 s; beside one node of another file, in a CI of
-//! 2026-11-29, they settled after 187 s of the 240, and the file took 249 s against 117 alone).
+//! wait for the node to settle, and beside another file's nodes their service latency settled
+//! late or not at all: bench/results/test-margins.md, loaders-warmup-group).
 
 mod common;
 
@@ -33,18 +32,12 @@ fn lab() -> &'static Lab {
 /// verdict names what its latency did.
 ///
 /// Every loader must settle, or the agreement is not tested (at the maximum they all stop warming
-/// up in the same second anyway). On a node 60 s old, three loaders at 1,000 op/s did not settle in
-/// 120 s (CI, and once by hand: the JIT stayed at 2.8-3.6 % of the server's CPU and a loader's
-/// per-second p99, of 333 operations, swung 35-60 %). So the node first ran flat out for 30 s,
-/// which compiled the hot paths (with the JIT as shipped); at 1,000 op/s each, on 5 fresh nodes
-/// here (bench/agree-warmup.sh) they then settled after 47, 60, 62, 83 and 90 s, but on 2026-11-27
-/// and -28 three times in a row none had by 240 s (per-second service p50 CV 34-45 %, still falling
-/// 25-34 % per 10 s: three debug-build clients and the node saturating two cores). So each loader
-/// runs at 500 op/s (that day: settled, the test 214 s long). The 240 s maximum leaves room for a
-/// slower machine; past it the test fails. Since the tests' nodes run C1 alone (common::JIT), which
-/// compiles the hot paths in seconds, the loaders settled at their first judgement, after 33 s,
-/// with the JIT at 0.4-0.6 % of the server's CPU (a CI of 2026-12-01), and 10 s flat out before
-/// them are enough.
+/// up in the same second anyway). A node whose hot paths are not compiled keeps the loaders'
+/// latency moving past the maximum, and three debug-build clients at 1,000 op/s each beside the
+/// node saturate two cores; so the node first runs flat out for 10 s (on C1 alone, common::JIT,
+/// enough to compile the hot paths) and each loader runs at 500 op/s. The 240 s maximum leaves
+/// room for a slower machine; past it the test fails (bench/results/test-margins.md,
+/// loaders-warmup-rate).
 #[test]
 fn loaders_with_an_automatic_warm_up_agree_on_when_to_measure() {
     let _jvm = jvm_lock();

@@ -139,8 +139,8 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     let total = &doc["summary"]["total"];
     let n = total["ops"].as_u64().unwrap();
     assert!((9_900..=10_100).contains(&n), "10 s at 1,000/s is 10,000 ±1 %: {n}");
-    // Nothing failed at the server (7 not sent once in CI, the client 42 ms behind at the end).
-    // A due operation never sent still has a response time (until the window's end): the
+    // Nothing failed at the server (a loaded client can end a few operations behind, never
+    // sent). A due operation never sent still has a response time (until the window's end): the
     // response histograms, the interval log's and the CSV's counts hold what was due.
     let due = n + common::only_not_sent(total, 1000.0);
     let warmup_ops = (doc["started_ops"].as_u64().unwrap() - n) as i64;
@@ -225,8 +225,8 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     );
     let csv_total: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
     assert_eq!(csv_total, due);
-    // Most seconds have completions; a stall may empty one (in one CI run beside two other test
-    // files the node answered in 1.8 s and the first measured second had none).
+    // Most seconds have completions; a stall may empty one (beside other test files a node can
+    // take nearly 2 s to answer, and the first measured second have none).
     assert!(
         rows[..9].iter().filter(|r| r[4].parse::<u64>().unwrap() > 0).count() >= 6,
         "most seconds have operations: {csv}"
@@ -300,7 +300,7 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
     let killed = Instant::now();
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
     let o = child.wait_with_output().unwrap();
-    // It gives up 3 s after the last success (about 8 s here), not at the schedule's 120 s.
+    // It gives up 3 s after the last success (some 8 s in), not at the schedule's 120 s.
     assert!(
         killed.elapsed() < Duration::from_secs(60),
         "run ended {:?} after the node died",

@@ -3,9 +3,8 @@
 //! while inserts run at QUORUM (RF 3); every acknowledged write is read back after the last node
 //! is up, and the cluster runs the new version everywhere.
 //!
-//! One upgrade took 46-52 s here alone with the JIT as shipped (drain and stop about 14 s, the
-//! start on 6.0 the rest), and 20-21 s each on the tests' nodes, which run C1 alone (a CI of
-//! 2026-12-01 with four files at once: 2.0-21.3, 21.3-41.3 and 41.3-62.3 s), so the window is
+//! An upgrade takes about 20 s on the tests' nodes, which run C1 alone, and more than twice that
+//! with the JIT as shipped (bench/results/test-margins.md, upgrade-window), so the window is
 //! 90 s: the three upgrades begin inside it (a queued upgrade that has not begun when the window
 //! ends is not applied; the one under way is finished). Beside another file's nodes they can
 //! take longer, and the test asserts what the mechanism guarantees: nothing lost, one node at a
@@ -66,7 +65,8 @@ fn a_rolling_upgrade_to_6_0_under_load_loses_nothing_and_goes_one_node_at_a_time
             assert!(pair[0]["start_s"].is_number(), "upgrades begin in order: {faults:#?}");
         }
     }
-    // At QUORUM with one node of three away at a time: 99.97 % here alone.
+    // At QUORUM with one node of three away at a time: nearly every operation succeeds (above
+    // 99.9 % alone); the margin is for a slow sitting.
     let availability = doc["availability"].as_f64().unwrap();
     assert!(availability > 0.9, "availability {availability}");
     assert!(

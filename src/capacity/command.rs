@@ -111,8 +111,8 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
 
 /// Windows of the service level a confirmation holds the capacity for, unless `--confirm`
 /// says otherwise: twelve (two minutes at E3's 10 s windows), so that it spans at least one of
-/// the once-a-minute mixed G1 pauses of 140-170 ms seen here, which a 30 s step meets or not by
-/// chance (G1's capacity came out 2,550 and 16,370 op/s in two searches of one configuration).
+/// G1's once-a-minute mixed pauses, which a 30 s step meets or not by chance (two searches of
+/// one configuration came out nearly 7 times apart: bench/RESULTS.md, E3 capacity).
 pub const CONFIRM_WINDOWS: u32 = 12;
 
 /// `CONFIRM_WINDOWS` of the service level's longest window.

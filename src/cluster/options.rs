@@ -73,8 +73,8 @@ pub struct NodeOptions {
     pub cpus: Option<String>,
     /// How late the kernel may wake the nodes' sleeping threads (Linux's timer slack, 50 µs by
     /// default), e.g. 1ms. Cassandra's idle request workers sleep 10 µs to 1 ms at a time while
-    /// they wait for work, which cost a 5.0 node 0.31-0.54 cores from 30 to 1,000 op/s here;
-    /// with 1ms, 0.17-0.23 cores, and p50 rose by 0.2-1 ms (bench/RESULTS.md). The test
+    /// they wait for work, which costs an idle-ish 5.0 node about a third of a core or more;
+    /// with 1ms, about half that, for a p50 up to 1 ms higher (bench/RESULTS.md, timer slack). The test
     /// suite's nodes run so. Default: the kernel's.
     #[arg(long, value_name = "DURATION", env = "CAPLAB_TIMER_SLACK", value_parser = parse_slack)]
     pub timer_slack: Option<u64>,

@@ -151,8 +151,8 @@ pub fn render(base: Value, overrides: &[Override], new_cluster: Option<(u32, u32
 /// Murmur3 ring cut into `nodes × per_node` equal slices, dealt out in turn, so every node
 /// owns the same share. Left to itself, Cassandra draws a node's tokens at random until the
 /// ring holds as many nodes as `allocate_tokens_for_local_replication_factor` (3): a new
-/// cluster of three got random tokens, and one here owned 44.7, 29.4 and 25.9 % of the ring,
-/// which at RF 1 or 2 puts nearly twice the data on one node as on another.
+/// cluster of three gets random tokens, and one measured owned 45, 29 and 26 % of the ring
+/// (bench/RESULTS.md), which at RF 1 or 2 puts nearly twice the data on one node as on another.
 pub fn spread_tokens(index: u32, nodes: u32, per_node: u64) -> Vec<i64> {
     let slices = i128::from(nodes) * i128::from(per_node);
     let width = (1i128 << 64) / slices;

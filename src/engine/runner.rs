@@ -485,7 +485,7 @@ mod tests {
     async fn the_timer_grid_does_not_add_a_millisecond_to_response_times() {
         // 2,000 ops/s of instant operations: what response time holds is the engine's own
         // send lateness. Tokio's timers fire on a 1 ms grid after their deadline, so a worker
-        // waiting for each intended start would send ~0.5 ms late on average here (the real
+        // waiting for each intended start would send about half a tick late on average (the real
         // timer's cost, 1.42 against 0.49 ms median, is measured in bench/RESULTS.md); workers
         // wake a tick early instead and send within the millisecond before the intended start,
         // and response time counts from the earlier of the two.

@@ -10,7 +10,7 @@ use super::spec::{Experiment, Order, RoundDesign, What};
 use crate::engine::Warmup;
 use crate::measure::commands::DEFAULT_DURATION;
 
-/// Starting a fresh node, creating the schema and populating, per step (about 20-40 s here).
+/// Starting a fresh node, creating the schema and populating, per step (20-40 s on two cores).
 const START: Duration = Duration::from_secs(30);
 /// The least an automatic warm-up lasts: one window of the settle rule.
 const AUTO_LEAST: Duration = Duration::from_secs(crate::steady::settle::WINDOW as u64);

@@ -22,7 +22,7 @@ pub const PRIMARY_RUN: [&str; 2] = ["throughput", "p99"];
 pub const PRIMARY_CAPACITY: [&str; 1] = ["capacity"];
 
 /// The smallest difference that matters, unless `effect` says otherwise: 5 % for throughput
-/// (run-to-run noise here is ±12 % for single runs, so smaller is rarely reachable), 10 % for
+/// (single runs on two shared cores differ by about ±12 %, so smaller is rarely reachable), 10 % for
 /// latency percentiles and everything else.
 pub fn default_effect(metric: &str) -> f64 {
     match metric {

@@ -347,8 +347,8 @@ mod tests {
 
     /// A step's values read back from experiment.json are the values written, bit for bit, so
     /// `caplab compare` on the directory gives the comparison the run printed (serde_json's
-    /// default parser was off by one unit in the last place now and then: a CI of 2026-11-29
-    /// saw a confidence bound of 1001.1019135684191 come back as …188).
+    /// default parser is off by one unit in the last place now and then: a confidence bound of
+    /// 1001.1019135684191 came back as …188).
     #[test]
     fn values_read_back_are_the_values_written() {
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;

@@ -46,7 +46,7 @@ pub struct DriveOptions {
     #[command(flatten)]
     pub telemetry: TelemetryOptions,
     /// A fault during the measured window (each step's, in a capacity search), on a node caplab
-    /// runs here (repeatable): 'pause node1 at 5s for 3s', 'kill node2 at 10s for 20s'
+    /// runs on this machine (repeatable): 'pause node1 at 5s for 3s', 'kill node2 at 10s for 20s'
     /// (restarted after 20 s), 'stop NODE at T [for D]', 'drain NODE at T [for D]', 'restart NODE
     /// at T', 'upgrade NODE at T to 6.0-alpha2' (drained, stopped and started on that version;
     /// one node at a time), 'delay NODE at T for D by 50ms', 'blackhole NODE at T for D'. Each is undone after

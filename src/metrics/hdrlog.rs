@@ -192,8 +192,8 @@ impl HdrLog {
     /// Appends one interval: the untagged all-operations histogram (`all` is scratch space for
     /// it), then up to four per operation type, those that have values. The untagged one is
     /// written even when empty: a second in which no operation ended (a stall) is a second of
-    /// the window all the same, with no latency and 0 op/s, not a second left out (until
-    /// 2026-12-02 it was left out, and pages drew a 3 s window's stall as two points). An empty
+    /// the window all the same, with no latency and 0 op/s, not a second left out (left out, a
+    /// page would draw a 3 s stall as two points). An empty
     /// partial interval under half a second (the window's ragged end, which the readers leave
     /// out) is not written.
     pub fn write_interval(&mut self, op_names: &[String], interval: &Interval, all: &mut Histogram<u64>) -> Result<()> {

@@ -39,7 +39,7 @@ pub trait Reader: Send + 'static {
 }
 
 /// Reads items 0, 1, … with `in_flight` readers made by `reader` (the run's concurrency: 256
-/// read back 657,285 E1 rows in 14-15 s here, 64 in 16-17 s, ABAB) until one finds no item or
+/// readers were a little faster than 64, bench/RESULTS.md) until one finds no item or
 /// `stop` is asked; returns every reader's tally.
 pub async fn read_all<R: Reader>(in_flight: usize, stop: &Arc<Stop>, reader: impl Fn() -> R) -> Result<Vec<R::Tally>> {
     let next = Arc::new(AtomicU64::new(0));

@@ -393,8 +393,8 @@ mod tests {
 
     #[test]
     fn a_late_reading_is_no_second_of_its_own_and_the_next_covers_both() {
-        // CI of 2026-12-02: on a loaded machine a second's JMX reading came after caplab closed
-        // the interval, which then read 0.0 server cores (the same reading twice).
+        // On a loaded machine a second's JMX reading can come after caplab closed the
+        // interval, which then read 0.0 server cores (the same reading twice).
         let at = |ms: f64, cpu_ns: f64| Reading {
             cpu_ns,
             at_ms: ms,

@@ -323,7 +323,7 @@ async fn open_accounts(session: &Arc<Session>, o: &BankOptions, open: &PreparedS
                     Txn::Paxos => session.execute_unpaged(&open, (b, n, INITIAL)).await,
                 };
                 // A table just made on a fresh cluster times Accord's first writes out for some
-                // seconds (3 nodes of 6.0-alpha2 here): try again, for up to about 30 s.
+                // seconds (three 6.0-alpha2 nodes): try again, for up to about 30 s.
                 match r {
                     Err(e) if tries < OPEN_TRIES && classify(&e).is_transient() => {
                         tries += 1;

@@ -42,7 +42,7 @@ pub fn fill_key(buf: &mut [u8], mut n: u64) {
 }
 
 /// The version of the text `fill_text` writes, kept with every result (`config.values`) and in
-/// the history's series key from 2 on: version 1, before 2026-12-02, drew each 12 characters from
+/// the history's series key from 2 on: version 1 drew each 12 characters from
 /// the 4 bits the last 12 left over, so every value past its 12th character was one of 16 tails
 /// and a table of 1 kB values compressed to almost nothing.
 pub const TEXT_VERSION: u32 = 2;

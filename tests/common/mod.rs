@@ -272,10 +272,9 @@ pub const TIMER_SLACK: &str = "1ms";
 
 /// How the JVM of every node the tests start compiles (`CAPLAB_JIT`), unless a test asks for
 /// `--jit tiered` (tests/steady.rs, which checks how the JIT settles): C1 alone. A node the
-/// tests start lives a few minutes, and C2 compiling was 37 % of the nodes' CPU in a CI; with C1
-/// alone three test files' nodes used 45-49 % less CPU and the files took a third less time, the
-/// whole suite's nodes 32 % less (bench/RESULTS.md, "C1 alone (`--jit c1`)"). What the
-/// tests check is caplab's behaviour against a real node, which holds at either speed.
+/// tests start lives a few minutes, and C2 compiling was over a third of the nodes' CPU; with C1
+/// alone the suite's nodes used about a third less (bench/RESULTS.md, "C1 alone (`--jit c1`)").
+/// What the tests check is caplab's behaviour against a real node, which holds at either speed.
 pub const JIT: &str = "c1";
 
 /// The caplab binary under test, its nodes started with the tests' timer slack and JIT.

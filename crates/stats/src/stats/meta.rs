@@ -163,7 +163,7 @@ mod tests {
     }
 
     /// An A/A experiment whose variants' level moves between sittings with an SD of 5 % (the
-    /// sitting-by-variant spread; measured here about 16 % for E1 batches), each sitting
+    /// sitting-by-variant spread; about 16 % for E1 batches, bench/RESULTS.md), each sitting
     /// decided by its own rounds (spreads 3–8 % a round): asked one sitting at a time, as
     /// caplab did, a difference is declared in about a quarter of them (23 %); pooled across 3
     /// sittings with the random-effects interval at α = 5 % (looked at after the second

@@ -1,8 +1,9 @@
 //! Change points in runs that come in sittings: runs of one day on one machine share a level
-//! that moves from sitting to sitting (flat-out throughput here by 15–40 % within a minute, and
-//! by more between days), so runs of one sitting are not independent of each other, and a
-//! search that treats them as such finds the sittings instead of changes (issue 45 simulated
-//! 26 % of series failing a check falsely with sittings whose level moves by 1.5 %).
+//! that moves from sitting to sitting (flat-out throughput on two shared cores moves 15–40 %
+//! within a minute, and more between days), so runs of one sitting are not independent of each
+//! other, and a search that treats them as such finds the sittings instead of changes (a
+//! simulation had 26 % of series failing a check falsely with sittings whose level moves by
+//! 1.5 %: bench/RESULTS.md).
 //!
 //! Two searches, each with `changes`' search-aware p-values:
 //! - **between sittings**: each sitting is one point, the mean of its runs' logs (winsorized

@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn a_ramp_settles_only_once_flat_for_most_of_a_window() {
-        // The fresh node measured here: ~4.7k op/s rising to ~90k over 55 s, then flat.
+        // A fresh node as measured: ~4.7k op/s rising to ~90k over 55 s, then flat.
         let ramp = |t: usize| if t < 55 { 4_700.0 + 1_550.0 * t as f64 } else { 90_000.0 } * wobble(t, 0.1);
         let at = flat_out(ramp, |_| 0.0, 300).expect("settles");
         assert!((70..=90).contains(&at), "settled at {at} s");

@@ -219,7 +219,7 @@ pub fn judge(seconds: &[SecondFigures], load: Load) -> SteadyState {
             rule: rule(),
         };
     }
-    // p99 is shown but does not decide: at a fixed rate here its seconds jump from 3 ms to
+    // p99 is shown but does not decide: at a fixed rate its seconds jump from 3 ms to
     // 45 ms and back for 5-10 s around GC pauses and flushes (16 of 30 stationary windows were
     // called unsteady on p99 alone or with it), and leaving such windows out of comparisons
     // would favour the configurations that pause more. Throughput and p50 decide at a fixed
@@ -560,7 +560,7 @@ mod tests {
     #[test]
     fn noise_without_a_trend_is_flat() {
         // ±25 % per second, as a GC-bound server on two shared cores gives. The verdict is
-        // calibrated to 5 % false alarms on the noise measured here (the calibration module);
+        // calibrated to 5 % false alarms on measured noise (the calibration module);
         // on independent noise it is at about its level (4.8 %), so what this asserts is 7 %:
         // the rate of 1,000 seeded windows plus three Monte Carlo standard errors (2 %).
         let alarms = (1..=1000)
