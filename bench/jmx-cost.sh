@@ -5,7 +5,7 @@
 #
 #   CAPLAB_HOME=/tmp/jmx-cost bench/jmx-cost.sh
 #
-# bench/RESULTS.md ("Server facts over JMX, once a second") has its numbers.
+# bench/results/compaction.md ("Server facts over JMX, once a second") has its numbers.
 set -euo pipefail
 export CAPLAB_HOME=${CAPLAB_HOME:-/tmp/caplab-jmx-cost}
 . bench/fresh-node.sh

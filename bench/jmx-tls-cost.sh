@@ -7,7 +7,7 @@
 #
 #   CAPLAB_HOME=/tmp/jmx-tls-cost bench/jmx-tls-cost.sh
 #
-# bench/RESULTS.md ("Server facts over JMX, once a second") has its numbers.
+# bench/results/compaction.md ("Server facts over JMX, once a second") has its numbers.
 set -euo pipefail
 export CAPLAB_HOME=${CAPLAB_HOME:-/tmp/caplab-jmx-tls-cost}
 . bench/fresh-node.sh

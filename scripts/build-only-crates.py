@@ -6,7 +6,7 @@ helpers) unoptimised, and true.
 glob precedence over `[profile.dev.build-override]`, so proc macros and their syn, quote and
 proc-macro2 were compiled at opt-level 2 too: time spent optimising code that runs only inside
 the compiler, for a few seconds a build. Named, at opt-level 0, the test build from clean takes
-about a third less time (bench/RESULTS.md, "The build: crates that run only inside the
+about a third less time (bench/results/ci-time.md, "The build: crates that run only inside the
 compiler"). This finds them: every package this workspace's builds on the host reach only
 through a proc macro or a build dependency.
 

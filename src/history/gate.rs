@@ -109,7 +109,7 @@ impl Gate<'_> {
                 for c in confirm_and_record(data, at, recs, &theirs, points, (runs, d.settings(1)), None)? {
                     // Only a change the reruns confirm fails: one they leave open is printed and
                     // looked at again the next night (failing on open ones let GC-paused runs
-                    // through: `stats::nights`, bench/RESULTS.md "Nights").
+                    // through: `stats::nights`, bench/results/nights.md "Nights").
                     if c.verdict == Verdict::Confirmed {
                         failing.push(theirs.iter().copied().find(|f| f.figure == c.figure).expect("asked"));
                     }

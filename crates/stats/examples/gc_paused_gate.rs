@@ -1,5 +1,5 @@
 //! The history gate's change points with and without GC-paused runs set aside, side by side:
-//! what bench/RESULTS.md's "A gate for GC-paused runs" reports.
+//! what bench/results/gc-paused-gate.md's "A gate for GC-paused runs" reports.
 //!
 //!     cargo run --release -p caplab-stats --example gc_paused_gate -- [SERIES] [SEED]
 //!

@@ -29,7 +29,7 @@ use super::t_quantile;
 
 /// The between-machine SD of a log-ratio (τ) assumed until an estimate is stored: E1 batches'
 /// log-ratio spread 0 to 4 % between two machines under the current design, about 15 % under
-/// earlier designs (bench/RESULTS.md, "Sittings on machines").
+/// earlier designs (bench/results/sittings-machines.md, "Sittings on machines").
 pub const DEFAULT_TAU: f64 = 0.05;
 
 /// Pseudo-degrees of freedom the default keeps when stored estimates are blended in.
