@@ -1,18 +1,29 @@
 //! Service levels and capacity against a real node: a run is judged window by window (exit 0
 //! or 1), the adaptive search finds a rate whose own results confirm it, a sweep prices its
-//! capacity, and --fresh-node restarts the node before each step.
+//! capacity, and --fresh-node restarts the node before each step. Each scenario is a test of
+//! its own on one shared node.
 
 mod common;
 
-use common::{Args, Lab, jvm_lock, ok, result_json, stderr, stdout};
+use common::{Args, Lab, Shared, jvm_lock, ok, result_json, stderr, stdout};
 use std::path::Path;
 use std::time::Instant;
 
+static NODE: Shared<()> = Shared::new();
+
+/// One 5.0 node the file's tests share (a sweep with --fresh-node restarts it, and leaves it up).
+fn node() -> &'static Lab {
+    &NODE
+        .get("capacity", |lab| {
+            ok(lab.start(&[]));
+        })
+        .0
+}
+
 #[test]
-fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
+fn a_single_run_is_judged_window_by_window() {
     let _jvm = jvm_lock();
-    let lab = Lab::new("capacity");
-    ok(lab.start(&[]));
+    let lab = node();
     let hosts = lab.cql();
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
 
@@ -59,10 +70,6 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
         (doc["status"].as_str(), doc["sla"]["pass"].as_bool()),
         (Some("completed"), Some(false))
     );
-
-    the_adaptive_search_reports_what_it_found(&lab, &hosts);
-    a_sweep_where_no_rate_meets_the_sla_says_so(&lab, &hosts);
-    a_sweep_prices_capacity_and_a_fresh_node_is_restarted(&lab, &hosts);
 }
 
 /// The adaptive search, with a deliberately tight SLA.
@@ -71,11 +78,19 @@ fn capacity_is_found_within_the_service_level_and_confirmed_by_its_step() {
 /// lowest rate worth trying can fail (bench/results/test-margins.md, capacity-tight-sla). Each
 /// outcome is the mechanism working; the test asserts each is reported as such, with exit 0 only
 /// for a capacity that held.
-fn the_adaptive_search_reports_what_it_found(lab: &Lab, hosts: &str) {
+#[test]
+fn the_adaptive_search_reports_what_it_found() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
+    // A history of its own: the other tests' searches on the shared node are not this one's.
+    let history_db = dir("adaptive-history.db");
     let began = Instant::now();
     let o = lab.caplab(&[
         "capacity",
+        "--history",
+        &history_db,
         "--hosts",
         hosts,
         "--sla",
@@ -144,9 +159,15 @@ fn the_adaptive_search_reports_what_it_found(lab: &Lab, hosts: &str) {
         Some(6.0),
         "held for --confirm"
     );
-    // The search recorded itself in the history (beside the runs above): one record of its
-    // capacity (the one that stands), not one per step.
-    let history: serde_json::Value = serde_json::from_str(&stdout(&ok(lab.caplab(&["history", "--json"])))).unwrap();
+    // The search recorded itself in the history: one record of its capacity (the one that
+    // stands), not one per step.
+    let history: serde_json::Value = serde_json::from_str(&stdout(&ok(lab.caplab(&[
+        "history",
+        "--json",
+        "--history",
+        &history_db,
+    ]))))
+    .unwrap();
     let searches: Vec<&serde_json::Value> = history
         .as_array()
         .unwrap()
@@ -209,7 +230,11 @@ fn no_rate_passed_is_reported(lab: &Lab, o: &std::process::Output, cap: &serde_j
 /// A sweep at a rate that cannot meet its SLA (a p50 under 1 µs): no capacity, said so, exit 1.
 /// The adaptive search above reaches this only when even 1 op/s fails, so this test asserts it
 /// on purpose, not left to a slow sitting.
-fn a_sweep_where_no_rate_meets_the_sla_says_so(lab: &Lab, hosts: &str) {
+#[test]
+fn a_sweep_where_no_rate_meets_the_sla_says_so() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
     let out = lab.home.join("none").to_str().unwrap().to_string();
     let asked = [
         "capacity",
@@ -231,7 +256,11 @@ fn a_sweep_where_no_rate_meets_the_sla_says_so(lab: &Lab, hosts: &str) {
 /// what is tested is the pricing and the pages (a tighter one failed at 1,000 op/s beside another
 /// test file's nodes: bench/results/test-margins.md, capacity-sweep-sla). Into the default
 /// (relative) results directory: every step still gets its page, linked from the search's.
-fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted(lab: &Lab, hosts: &str) {
+#[test]
+fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
     let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
     let quick = [&["capacity", "--sla", "p99<2s/2s"][..], &SHORT_STEPS].concat();
     let priced = [

@@ -1,11 +1,11 @@
 //! Workload profiles against a real node: every built-in runs, reads return what writes and
 //! the populate phase wrote, mixes follow the weights, Cassandra 5's workloads (LWT applied and
-//! not, counters adding up, SAI queries returning rows) work, and bad profiles are refused
-//! cleanly.
+//! not, counters adding up, SAI queries returning rows, ANN queries with their recall) work,
+//! and bad profiles are refused cleanly. Each scenario is a test of its own on one shared node.
 
 mod common;
 
-use common::{Lab, count_rows, fails, jvm_lock, ok, op, result_json, runtime, stdout};
+use common::{Lab, Shared, count_rows, fails, jvm_lock, ok, op, result_json, runtime, stdout};
 use scylla::client::session_builder::SessionBuilder;
 
 enum Rows {
@@ -14,12 +14,20 @@ enum Rows {
     Between(u64, u64),
 }
 
+static NODE: Shared<()> = Shared::new();
+
+/// One 5.0 node the file's tests share; each test writes tables of its own.
+fn node() -> &'static Lab {
+    &NODE
+        .get("profiles", |lab| {
+            ok(lab.start(&[]));
+        })
+        .0
+}
+
 #[test]
-fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
-    let _jvm = jvm_lock();
-    let lab = Lab::new("profiles");
-    ok(lab.start(&[]));
-    let hosts = lab.cql();
+fn every_built_in_workload_is_listed() {
+    let lab = Lab::offline("profiles-listed");
     let listed = stdout(&ok(lab.caplab(&["workloads"])));
     for name in [
         "insert",
@@ -37,6 +45,13 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
     ] {
         assert!(listed.contains(name), "{listed}");
     }
+}
+
+#[test]
+fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = lab.cql();
     // (workload, share of reads, rows each read returns)
     for (name, read_share, rows_per_read) in [
         ("keyvalue", 0.5, Rows::Exactly(1)),
@@ -114,48 +129,50 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
             assert!(deleted > Some(100) && both > Some(10), "{v}");
         }
         if name == "keyvalue" {
-            keyvalue_rows_changed_behind_caplabs_back_are_found(&lab, &hosts, &out);
+            keyvalue_rows_changed_behind_caplabs_back_are_found(lab, &hosts, &out);
         }
         // The CSV names each operation's table.
         let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
         assert!(csv.lines().skip(1).any(|l| l.contains(",read,")), "{csv}");
     }
-
-    cassandra_5_workloads(&lab, &hosts);
-    two_loaders_split_the_key_space(&lab, &hosts);
-    profiles_run_as_files_with_partitions_of_their_shape(&lab, &hosts);
-    a_profile_file_s_rows_changed_behind_caplabs_back_are_found(&lab, &hosts);
-    e1_runs_as_profiles_and_a_wrong_profile_is_refused(&lab, &hosts);
 }
 
-/// `lwt`, `counter`, `sai` and `vector` on the 5.0 node: conditional writes counted applied and
-/// not applied, every acknowledged increment in the counters, indexed queries returning rows, and
-/// ANN queries with their recall.
-fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
-    let run = |name: &str, extra: &[&str]| {
-        let out = lab.home.join(format!("c5-{name}"));
-        let base = ["run", "--warmup", "0s", "--hosts", hosts, "--workload", name, "-q"];
-        ok(lab.caplab(&[&base[..], extra, &["--out", out.to_str().unwrap()]].concat()));
-        result_json(&out)
-    };
-    let rows_of = |cql: &str| -> Vec<i64> {
-        runtime().block_on(async {
-            let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
-            let r = s.query_unpaged(cql, ()).await.unwrap().into_rows_result().unwrap();
-            r.rows::<scylla::value::Row>()
-                .unwrap()
-                .map(|r| match r.unwrap().columns.first() {
-                    Some(Some(scylla::value::CqlValue::BigInt(n))) => *n,
-                    Some(Some(scylla::value::CqlValue::Counter(c))) => c.0,
-                    other => panic!("{cql}: {other:?}"),
-                })
-                .collect()
-        })
-    };
+/// `caplab run` of built-in `name` on the shared node, quietly, into a directory of its own.
+fn run_workload(lab: &Lab, name: &str, extra: &[&str]) -> serde_json::Value {
+    let hosts = lab.cql();
+    let out = lab.home.join(format!("c5-{name}"));
+    let base = ["run", "--warmup", "0s", "--hosts", &hosts, "--workload", name, "-q"];
+    ok(lab.caplab(&[&base[..], extra, &["--out", out.to_str().unwrap()]].concat()));
+    result_json(&out)
+}
 
+/// The first column of every row `cql` returns, as a number.
+fn rows_of(hosts: &str, cql: &str) -> Vec<i64> {
+    runtime().block_on(async {
+        let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
+        let r = s.query_unpaged(cql, ()).await.unwrap().into_rows_result().unwrap();
+        r.rows::<scylla::value::Row>()
+            .unwrap()
+            .map(|r| match r.unwrap().columns.first() {
+                Some(Some(scylla::value::CqlValue::BigInt(n))) => *n,
+                Some(Some(scylla::value::CqlValue::Counter(c))) => c.0,
+                other => panic!("{cql}: {other:?}"),
+            })
+            .collect()
+    })
+}
+
+/// `lwt` on the 5.0 node: conditional writes counted applied and not applied, every account a
+/// claim won read back at SERIAL, and two claims deleted behind caplab's back found.
+#[test]
+fn lwt_claims_are_counted_applied_and_not_and_read_back_at_serial() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = lab.cql();
     // 50 accounts, 1,000 claims: each account is claimed once (Paxos), the rest not applied;
     // --validate reads every account a claim won back at SERIAL: there, and won once.
-    let doc = run(
+    let doc = run_workload(
+        lab,
         "lwt",
         &["--partitions", "50", "-n", "2000", "--rate", "500", "--validate"],
     );
@@ -174,7 +191,7 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
         doc["summary"]["per_op"]
     );
     assert_eq!(
-        rows_of("SELECT count(*) FROM caplab_profiles.accounts"),
+        rows_of(&hosts, "SELECT count(*) FROM caplab_profiles.accounts"),
         [50],
         "every account claimed"
     );
@@ -194,18 +211,29 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
         (Some(claimed), Some(claimed), Some(0), Some("Serial")),
         "{v}"
     );
-    claims_deleted_behind_caplabs_back_are_found(lab, hosts, errors == 0);
+    claims_deleted_behind_caplabs_back_are_found(lab, &hosts, errors == 0);
+}
 
+/// `counter`: every acknowledged increment in the counters, and a counter changed behind
+/// caplab's back found.
+#[test]
+fn counters_add_up_to_the_increments_acknowledged() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = lab.cql();
     // Counters: the views add up to the increments acknowledged, plus at most those that
     // failed (a timed-out increment may have been applied; it is never retried); --validate
     // judges every row touched against those bounds.
-    let doc = run(
+    let doc = run_workload(
+        lab,
         "counter",
         &["--partitions", "100", "-n", "2000", "--rate", "1000", "--validate"],
     );
     let (increments, _, _) = op(&doc, "increment");
     let failed = doc["summary"]["total"]["error_total"].as_u64().unwrap() as i64;
-    let views: i64 = rows_of("SELECT views FROM caplab_profiles.page_views").iter().sum();
+    let views: i64 = rows_of(&hosts, "SELECT views FROM caplab_profiles.page_views")
+        .iter()
+        .sum();
     assert!(
         (increments as i64..=increments as i64 + failed).contains(&views),
         "{views} views for {increments} increments acknowledged, {failed} failed"
@@ -223,11 +251,17 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
     );
     assert_eq!(v["operations"].as_u64(), Some(increments), "{v}");
     assert_eq!(v["counters"]["read"].as_i64(), Some(views), "{v}");
-    counters_changed_behind_caplabs_back_are_found(lab, hosts);
+    counters_changed_behind_caplabs_back_are_found(lab, &hosts);
+}
 
+/// `sai`: indexed queries returning rows.
+#[test]
+fn sai_queries_return_the_rows_their_index_holds() {
+    let _jvm = jvm_lock();
+    let lab = node();
     // SAI: 2,000 products of 200 categories populated first; a category holds about 10, a
     // price above a random one leaves up to the LIMIT of 20.
-    let doc = run("sai", &["--partitions", "2000", "-n", "3000", "--rate", "1000"]);
+    let doc = run_workload(lab, "sai", &["--partitions", "2000", "-n", "3000", "--rate", "1000"]);
     assert_eq!(doc["summary"]["total"]["error_total"], 0, "{}", doc["summary"]);
     for (query, lo, hi) in [("by_category", 3.0, 20.0), ("by_price", 1.0, 20.0)] {
         let (reads, rows, _) = op(&doc, query);
@@ -237,7 +271,6 @@ fn cassandra_5_workloads(lab: &Lab, hosts: &str) {
             "{query}: {rows} rows in {reads} queries"
         );
     }
-    vector_search_and_its_recall(lab, hosts);
 }
 
 /// The text keys a `SELECT key FROM … LIMIT n` returns.
@@ -336,7 +369,11 @@ fn counters_changed_behind_caplabs_back_are_found(lab: &Lab, hosts: &str) {
 /// a query for as many rows as the table has must find every exact neighbour (recall 1, by
 /// construction: whatever the index's approximation, all rows are all neighbours); one for 5
 /// rows of the same table is judged against its own 5.
-fn vector_search_and_its_recall(lab: &Lab, hosts: &str) {
+#[test]
+fn vector_search_and_its_recall() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
     let out = lab.home.join("c5-vector");
     let args = ["run", "--warmup", "0s", "--hosts", hosts, "--workload", "vector", "-q"];
     let more = [
@@ -405,7 +442,11 @@ fn vector_search_and_its_recall(lab: &Lab, hosts: &str) {
 }
 
 /// Two loaders split the key space: each populates its half, together every row once.
-fn two_loaders_split_the_key_space(lab: &Lab, hosts: &str) {
+#[test]
+fn two_loaders_split_the_key_space() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
     let split = lab.home.join("split.yaml");
     std::fs::write(
         &split,
@@ -461,7 +502,11 @@ fn two_loaders_split_the_key_space(lab: &Lab, hosts: &str) {
 }
 
 /// A printed profile runs as a file, unchanged.
-fn profiles_run_as_files_with_partitions_of_their_shape(lab: &Lab, hosts: &str) {
+#[test]
+fn profiles_run_as_files_with_partitions_of_their_shape() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
     let shown = stdout(&ok(lab.caplab(&["workloads", "show", "timeseries"])));
     let file = lab.home.join("my-timeseries.yaml");
     std::fs::write(&file, shown).unwrap();
@@ -536,7 +581,11 @@ fn profiles_run_as_files_with_partitions_of_their_shape(lab: &Lab, hosts: &str) 
 /// does not count as wrong), then two
 /// rows deleted and one changed by another client are found by `caplab validate`, exactly those,
 /// and it exits 1.
-fn a_profile_file_s_rows_changed_behind_caplabs_back_are_found(lab: &Lab, hosts: &str) {
+#[test]
+fn a_profile_file_s_rows_changed_behind_caplabs_back_are_found() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
     let file = lab.home.join("control.yaml");
     std::fs::write(
         &file,
@@ -606,7 +655,11 @@ fn a_profile_file_s_rows_changed_behind_caplabs_back_are_found(lab: &Lab, hosts:
 
 /// E1's workloads, printed as profiles, run through the profile engine: sequential
 /// partitions, each pass adding new rows, so every row written is a new one.
-fn e1_runs_as_profiles_and_a_wrong_profile_is_refused(lab: &Lab, hosts: &str) {
+#[test]
+fn e1_runs_as_profiles_and_a_wrong_profile_is_refused() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
     let out = lab.home.join("r-shapes");
     for (name, ops, rows) in [("insert", "300", 300), ("batch", "50", 500)] {
         let file = lab.home.join(format!("{name}.yaml"));
