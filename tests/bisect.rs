@@ -75,6 +75,7 @@ fn a_planted_change_is_named_and_a_stopped_bisection_resumes() {
     );
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(lab.home.join("bisection/bisect.json")).unwrap()).unwrap();
+    assert_eq!(doc["answer"]["outcome"], "found", "{doc:#}");
     assert_eq!(doc["answer"]["first_new"], 3, "{doc:#}");
     let probes = doc["probes"].as_array().unwrap();
     assert_eq!(probes.len(), 2, "two probes halve five gaps to one: {doc:#}");

@@ -6,7 +6,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 use crate::cluster::Home;
-use crate::experiment::bisect::{Answer, Bisection, Settings, bisect, default_dir, side_name, verdict_name};
+use crate::experiment::bisect::{Answer, Bisection, Outcome, Settings, bisect, default_dir, side_name, verdict_name};
 use crate::history::Store;
 use crate::history::events::{self, Event, EventKind};
 
@@ -61,7 +61,7 @@ fn record(args: &BisectArgs, home: &Home, b: &Bisection, answer: &Answer, dir: &
         series: None,
         figure: s.figure.clone(),
         change_at: None,
-        outcome: answer.outcome.clone(),
+        outcome: answer.outcome.name().to_string(),
         summary: format!(
             "bisection of {} over {} values ({} … {}): {}",
             s.figure,
@@ -161,8 +161,8 @@ pub fn run(home: &Home, args: BisectArgs) -> Result<u8> {
         humantime::format_duration(std::time::Duration::from_secs(b.elapsed_s.round() as u64)),
         page.display()
     );
-    Ok(match answer.outcome.as_str() {
-        "found" | "no change" => 0,
-        _ => 3,
+    Ok(match answer.outcome {
+        Outcome::Found | Outcome::NoChange => 0,
+        Outcome::Between | Outcome::Open => 3,
     })
 }

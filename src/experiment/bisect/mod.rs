@@ -23,7 +23,7 @@ use std::process::Command;
 
 use crate::history::detect::{higher_is_better, value};
 use crate::history::record::{FIGURES, of_dir};
-pub use search::{Answer, Ends, Probe, Run, Settings, Side, Verdict, side_name, verdict_name};
+pub use search::{Answer, Ends, EndsVerdict, Outcome, Probe, Run, Settings, Side, side_name, verdict_name};
 
 /// The file a bisection keeps in its directory.
 pub const BISECT_FILE: &str = "bisect.json";

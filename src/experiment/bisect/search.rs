@@ -100,7 +100,7 @@ pub fn side_name(s: Side) -> &'static str {
 /// What comparing the ends came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum EndsVerdict {
     /// They differ by more than the effect: a search follows.
     Differ,
     /// No change of the effect or more between them.
@@ -117,7 +117,7 @@ pub struct Ends {
     pub rounds: Vec<[f64; 2]>,
     /// The last against the first, at the last look.
     pub look: Option<Look>,
-    pub verdict: Verdict,
+    pub verdict: EndsVerdict,
 }
 
 /// One probe: the value at `mid` against the ends `lo` and `hi` (indices into the values).
@@ -134,12 +134,38 @@ pub struct Probe {
     pub side: Side,
 }
 
+/// Where a bisection ended (a tag in bisect.json; earlier files wrote `no change` with a space).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The first value at the new level.
+    Found,
+    /// The ends are alike.
+    #[serde(alias = "no change")]
+    NoChange,
+    /// A probe at neither end's level: a gradual change, or more than one.
+    Between,
+    /// Not decided in the rounds allowed.
+    Open,
+}
+
+impl Outcome {
+    /// Its words (the history's events keep them).
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Found => "found",
+            Outcome::NoChange => "no change",
+            Outcome::Between => "between",
+            Outcome::Open => "open",
+        }
+    }
+}
+
 /// The answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Answer {
-    /// Where the search ended: `found` (the first value at the new level), `no change`,
-    /// `between` (a probe not at either end's level), `open`.
-    pub outcome: String,
+    /// Where the search ended.
+    pub outcome: Outcome,
     /// The first value at the new level, and the last at the old one (found).
     pub first_new: Option<usize>,
     pub last_old: Option<usize>,
@@ -170,11 +196,11 @@ pub fn judge_ends(design: &Design, s: &Settings, e: &mut Ends, better: bool) {
     let pairs: Vec<(f64, f64)> = e.rounds.iter().map(|r| (r[0], r[1])).collect();
     e.look = compare(design, s, &pairs, better);
     e.verdict = if unlike(&e.look) {
-        Verdict::Differ
+        EndsVerdict::Differ
     } else if like(&e.look) {
-        Verdict::Same
+        EndsVerdict::Same
     } else {
-        Verdict::Open
+        EndsVerdict::Open
     };
 }
 
@@ -226,8 +252,8 @@ pub fn answer(s: &Settings, ends: &Ends, probes: &[Probe], lo: usize, hi: usize)
     let pairs: Vec<(f64, f64)> = ends.rounds.iter().map(|r| (r[0], r[1])).collect();
     let level = paired(&pairs, None).map(|e| (e.ratio(), e.interval(1.0 - s.design().level)));
     let (outcome, found, text) = match (ends.verdict, probes.last()) {
-        (Verdict::Same, _) => (
-            "no change",
+        (EndsVerdict::Same, _) => (
+            Outcome::NoChange,
             None,
             format!(
                 "no change of {} % or more between {} and {} (compared first: {})",
@@ -237,8 +263,8 @@ pub fn answer(s: &Settings, ends: &Ends, probes: &[Probe], lo: usize, hi: usize)
                 ratio(&ends.look)
             ),
         ),
-        (Verdict::Open, _) => (
-            "open",
+        (EndsVerdict::Open, _) => (
+            Outcome::Open,
             None,
             format!(
                 "open: {} could not be told from {} in {} rounds, so there was nothing to bisect yet (more --max-rounds, \
@@ -249,7 +275,7 @@ pub fn answer(s: &Settings, ends: &Ends, probes: &[Probe], lo: usize, hi: usize)
             ),
         ),
         (_, Some(p)) if p.side == Side::Between || p.side == Side::Same => (
-            "between",
+            Outcome::Between,
             None,
             format!(
                 "{} is {} {} and {} {}: not at either end's level, so a gradual change or more than one between them \
@@ -262,7 +288,7 @@ pub fn answer(s: &Settings, ends: &Ends, probes: &[Probe], lo: usize, hi: usize)
             ),
         ),
         (_, Some(p)) if p.side == Side::Open => (
-            "open",
+            Outcome::Open,
             None,
             format!(
                 "open: {} could not be placed beside {} ({}) or {} ({}) in {} rounds (more --max-rounds, or a larger --effect)",
@@ -275,7 +301,7 @@ pub fn answer(s: &Settings, ends: &Ends, probes: &[Probe], lo: usize, hi: usize)
             ),
         ),
         _ => (
-            "found",
+            Outcome::Found,
             Some((lo, hi)),
             format!(
                 "the first value at the new level is {} (the last at the old: {})",
@@ -285,7 +311,7 @@ pub fn answer(s: &Settings, ends: &Ends, probes: &[Probe], lo: usize, hi: usize)
         ),
     };
     Answer {
-        outcome: outcome.into(),
+        outcome,
         first_new: found.map(|f| f.1),
         last_old: found.map(|f| f.0),
         ratio: level.map(|l| l.0),
@@ -355,17 +381,17 @@ fn search_by(
             "  round {round}: the last value {ratio} the first: {}",
             verdict_name(ends.verdict)
         ));
-        if ends.verdict != Verdict::Open {
+        if ends.verdict != EndsVerdict::Open {
             break;
         }
     }
     if !ends_first {
-        ends.verdict = Verdict::Differ;
+        ends.verdict = EndsVerdict::Differ;
     }
     saved(&ends, &[])?;
     let mut probes: Vec<Probe> = Vec::new();
     let (mut lo, mut hi) = (first, last);
-    while ends.verdict == Verdict::Differ && hi - lo >= 2 {
+    while ends.verdict == EndsVerdict::Differ && hi - lo >= 2 {
         let mid = (lo + hi) / 2;
         let n = probes.len() + 1;
         say(&format!(
@@ -418,11 +444,11 @@ fn search_by(
     Ok((ends, probes, a))
 }
 
-pub fn verdict_name(v: Verdict) -> &'static str {
+pub fn verdict_name(v: EndsVerdict) -> &'static str {
     match v {
-        Verdict::Differ => "they differ",
-        Verdict::Same => "alike",
-        Verdict::Open => "open",
+        EndsVerdict::Differ => "they differ",
+        EndsVerdict::Same => "alike",
+        EndsVerdict::Open => "open",
     }
 }
 
@@ -506,7 +532,7 @@ mod tests {
         for _ in 0..cases {
             let (levels, step) = make(&mut rng);
             let a = simulate(&mut rng, &levels, 0.03, rule, ends_first);
-            *outcomes.entry(a.outcome.clone()).or_insert(0usize) += 1;
+            *outcomes.entry(a.outcome.name()).or_insert(0usize) += 1;
             match (a.first_new, step) {
                 (Some(f), Some(g)) if f == g + 1 => right += 1,
                 (Some(_), _) => misplaced += 1,
@@ -584,5 +610,15 @@ mod tests {
             crate::stats::sim::lower(wrong, cases) > 0.05,
             "the search as it was: {wrong}"
         );
+    }
+
+    #[test]
+    fn an_outcome_is_a_tag_and_earlier_words_still_read() {
+        assert_eq!(serde_json::to_string(&Outcome::NoChange).unwrap(), "\"no_change\"");
+        assert_eq!(
+            serde_json::from_str::<Outcome>("\"no change\"").unwrap(),
+            Outcome::NoChange
+        );
+        assert_eq!(serde_json::from_str::<Outcome>("\"found\"").unwrap(), Outcome::Found);
     }
 }
