@@ -8,7 +8,7 @@ use crate::history::gate::{confirm_and_record, which};
 use crate::history::look::DetectArgs;
 use crate::history::series::{by_series, one_series};
 use crate::history::{Location, Stored};
-use crate::stats::confirm::Verdict;
+use crate::stats::confirm::Finding;
 
 /// Exit codes of `caplab history confirm`.
 pub const NOT_CONFIRMED: u8 = 0;
@@ -51,8 +51,8 @@ pub fn series(data: &Path, at: &Location, all: &[Stored], prefix: &str, d: &Dete
         println!("{}", done.render());
     }
     Ok(match done.verdict {
-        Verdict::Confirmed => CONFIRMED,
-        Verdict::NotConfirmed => NOT_CONFIRMED,
-        Verdict::Open => OPEN,
+        Finding::Confirmed => CONFIRMED,
+        Finding::NotConfirmed => NOT_CONFIRMED,
+        Finding::Open => OPEN,
     })
 }

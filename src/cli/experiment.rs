@@ -132,16 +132,16 @@ fn opening(args: &ExperimentArgs) -> Result<Option<(Experiment, PathBuf, Opening
         return Ok(None);
     }
     if args.check {
-        print!("{}", experiment::check::steps_text(&exp));
+        print!("{}", experiment::preview::steps_text(&exp));
         if let Some(dir) = &args.from {
-            println!("{}", experiment::check::estimate_from(&exp, dir)?);
+            println!("{}", experiment::preview::estimate_from(&exp, dir)?);
         }
         let calibration = args
             .calibration
             .clone()
             .or(exp.file.calibration.as_ref().map(PathBuf::from));
         if let Some(dir) = calibration {
-            println!("{}", experiment::check::allocation(&exp, &dir)?);
+            println!("{}", experiment::preview::allocation(&exp, &dir)?);
         }
         return Ok(None);
     }

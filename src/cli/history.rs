@@ -1,6 +1,6 @@
 //! `caplab history [SERIES]`, `import DIR...` and `page`: the series the history holds (each
 //! with its records and last figures), one series' records, results written earlier added to
-//! it, its page; `check` (check.rs) and `confirm` (confirm.rs) are dispatched from here, and
+//! it, its page; `check` (history_check.rs) and `confirm` (confirm.rs) are dispatched from here, and
 //! every subcommand finds change points with `history::look`'s options.
 
 use anyhow::{Context, Result, bail};
@@ -170,7 +170,7 @@ pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
             let all = store.records()?;
             drop(store);
             let confirm = confirm.then_some((home.data.as_path(), &at, confirm_runs));
-            super::check::check(
+            super::history_check::check(
                 &all,
                 &series,
                 since.as_deref(),

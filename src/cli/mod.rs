@@ -2,10 +2,10 @@
 
 pub mod bisect;
 pub mod capacity;
-pub mod check;
 pub mod confirm;
 pub mod experiment;
 pub mod history;
+pub mod history_check;
 pub mod merge;
 pub mod node;
 pub mod report;

@@ -56,6 +56,8 @@ pub struct NodeOptions {
     /// Local JMX port of node1; node i uses the port i-1 after it.
     #[arg(long, default_value_t = 7199)]
     pub jmx_port: u16,
+    /// The nodes' `cluster_name` (nodes of different names refuse to join each other): two
+    /// clusters caplab starts side by side on other addresses may keep the default.
     #[arg(long, default_value = "caplab")]
     pub cluster_name: String,
     /// Stop nodes running with a different configuration and start them with this one.

@@ -23,13 +23,13 @@
 pub mod analyse;
 pub mod bisect;
 pub mod calibrate;
-pub mod check;
 pub mod compare;
 pub mod duet;
 pub mod file;
 pub mod k8s;
 pub mod keys;
 pub mod plan;
+pub mod preview;
 pub mod profile_diff;
 pub mod question;
 pub mod record;

@@ -30,7 +30,7 @@ use super::record::{FIGURES, Record, sitting_of};
 use super::rerun::{Rerunner, command_of, differs, log_of, rerun_args};
 use super::store::Stored;
 use crate::stats::changes::Settings;
-use crate::stats::confirm::{Levels, Look, Spread, Verdict, look};
+use crate::stats::confirm::{Finding, Levels, Look, Spread, look};
 use crate::stats::robust::set_aside;
 
 /// What a confirmation asks: changes of one series (those that rerun the same commands share
@@ -70,7 +70,7 @@ pub struct Confirmation {
     pub figure: String,
     /// The change confirmed: its kind, ratio and first run.
     pub change: Found,
-    pub verdict: Verdict,
+    pub verdict: Finding,
     pub design: Design,
     /// The arguments rerun (caplab's own output, history and labels left out): the
     /// configuration after the change.
@@ -290,7 +290,7 @@ struct Track {
 
 impl Track {
     fn decided(&self) -> bool {
-        self.looks.last().is_some_and(|l| l.verdict != Verdict::Open)
+        self.looks.last().is_some_and(|l| l.verdict != Finding::Open)
     }
 }
 
@@ -407,7 +407,7 @@ fn confirm_group(
             series: p.change.series.clone(),
             figure: p.change.figure.clone(),
             change: p.change.clone(),
-            verdict: t.looks.last().map_or(Verdict::Open, |l| l.verdict),
+            verdict: t.looks.last().map_or(Finding::Open, |l| l.verdict),
             design,
             command: p.command.clone(),
             command_before: (design == Design::Paired).then(|| p.before_command.clone()),

@@ -15,7 +15,7 @@ use super::look::DetectArgs;
 use super::series::by_series;
 use super::{Location, Store, Stored};
 use crate::stats::changes::Settings;
-use crate::stats::confirm::Verdict;
+use crate::stats::confirm::Finding;
 
 /// What fails the check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -110,7 +110,7 @@ impl Gate<'_> {
                     // Only a change the reruns confirm fails: one they leave open is printed and
                     // looked at again the next night (failing on open ones let GC-paused runs
                     // through: `stats::nights`, bench/results/nights.md "Nights").
-                    if c.verdict == Verdict::Confirmed {
+                    if c.verdict == Finding::Confirmed {
                         failing.push(theirs.iter().copied().find(|f| f.figure == c.figure).expect("asked"));
                     }
                     confirmations.push(c);

@@ -21,15 +21,15 @@ use std::path::{Path, PathBuf};
 
 use crate::measure::result::RunResult;
 
-mod check;
 mod loader;
 mod logs;
 mod merged;
+mod refusals;
 
-use check::{check, check_grid};
 use loader::Loader;
 use logs::{measured_span, partial, write_logs};
 use merged::merged_result;
+use refusals::{check, check_grid};
 
 /// Merges the loaders' results in `dirs` into `out` (created; caplab's result files in it are
 /// replaced only with `force`), and returns the merged result.

@@ -31,7 +31,7 @@ pub const NIGHTLY_FALSE_CONFIRMED: f64 = 0.005;
 /// What a confirmation came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum Finding {
     /// The fresh runs are worse than the level before the change: it holds.
     Confirmed,
     /// The fresh runs are better than the level after the change: it does not hold now.
@@ -39,12 +39,12 @@ pub enum Verdict {
     Open,
 }
 
-impl Verdict {
+impl Finding {
     pub fn name(self) -> &'static str {
         match self {
-            Verdict::Confirmed => "confirmed",
-            Verdict::NotConfirmed => "not confirmed",
-            Verdict::Open => "open",
+            Finding::Confirmed => "confirmed",
+            Finding::NotConfirmed => "not confirmed",
+            Finding::Open => "open",
         }
     }
 }
@@ -211,7 +211,7 @@ impl Levels {
 /// One look at the fresh runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Look {
-    pub verdict: Verdict,
+    pub verdict: Finding,
     pub runs: usize,
     /// The fresh runs' level against the levels before and after, as ratios.
     pub to_before: f64,
@@ -237,11 +237,11 @@ pub fn look(levels: &Levels, spread: &Spread, fresh: &[f64], looks: usize, alpha
     let t_after = worse * (levels.after - m) / (v + levels.after_se.powi(2)).sqrt();
     let bound = t_quantile(1.0 - alpha / looks.max(1) as f64, spread.df_for(fresh.len()).max(1.0));
     let verdict = if t_before > bound && may_confirm {
-        Verdict::Confirmed
+        Finding::Confirmed
     } else if t_after > bound {
-        Verdict::NotConfirmed
+        Finding::NotConfirmed
     } else {
-        Verdict::Open
+        Finding::Open
     };
     Look {
         verdict,
@@ -290,7 +290,7 @@ mod tests {
     /// Confirms after up to 5 fresh runs in a new sitting whose level is `fresh_shift` from
     /// the level before: the verdict. The spread is the runs' before the change (what the
     /// history holds of the level the change is judged against).
-    fn confirm(rng: &mut Pcg64Mcg, h: &History, sat: (f64, f64), fresh_shift: f64, ignore_sittings: bool) -> Verdict {
+    fn confirm(rng: &mut Pcg64Mcg, h: &History, sat: (f64, f64), fresh_shift: f64, ignore_sittings: bool) -> Finding {
         let (between, within) = sat;
         let (b, a) = (&h.logs[..h.at], &h.logs[h.at..]);
         let mut spread = Spread::of(b, &h.sitting[..h.at], None).expect("a spread");
@@ -310,17 +310,17 @@ mod tests {
         for _ in 0..5 {
             fresh.push(level + within * normal(rng));
             let l = look(&levels, &spread, &fresh, 5, 0.05);
-            if l.verdict != Verdict::Open {
+            if l.verdict != Finding::Open {
                 return l.verdict;
             }
         }
-        Verdict::Open
+        Finding::Open
     }
 
     /// The share of `cases` histories (6 sittings of 4 runs, then a sitting of 3 runs `shift`
     /// from them) whose confirmation with fresh runs `fresh_shift` from the level before says
     /// `verdict`.
-    fn share(seed: u64, cases: usize, shift: f64, fresh_shift: f64, ignore: bool, verdict: Verdict) -> f64 {
+    fn share(seed: u64, cases: usize, shift: f64, fresh_shift: f64, ignore: bool, verdict: Finding) -> f64 {
         let sat = (0.04, 0.03);
         let mut rng = Pcg64Mcg::seed_from_u64(seed);
         let hits = (0..cases)
@@ -341,7 +341,7 @@ mod tests {
     /// regression confirmed; a 20 % noisy sitting cleared) is printed, asserted loosely.
     #[test]
     fn a_confirmation_errs_either_way_in_at_most_five_percent() {
-        use Verdict::{Confirmed, NotConfirmed};
+        use Finding::{Confirmed, NotConfirmed};
         let cases = 2000;
         let false_confirmed = share(4521, cases, 0.10, 0.0, false, Confirmed);
         let wrong = share(4522, cases / 4, 0.10, 0.0, true, Confirmed);
@@ -370,7 +370,7 @@ mod tests {
     /// level moves by 5 % (both configurations alike) and runs by 3 %, the configuration after
     /// now `now` (log) from the one before: the verdict after up to 5 rounds, each a look from
     /// the second on at α / `per`.
-    fn paired_verdict(rng: &mut Pcg64Mcg, now: f64, per: usize) -> Verdict {
+    fn paired_verdict(rng: &mut Pcg64Mcg, now: f64, per: usize) -> Finding {
         let levels = Levels {
             before: 0.0,
             before_se: 0.02,
@@ -390,14 +390,14 @@ mod tests {
                 continue;
             };
             let l = look(&levels, &spread, &ratios, per, 0.05);
-            if l.verdict != Verdict::Open {
+            if l.verdict != Finding::Open {
                 return l.verdict;
             }
         }
-        Verdict::Open
+        Finding::Open
     }
 
-    fn paired_share(seed: u64, cases: usize, now: f64, per: usize, verdict: Verdict) -> f64 {
+    fn paired_share(seed: u64, cases: usize, now: f64, per: usize, verdict: Finding) -> f64 {
         let mut rng = Pcg64Mcg::seed_from_u64(seed);
         (0..cases)
             .filter(|_| paired_verdict(&mut rng, now, per) == verdict)
@@ -412,7 +412,7 @@ mod tests {
     /// than 5 %. Power printed: a real 20 % change confirmed.
     #[test]
     fn a_paired_confirmation_errs_either_way_in_at_most_five_percent() {
-        use Verdict::{Confirmed, NotConfirmed};
+        use Finding::{Confirmed, NotConfirmed};
         let cases = 2000;
         let false_confirmed = paired_share(4531, cases, 0.0, 5, Confirmed);
         let false_cleared = paired_share(4532, cases, 0.10, 5, NotConfirmed);

@@ -3,7 +3,7 @@
 //! before the check fails (`stats::confirm`, as `history check --confirm` uses it).
 
 use super::changes::{Settings, changes};
-use super::confirm::{Levels, NIGHTLY_FALSE_CONFIRMED, Spread, Verdict, look};
+use super::confirm::{Finding, Levels, NIGHTLY_FALSE_CONFIRMED, Spread, look};
 use super::robust::set_aside;
 use super::sim::{CHECK_FIGURES, bound, lower, normal};
 use rand::{Rng, SeedableRng};
@@ -91,8 +91,8 @@ fn fails_with(
                 for _ in 0..confirm.reruns {
                     fresh.push(fresh_run(rng, f));
                     let l = look(&levels, &spread, &fresh, confirm.reruns, 0.05);
-                    if l.verdict != Verdict::Open {
-                        return l.verdict == Verdict::Confirmed;
+                    if l.verdict != Finding::Open {
+                        return l.verdict == Finding::Confirmed;
                     }
                 }
                 false
