@@ -1,13 +1,13 @@
 //! `caplab bisect --values A,B,… -- run … {} …`: where along the values a figure changes
-//! (experiment::bisect), its page (report::bisect).
+//! (history::bisect), its page (report::bisect).
 
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
 use crate::cluster::Home;
-use crate::experiment::bisect::{Answer, Bisection, Outcome, Settings, bisect, default_dir, side_name, verdict_name};
 use crate::history::Store;
+use crate::history::bisect::{Bisection, Conclusion, Outcome, Settings, bisect, default_dir, side_name, verdict_name};
 use crate::history::events::{self, Event, EventKind};
 
 #[derive(Debug, Args)]
@@ -51,7 +51,7 @@ pub struct BisectArgs {
 }
 
 /// Keeps the bisection among the history's events (a warning when it cannot).
-fn record(args: &BisectArgs, home: &Home, b: &Bisection, answer: &Answer, dir: &Path) {
+fn record(args: &BisectArgs, home: &Home, b: &Bisection, answer: &Conclusion, dir: &Path) {
     let Some(at) = args.history.location(&home.data) else {
         return;
     };

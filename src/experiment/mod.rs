@@ -21,7 +21,6 @@
 //! its levels, for planning and for decisions that borrow it.
 
 pub mod analyse;
-pub mod bisect;
 pub mod calibrate;
 pub mod compare;
 pub mod duet;

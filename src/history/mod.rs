@@ -5,8 +5,10 @@
 //! written earlier. The store and its schema: store.rs; walking result directories: import.rs;
 //! change points: detect.rs, looked for with look.rs' settings; confirming them by rerunning:
 //! confirm.rs and rerun.rs; what a nightly check fails on, and its confirmations recorded:
-//! gate.rs; confirmations and bisections kept: events.rs.
+//! gate.rs; confirmations and bisections kept: events.rs; where along ordered values a figure
+//! changes: bisect/.
 
+pub mod bisect;
 pub mod confirm;
 pub mod detect;
 pub mod events;

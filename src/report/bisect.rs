@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 use super::html;
-use crate::experiment::bisect::{BISECT_FILE, Bisection, side_name, verdict_name};
+use crate::history::bisect::{BISECT_FILE, Bisection, side_name, verdict_name};
 
 /// The page's file name.
 pub const BISECT_PAGE: &str = "bisect.html";

@@ -23,7 +23,7 @@ use std::process::Command;
 
 use crate::history::detect::{higher_is_better, value};
 use crate::history::record::{FIGURES, of_dir};
-pub use search::{Answer, Ends, EndsVerdict, Outcome, Probe, Run, Settings, Side, side_name, verdict_name};
+pub use search::{Conclusion, Ends, EndsVerdict, Outcome, Probe, Run, Settings, Side, side_name, verdict_name};
 
 /// The file a bisection keeps in its directory.
 pub const BISECT_FILE: &str = "bisect.json";
@@ -37,7 +37,7 @@ pub struct Bisection {
     #[serde(default)]
     pub ends: Ends,
     pub probes: Vec<Probe>,
-    pub answer: Option<Answer>,
+    pub answer: Option<Conclusion>,
     pub started_at: String,
     pub elapsed_s: f64,
 }

@@ -161,9 +161,10 @@ impl Outcome {
     }
 }
 
-/// The answer.
+/// What a bisection concluded: where it ended, the first value at the new level if found, the
+/// ends' ratio, and the words the terminal prints (bisect.json keeps it as `answer`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Answer {
+pub struct Conclusion {
     /// Where the search ended.
     pub outcome: Outcome,
     /// The first value at the new level, and the last at the old one (found).
@@ -246,7 +247,7 @@ fn ratio(l: &Option<Look>) -> String {
 }
 
 /// The search's answer from the ends and its probes, the range in doubt ending at `lo`..`hi`.
-pub fn answer(s: &Settings, ends: &Ends, probes: &[Probe], lo: usize, hi: usize) -> Answer {
+pub fn answer(s: &Settings, ends: &Ends, probes: &[Probe], lo: usize, hi: usize) -> Conclusion {
     let v = |i: usize| s.values[i].as_str();
     let last_value = s.values.len() - 1;
     let pairs: Vec<(f64, f64)> = ends.rounds.iter().map(|r| (r[0], r[1])).collect();
@@ -310,7 +311,7 @@ pub fn answer(s: &Settings, ends: &Ends, probes: &[Probe], lo: usize, hi: usize)
             ),
         ),
     };
-    Answer {
+    Conclusion {
         outcome,
         first_new: found.map(|f| f.1),
         last_old: found.map(|f| f.0),
@@ -339,7 +340,7 @@ pub struct Io<'a> {
 
 /// The search (`better`: more of the figure is better). Each round runs its values in an order
 /// drawn from `seed` and the comparison's number.
-pub fn search(s: &Settings, seed: u64, better: bool, io: Io) -> Result<(Ends, Vec<Probe>, Answer)> {
+pub fn search(s: &Settings, seed: u64, better: bool, io: Io) -> Result<(Ends, Vec<Probe>, Conclusion)> {
     search_by(Rule::Shown, true, s, seed, better, io)
 }
 
@@ -352,7 +353,7 @@ fn search_by(
     seed: u64,
     better: bool,
     io: Io,
-) -> Result<(Ends, Vec<Probe>, Answer)> {
+) -> Result<(Ends, Vec<Probe>, Conclusion)> {
     let Io { measure, saved, say } = io;
     let design = s.design();
     let order = |n: usize| Pcg64Mcg::seed_from_u64(seed ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -490,7 +491,7 @@ mod tests {
 
     /// A search over values whose log levels are `levels`, each round's level moving by 5 %
     /// (alike for its values: the machine that round) and each run by `run_sd`.
-    fn simulate(rng: &mut Pcg64Mcg, levels: &[f64], run_sd: f64, rule: Rule, ends_first: bool) -> Answer {
+    fn simulate(rng: &mut Pcg64Mcg, levels: &[f64], run_sd: f64, rule: Rule, ends_first: bool) -> Conclusion {
         let s = settings(levels.len());
         let seed = rand::Rng::random(rng);
         let mut round = (usize::MAX, 0usize, 0.0);
