@@ -11,7 +11,7 @@ use super::record::ExperimentRecord;
 pub use super::record::ProfileDiff;
 use super::spec::{Experiment, What};
 use crate::measure::{RunResult, RunStatus};
-use crate::server_profile::{FrameChange, Kind, Stacks, Tools};
+use crate::server_profile::{FrameChange, ProfileEvent, Stacks, Tools};
 
 /// Frames listed per comparison.
 const CHANGES: usize = 12;
@@ -24,8 +24,8 @@ struct Merged {
     java: Option<PathBuf>,
 }
 
-fn merged(record: &ExperimentRecord, out: &Path, variant: usize, measurement: usize) -> BTreeMap<Kind, Merged> {
-    let mut by_kind: BTreeMap<Kind, Merged> = BTreeMap::new();
+fn merged(record: &ExperimentRecord, out: &Path, variant: usize, measurement: usize) -> BTreeMap<ProfileEvent, Merged> {
+    let mut by_kind: BTreeMap<ProfileEvent, Merged> = BTreeMap::new();
     let steps = record
         .steps
         .iter()

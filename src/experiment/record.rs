@@ -17,7 +17,7 @@ use std::path::Path;
 use super::compare::{Comparison, Verdict};
 use crate::files::write_json;
 use crate::measure::RunStatus;
-use crate::server_profile::{FrameChange, Kind};
+use crate::server_profile::{FrameChange, ProfileEvent};
 
 pub const EXPERIMENT_FILE: &str = "experiment.json";
 pub const FORMAT: u32 = 3;
@@ -326,7 +326,7 @@ pub struct ProfileDiff {
     pub measurement: String,
     pub baseline: String,
     pub variant: String,
-    pub event: Kind,
+    pub event: ProfileEvent,
     pub base_samples: u64,
     pub samples: u64,
     /// Cassandra's code paths whose total share moved most, largest first.

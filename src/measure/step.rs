@@ -507,7 +507,7 @@ mod tests {
     use crate::engine::testing::Stalling;
     use crate::measure::Load;
     use crate::measure::result::WorkloadRecord;
-    use crate::workload::e1::{E1Options, Kind};
+    use crate::workload::e1::{E1Options, E1Workload};
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
     fn site() -> Site {
@@ -539,7 +539,7 @@ mod tests {
         About {
             name: "op".into(),
             record: WorkloadRecord::E1(E1Options {
-                kind: Kind::Insert,
+                kind: E1Workload::Insert,
                 keyspace: "caplab".into(),
                 partitions: 10,
                 value_columns: 1,

@@ -14,7 +14,7 @@ use crate::readback::check_bank;
 use crate::workload::bank::{BRANCH, Bank, BankOptions, INITIAL, OPS, Txn};
 use crate::workload::builtin::Runner;
 use crate::workload::compaction::Compaction;
-use crate::workload::e1::{E1, E1Options, Kind};
+use crate::workload::e1::{E1, E1Options, E1Workload};
 use crate::workload::profile::Profile;
 use crate::workload::profile_workload::ProfileWorkload;
 use crate::workload::schema;
@@ -155,9 +155,9 @@ fn choose(args: &WorkloadOptions) -> Result<Choice> {
         );
     }
     let kind = if builtin.name == "batch" {
-        Kind::Batch
+        E1Workload::Batch
     } else {
-        Kind::Insert
+        E1Workload::Insert
     };
     let opts = E1Options {
         kind,

@@ -22,7 +22,7 @@ use crate::cluster::node::NodeState;
 use crate::telemetry::gclog::epoch_ms;
 use result::window_text;
 pub use result::{EventProfile, NodeProfile, ProfileResult, SliceProfile, short};
-pub use spec::{Kind, ProfileSpec, Sampler};
+pub use spec::{ProfileEvent, ProfileSpec, Sampler};
 pub use stacks::{FrameChange, FrameShare, Stacks};
 pub use tools::Tools;
 
@@ -135,7 +135,7 @@ impl Profiler {
         let (cpu_engine, note) = match spec.sampler {
             Sampler::Itimer => ("itimer", None),
             Sampler::Ctimer => ("ctimer", None),
-            Sampler::Cpu if !spec.events.iter().any(|e| e.kind == Kind::Cpu) => ("cpu", None),
+            Sampler::Cpu if !spec.events.iter().any(|e| e.kind == ProfileEvent::Cpu) => ("cpu", None),
             Sampler::Cpu => match tools::perf_events() {
                 Ok(()) => ("cpu", None),
                 Err(why) => {
@@ -144,7 +144,7 @@ impl Profiler {
                 }
             },
         };
-        let cpu_sampler = spec.events.iter().any(|e| e.kind == Kind::Cpu).then(|| {
+        let cpu_sampler = spec.events.iter().any(|e| e.kind == ProfileEvent::Cpu).then(|| {
             match cpu_engine {
                 "cpu" => "perf_events",
                 other => other,
@@ -297,7 +297,7 @@ impl Profiler {
         )?;
         // Heatmaps and failed windows are about time: CPU and wall samples only.
         let (mut heatmap, mut sliced) = (None, Vec::new());
-        if matches!(e.kind, Kind::Cpu | Kind::Wall) {
+        if matches!(e.kind, ProfileEvent::Cpu | ProfileEvent::Wall) {
             let file = node_dir.join(format!("{name}-heatmap.html"));
             self.tools
                 .convert(&r.java, &slice_args(r, e.kind, window, "heatmap", &file))?;
@@ -338,7 +338,7 @@ impl Profiler {
     fn flame_graph(
         &self,
         r: &Recorded,
-        kind: Kind,
+        kind: ProfileEvent,
         span: (u64, u64),
         stem: &str,
         title: &str,
@@ -366,7 +366,7 @@ impl Profiler {
 }
 
 /// The converter's arguments for `kind`'s samples in `span` (epoch ms) of the recording.
-fn slice_args(r: &Recorded, kind: Kind, (from, to): (u64, u64), format: &str, out: &Path) -> Vec<String> {
+fn slice_args(r: &Recorded, kind: ProfileEvent, (from, to): (u64, u64), format: &str, out: &Path) -> Vec<String> {
     vec![
         format!("--{}", kind.name()),
         "--from".into(),

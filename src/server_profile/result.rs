@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime};
 
-use super::spec::Kind;
+use super::spec::ProfileEvent;
 use super::stacks::FrameShare;
 
 /// The flame graph of one slice.
@@ -20,7 +20,7 @@ pub struct SliceProfile {
 /// One event's profile of one node over the measured window.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EventProfile {
-    pub kind: Kind,
+    pub kind: ProfileEvent,
     pub interval: String,
     /// Samples in the measured window.
     pub samples: u64,

@@ -7,39 +7,39 @@ use serde::{Deserialize, Serialize};
 /// One kind of sample async-profiler takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub enum ProfileEvent {
     Cpu,
     Wall,
     Alloc,
     Lock,
 }
 
-impl Kind {
+impl ProfileEvent {
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Cpu => "cpu",
-            Kind::Wall => "wall",
-            Kind::Alloc => "alloc",
-            Kind::Lock => "lock",
+            ProfileEvent::Cpu => "cpu",
+            ProfileEvent::Wall => "wall",
+            ProfileEvent::Alloc => "alloc",
+            ProfileEvent::Lock => "lock",
         }
     }
 
     /// What one sample stands for, for people.
     pub fn unit(self) -> &'static str {
         match self {
-            Kind::Cpu => "CPU samples",
-            Kind::Wall => "wall-clock samples (all threads, running or not)",
-            Kind::Alloc => "allocation samples",
-            Kind::Lock => "lock contention samples",
+            ProfileEvent::Cpu => "CPU samples",
+            ProfileEvent::Wall => "wall-clock samples (all threads, running or not)",
+            ProfileEvent::Alloc => "allocation samples",
+            ProfileEvent::Lock => "lock contention samples",
         }
     }
 
     fn default_interval(self) -> &'static str {
         match self {
-            Kind::Cpu => "10ms",
-            Kind::Wall => "50ms",
-            Kind::Alloc => "512k",
-            Kind::Lock => "10us",
+            ProfileEvent::Cpu => "10ms",
+            ProfileEvent::Wall => "50ms",
+            ProfileEvent::Alloc => "512k",
+            ProfileEvent::Lock => "10us",
         }
     }
 }
@@ -47,7 +47,7 @@ impl Kind {
 /// One event and its sampling interval, as async-profiler writes it (`10ms`, `512k`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
-    pub kind: Kind,
+    pub kind: ProfileEvent,
     pub interval: String,
 }
 
@@ -82,18 +82,18 @@ impl ProfileSpec {
                 None => (part, None),
             };
             let kind = match name {
-                "cpu" => Kind::Cpu,
+                "cpu" => ProfileEvent::Cpu,
                 "itimer" | "ctimer" => {
                     spec.sampler = if name == "itimer" {
                         Sampler::Itimer
                     } else {
                         Sampler::Ctimer
                     };
-                    Kind::Cpu
+                    ProfileEvent::Cpu
                 }
-                "wall" => Kind::Wall,
-                "alloc" => Kind::Alloc,
-                "lock" => Kind::Lock,
+                "wall" => ProfileEvent::Wall,
+                "alloc" => ProfileEvent::Alloc,
+                "lock" => ProfileEvent::Lock,
                 "jfr" if interval.is_none() => {
                     spec.keep_jfr = true;
                     continue;
@@ -128,8 +128,8 @@ impl ProfileSpec {
             .iter()
             .map(|e| {
                 let name = match (e.kind, self.sampler) {
-                    (Kind::Cpu, Sampler::Itimer) => "itimer",
-                    (Kind::Cpu, Sampler::Ctimer) => "ctimer",
+                    (ProfileEvent::Cpu, Sampler::Itimer) => "itimer",
+                    (ProfileEvent::Cpu, Sampler::Ctimer) => "ctimer",
                     (k, _) => k.name(),
                 };
                 format!("{name}:{}", e.interval)
@@ -147,10 +147,10 @@ impl ProfileSpec {
         let mut o = vec!["start".to_string()];
         for e in &self.events {
             o.push(match e.kind {
-                Kind::Cpu => format!("event={cpu_engine},interval={}", e.interval),
-                Kind::Wall => format!("wall={}", e.interval),
-                Kind::Alloc => format!("alloc={}", e.interval),
-                Kind::Lock => format!("lock={}", e.interval),
+                ProfileEvent::Cpu => format!("event={cpu_engine},interval={}", e.interval),
+                ProfileEvent::Wall => format!("wall={}", e.interval),
+                ProfileEvent::Alloc => format!("alloc={}", e.interval),
+                ProfileEvent::Lock => format!("lock={}", e.interval),
             });
         }
         o.push("jfr".into());
@@ -161,11 +161,11 @@ impl ProfileSpec {
 }
 
 /// A number with an optional unit, as async-profiler reads intervals (`1ms`, `100us`, `256k`).
-fn check_interval(kind: Kind, i: &str) -> Result<String, String> {
+fn check_interval(kind: ProfileEvent, i: &str) -> Result<String, String> {
     let digits = i.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let unit = &i[digits.len()..];
     let units: &[&str] = match kind {
-        Kind::Alloc => &["", "b", "k", "kb", "m", "mb"],
+        ProfileEvent::Alloc => &["", "b", "k", "kb", "m", "mb"],
         _ => &["ns", "us", "ms", "s"],
     };
     let ok = digits.parse::<u64>().is_ok_and(|n| n > 0) && units.contains(&unit.to_ascii_lowercase().as_str());
@@ -173,7 +173,7 @@ fn check_interval(kind: Kind, i: &str) -> Result<String, String> {
         return Err(format!(
             "'{i}' is not an interval for {}: write {}",
             kind.name(),
-            if kind == Kind::Alloc {
+            if kind == ProfileEvent::Alloc {
                 "bytes, e.g. 512k or 1m"
             } else {
                 "a time with its unit, e.g. 10ms, 100us"

@@ -55,13 +55,13 @@ struct Shared {
 pub struct JmxSecond {
     /// How long that was, by the reader's clock: about a second, more when a reading came late
     /// (the rates below are per second of it).
-    pub span_s: f64,
+    pub length_s: f64,
     /// Compilation and process CPU, in seconds.
     pub jit_s: f64,
     pub cpu_s: f64,
     pub gc_pauses: f64,
     pub gc_ms: f64,
-    pub heap_mb: f64,
+    pub heap_used_mb: f64,
     /// Compactions the nodes estimate they still have to do (a level, not a sum over time).
     pub pending_compactions: Option<f64>,
     pub compacted_mb: Option<f64>,
@@ -168,12 +168,12 @@ fn since(before: &[Reading], now: &[Reading]) -> JmxSecond {
     let mut s = JmxSecond::default();
     let (mut weighted, mut reads) = (0.0, 0.0);
     for (a, b) in before.iter().zip(now) {
-        s.span_s = s.span_s.max(delta(a.at_ms, b.at_ms) / 1e3);
+        s.length_s = s.length_s.max(delta(a.at_ms, b.at_ms) / 1e3);
         s.jit_s += delta(a.compile_ms, b.compile_ms) / 1e3;
         s.cpu_s += delta(a.cpu_ns, b.cpu_ns) / 1e9;
         s.gc_pauses += delta(a.gc_pauses, b.gc_pauses);
         s.gc_ms += delta(a.gc_ms, b.gc_ms);
-        s.heap_mb += b.heap_bytes / 1_048_576.0;
+        s.heap_used_mb += b.heap_bytes / 1_048_576.0;
         if let Some(p) = b.pending {
             *s.pending_compactions.get_or_insert(0.0) += p;
         }
@@ -377,13 +377,13 @@ mod tests {
         ];
         let s = since(&before, &now);
         assert!((s.jit_s - 0.4).abs() < 1e-9 && (s.cpu_s - 1.5).abs() < 1e-9, "{s:?}");
-        assert_eq!(s.span_s, 1.0);
+        assert_eq!(s.length_s, 1.0);
         assert!(
             (s.gc_pauses - 4.0).abs() < 1e-9 && (s.gc_ms - 40.0).abs() < 1e-9,
             "{s:?}"
         );
         assert_eq!(
-            (s.heap_mb, s.pending_compactions, s.compacted_mb),
+            (s.heap_used_mb, s.pending_compactions, s.compacted_mb),
             (1024.0, Some(2.0), Some(3.0))
         );
         assert!((s.sstables_per_read.unwrap() - 1.5).abs() < 1e-9, "{s:?}");
@@ -407,14 +407,14 @@ mod tests {
             "a baseline"
         );
         let s = next_second(&mut last, vec![at(1500.0, 1e9), at(1501.0, 2e9)]).unwrap();
-        assert_eq!((s.span_s, s.cpu_s), (1.0, 3.0));
+        assert_eq!((s.length_s, s.cpu_s), (1.0, 3.0));
         // The next interval closes before the reading of 2,500 ms arrives: no figures, not zeros.
         assert_eq!(next_second(&mut last, vec![at(1500.0, 1e9), at(1501.0, 2e9)]), None);
         // Nor while only one endpoint has been read again.
         assert_eq!(next_second(&mut last, vec![at(2500.0, 2e9), at(1501.0, 2e9)]), None);
         // Then one second holds both seconds' work, over the two seconds they took.
         let s = next_second(&mut last, vec![at(3500.0, 3e9), at(3501.0, 6e9)]).unwrap();
-        assert_eq!((s.span_s, s.cpu_s), (2.0, 6.0));
+        assert_eq!((s.length_s, s.cpu_s), (2.0, 6.0));
     }
 
     #[test]

@@ -197,14 +197,14 @@ impl Watch {
         }
         if let Some(j) = jmx {
             // Rates over what the readings cover: more than the interval when one came late.
-            let span = j.span_s.max(1e-3);
+            let span = j.length_s.max(1e-3);
             if self.remote {
                 s.gc_pause_ms = j.gc_ms;
                 s.gc_pauses = j.gc_pauses as usize;
                 s.server_cpu_cores = j.cpu_s / span;
                 s.jit_cpu_cores = j.jit_s / span;
             }
-            s.heap_used_mb = Some(j.heap_mb);
+            s.heap_used_mb = Some(j.heap_used_mb);
             s.pending_compactions = j.pending_compactions;
             s.compaction_mb_per_s = j.compacted_mb.map(|mb| mb / span);
             s.sstables_per_read = j.sstables_per_read;
@@ -357,12 +357,12 @@ mod tests {
         let now = SystemTime::now();
         assert!(w.tick(now, 1.0, false, None).is_none(), "no reading, no second");
         let j = JmxSecond {
-            span_s: 2.0,
+            length_s: 2.0,
             jit_s: 0.1,
             cpu_s: 3.0,
             gc_pauses: 2.0,
             gc_ms: 25.0,
-            heap_mb: 700.0,
+            heap_used_mb: 700.0,
             pending_compactions: Some(1.0),
             compacted_mb: Some(4.0),
             sstables_per_read: None,

@@ -38,25 +38,25 @@ pub const CK_LEN: usize = 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub enum E1Workload {
     /// One prepared INSERT of one row per operation.
     Insert,
     /// One UNLOGGED batch of --batch-size rows of one partition per operation.
     Batch,
 }
 
-impl Kind {
+impl E1Workload {
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Insert => "insert",
-            Kind::Batch => "batch",
+            E1Workload::Insert => "insert",
+            E1Workload::Batch => "batch",
         }
     }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct E1Options {
-    pub kind: Kind,
+    pub kind: E1Workload,
     pub keyspace: String,
     pub partitions: u64,
     pub value_columns: usize,
@@ -146,8 +146,8 @@ impl E1Options {
 
     pub fn rows_per_op(&self) -> u64 {
         match self.kind {
-            Kind::Insert => 1,
-            Kind::Batch => self.batch_size as u64,
+            E1Workload::Insert => 1,
+            E1Workload::Batch => self.batch_size as u64,
         }
     }
 
@@ -321,8 +321,8 @@ impl E1 {
             inserts.push(insert);
         }
         let batches = match opts.kind {
-            Kind::Insert => Vec::new(),
-            Kind::Batch => inserts
+            E1Workload::Insert => Vec::new(),
+            E1Workload::Batch => inserts
                 .iter()
                 .map(|insert| {
                     let mut batch = Batch::new(BatchType::Unlogged);
@@ -481,12 +481,12 @@ impl Workload for E1 {
         }
         let t = self.opts.table_of(partition);
         let result = match self.opts.kind {
-            Kind::Insert => self
+            E1Workload::Insert => self
                 .session
                 .execute_unpaged(&self.inserts[t], &rows[0])
                 .await
                 .map(|_| ()),
-            Kind::Batch => self.session.batch(&self.batches[t], &rows[..]).await.map(|_| ()),
+            E1Workload::Batch => self.session.batch(&self.batches[t], &rows[..]).await.map(|_| ()),
         };
         Outcome {
             op: 0,
@@ -499,7 +499,7 @@ impl Workload for E1 {
 mod tests {
     use super::*;
 
-    fn opts(kind: Kind) -> E1Options {
+    fn opts(kind: E1Workload) -> E1Options {
         E1Options {
             kind,
             keyspace: "caplab".into(),
@@ -518,7 +518,7 @@ mod tests {
 
     #[test]
     fn schema_matches_e1() {
-        let o = opts(Kind::Insert);
+        let o = opts(E1Workload::Insert);
         let ddl = o.ddl().join("\n");
         assert!(
             ddl.contains("durable_writes = false") && ddl.contains("'enabled': 'false'"),
@@ -539,7 +539,7 @@ mod tests {
 
     #[test]
     fn a_skewed_spread_favours_the_first_tables_the_same_way_every_run() {
-        let mut o = opts(Kind::Insert);
+        let mut o = opts(E1Workload::Insert);
         (o.tables, o.table_select) = (30, Distribution::Zipf);
         let mut per_table = [0u32; 30];
         for p in 0..30_000u64 {
@@ -560,7 +560,7 @@ mod tests {
 
     #[test]
     fn many_tables_share_the_partitions_evenly_and_are_recorded_in_short() {
-        let mut o = opts(Kind::Insert);
+        let mut o = opts(E1Workload::Insert);
         o.tables = 40;
         let mut per_table = [0u32; 40];
         for i in 0..100_000u64 {
@@ -585,7 +585,7 @@ mod tests {
 
     #[test]
     fn rows_have_e1_sizes_and_never_repeat() {
-        let o = opts(Kind::Batch);
+        let o = opts(E1Workload::Batch);
         let mut seen = std::collections::HashSet::new();
         let mut rows: Vec<RowBuf> = (0..o.batch_size).map(|_| RowBuf::new(5, 10)).collect();
         for i in 0..5000u64 {
@@ -609,10 +609,10 @@ mod tests {
 
     #[test]
     fn bad_options_are_refused() {
-        let mut o = opts(Kind::Batch);
+        let mut o = opts(E1Workload::Batch);
         o.batch_size = 0;
         assert!(o.validate().unwrap_err().to_string().contains("--batch-size"));
-        let mut o = opts(Kind::Insert);
+        let mut o = opts(E1Workload::Insert);
         o.keyspace = "a; DROP".into();
         assert!(o.validate().is_err());
     }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use crate::workload::profile::Distribution;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Kind {
+pub enum Family {
     Fixed,
     Uniform,
     Gaussian,
@@ -19,7 +19,7 @@ pub enum Kind {
 /// A cassandra-stress distribution: `[~]name(min..max[,params])` or `fixed(n)`.
 #[derive(Debug, Clone, Copy)]
 pub struct Dist {
-    pub kind: Kind,
+    pub kind: Family,
     pub min: u64,
     pub max: u64,
     pub inverted: bool,
@@ -34,7 +34,7 @@ impl Dist {
         };
         if let Ok(n) = number(t) {
             return Ok(Dist {
-                kind: Kind::Fixed,
+                kind: Family::Fixed,
                 min: n,
                 max: n,
                 inverted,
@@ -44,17 +44,17 @@ impl Dist {
         let (name, args) = t.split_once('(').with_context(|| expected.to_string())?;
         let args = args.strip_suffix(')').with_context(|| expected.to_string())?;
         let kind = match name.trim().to_ascii_lowercase().as_str() {
-            "fixed" => Kind::Fixed,
-            "uniform" => Kind::Uniform,
-            "gaussian" | "gauss" | "normal" | "norm" => Kind::Gaussian,
-            "exp" => Kind::Exp,
-            "extreme" | "extr" | "weibull" => Kind::Extreme,
-            "qextreme" => Kind::QExtreme,
+            "fixed" => Family::Fixed,
+            "uniform" => Family::Uniform,
+            "gaussian" | "gauss" | "normal" | "norm" => Family::Gaussian,
+            "exp" => Family::Exp,
+            "extreme" | "extr" | "weibull" => Family::Extreme,
+            "qextreme" => Family::QExtreme,
             other => bail!("unknown distribution '{other}': {expected}"),
         };
         let range = args.split(',').next().unwrap_or_default().trim();
         let (min, max) = match (kind, range.split_once("..")) {
-            (Kind::Fixed, None) => {
+            (Family::Fixed, None) => {
                 let n = number(range)?;
                 (n, n)
             }
@@ -90,7 +90,7 @@ impl Dist {
 
     pub fn mean(&self) -> f64 {
         match self.kind {
-            Kind::Fixed => self.max as f64,
+            Family::Fixed => self.max as f64,
             _ => (self.min as f64 + self.max as f64) / 2.0,
         }
     }
@@ -99,16 +99,16 @@ impl Dist {
     pub fn distribution(&self, at: &str, notes: &mut Vec<String>) -> Distribution {
         self.note_inverted(at, notes);
         match self.kind {
-            Kind::Uniform | Kind::Fixed => Distribution::Uniform,
-            Kind::Gaussian => {
+            Family::Uniform | Family::Fixed => Distribution::Uniform,
+            Family::Gaussian => {
                 notes.push(format!("{at}: gaussian with caplab's spread (sd = range / 6)"));
                 Distribution::Gaussian
             }
-            Kind::Exp => {
+            Family::Exp => {
                 notes.push(format!("{at}: exponential with caplab's mean (range / 8)"));
                 Distribution::Exponential
             }
-            Kind::Extreme | Kind::QExtreme => {
+            Family::Extreme | Family::QExtreme => {
                 notes.push(format!("{at}: approximated by zipf (exponent 1.1)"));
                 Distribution::Zipf
             }
@@ -147,13 +147,13 @@ mod tests {
     #[test]
     fn distributions_parse_like_cassandra_stress() {
         let d = Dist::parse("uniform(1..10M)").unwrap();
-        assert_eq!((d.kind, d.min, d.max), (Kind::Uniform, 1, 10_000_000));
+        assert_eq!((d.kind, d.min, d.max), (Family::Uniform, 1, 10_000_000));
         assert_eq!(Dist::parse("~exp(1..100B)").unwrap().max, 100_000_000_000);
         assert!(Dist::parse("~exp(1..100)").unwrap().inverted);
-        assert_eq!(Dist::parse("gaussian(1..100,5)").unwrap().kind, Kind::Gaussian);
-        assert_eq!(Dist::parse("extr(1..100,1.5)").unwrap().kind, Kind::Extreme);
+        assert_eq!(Dist::parse("gaussian(1..100,5)").unwrap().kind, Family::Gaussian);
+        assert_eq!(Dist::parse("extr(1..100,1.5)").unwrap().kind, Family::Extreme);
         assert_eq!(Dist::parse("FIXED(7)").unwrap().mean(), 7.0);
-        assert_eq!(Dist::parse("12").unwrap().kind, Kind::Fixed);
+        assert_eq!(Dist::parse("12").unwrap().kind, Family::Fixed);
         let (r, den) = Dist::parse_ratio("uniform(1..10)/10").unwrap();
         assert_eq!(r.mean() / den, 0.55);
         assert!(

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::Imported;
 use super::ddl::{Table, braces_after, ident, if_not_exists, name_after, parse_table, word_after};
-use super::dist::{Dist, Kind};
+use super::dist::{Dist, Family};
 use crate::workload::profile::{BatchKind, BatchSpec, ColumnSpec, Distribution, Operation, Profile, RowCount, Size};
 
 /// The profile as cassandra-stress's YAML has it.
@@ -217,7 +217,7 @@ fn population(y: &StressYaml, table: &Table, notes: &mut Vec<String>) -> Result<
                 "name" => {}
                 "size" => {
                     let d = Dist::parse(&text).with_context(at)?;
-                    spec.size = if d.kind == Kind::Fixed {
+                    spec.size = if d.kind == Family::Fixed {
                         Size::Fixed(d.max.min(u32::MAX as u64) as u32)
                     } else {
                         Size::Range {
@@ -225,7 +225,7 @@ fn population(y: &StressYaml, table: &Table, notes: &mut Vec<String>) -> Result<
                             max: d.max.min(u32::MAX as u64) as u32,
                         }
                     };
-                    if d.kind != Kind::Uniform && d.kind != Kind::Fixed {
+                    if d.kind != Family::Uniform && d.kind != Family::Fixed {
                         notes.push(format!("{}: lengths are drawn uniformly in {}..{}", at(), d.min, d.max));
                     }
                     d.note_inverted(&at(), notes);
@@ -246,7 +246,7 @@ fn population(y: &StressYaml, table: &Table, notes: &mut Vec<String>) -> Result<
                 }
                 "cluster" if is_ck => {
                     let d = Dist::parse(&text).with_context(at)?;
-                    if !matches!(d.kind, Kind::Fixed | Kind::Uniform) {
+                    if !matches!(d.kind, Family::Fixed | Family::Uniform) {
                         notes.push(format!(
                             "{}: partition sizes are drawn uniformly between the product of the clustering columns' \
                              minimums and maximums",
@@ -289,7 +289,7 @@ fn insert_batch(y: &StressYaml, population: &Population, notes: &mut Vec<String>
             "partitions" => {
                 let d = Dist::parse(&text).with_context(at)?;
                 per_batch_partitions = d.mean().round().max(1.0) as u64;
-                if d.kind != Kind::Fixed {
+                if d.kind != Family::Fixed {
                     notes.push(format!(
                         "{}: every batch spans {per_batch_partitions} partitions (its mean)",
                         at()
@@ -299,7 +299,7 @@ fn insert_batch(y: &StressYaml, population: &Population, notes: &mut Vec<String>
             "select" => {
                 let (d, denominator) = Dist::parse_ratio(&text).with_context(at)?;
                 select = (d.mean() / denominator).clamp(0.0, 1.0);
-                if d.kind != Kind::Fixed {
+                if d.kind != Family::Fixed {
                     notes.push(format!(
                         "{}: every batch takes {select:.3} of a partition's rows (its mean)",
                         at()
