@@ -14,6 +14,9 @@
 
 mod expected;
 mod plain;
+mod populate;
+
+pub use populate::Populate;
 
 pub use expected::{Bounds, Claimed, Claims, Expected};
 pub use plain::{RowFate, TableRead, Touched};
@@ -90,12 +93,12 @@ impl ProfileWorkload {
             {
                 None
             }
-            _ => existing_tables(&session, ks).await?,
+            _ => schema::existing_tables(&session, ks).await?,
         };
         schema::ensure_keyspace(&session, ks, &profile.replication, profile.durable_writes, recreate).await?;
         let outcome = Self::build(session.clone(), profile).await;
         if outcome.is_err() {
-            cleanup(&session, ks, before.as_ref()).await;
+            schema::cleanup(&session, ks, before.as_ref()).await;
         }
         outcome
     }
@@ -133,7 +136,7 @@ impl ProfileWorkload {
             let (range, read) = (spec.range, spec.is_read());
             for col in statement.get_variable_col_specs().iter() {
                 let table = col.table_spec().table_name().to_string();
-                let columns = table_columns(&session, ks, &table).await?;
+                let columns = schema::table_columns(&session, ks, &table).await?;
                 columns.iter().for_each(|(c, _)| {
                     known_columns.insert(c.clone());
                 });
@@ -398,103 +401,12 @@ pub fn applied(r: scylla::response::query_result::QueryResult) -> bool {
     }
 }
 
-/// Writes every row of every partition with one operation, before measurement.
-pub struct Populate {
-    pub inner: Arc<ProfileWorkload>,
-    pub op: usize,
-}
-
-impl Workload for Populate {
-    type Worker = Buffers;
-
-    fn op_names(&self) -> Vec<String> {
-        self.inner.op_names()
-    }
-
-    fn worker(&self, id: usize) -> Buffers {
-        self.inner.worker(id)
-    }
-
-    fn op_of(&self, _i: u64) -> usize {
-        self.op
-    }
-
-    async fn execute(&self, w: &mut Buffers, i: u64) -> Outcome {
-        let o = &self.inner.ops[self.op];
-        let groups = self.inner.partition_groups(o);
-        let p = (i % groups) * (o.rows / o.per_partition) as u64;
-        let first_row = (i / groups) * o.per_partition as u64;
-        if o.rows == o.per_partition && first_row >= self.inner.rows_per_partition.rows_in(p) {
-            // A partition smaller than the largest: all its rows are written already.
-            return Outcome {
-                op: self.op,
-                result: Ok((0, 0)),
-            };
-        }
-        self.inner.execute_at(w, self.op, p, first_row).await
-    }
-}
-
 fn serial(s: &str) -> Result<scylla::statement::SerialConsistency> {
     use scylla::statement::SerialConsistency;
     match s.to_ascii_lowercase().as_str() {
         "serial" => Ok(SerialConsistency::Serial),
         "local_serial" => Ok(SerialConsistency::LocalSerial),
         _ => bail!("'{s}' is not a serial consistency: use serial or local_serial"),
-    }
-}
-
-/// Column names and kinds of a table, from the server's schema tables.
-async fn table_columns(session: &Session, ks: &str, table: &str) -> Result<Vec<(String, String)>> {
-    let r = session
-        .query_unpaged(
-            "SELECT column_name, kind FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
-            (ks, table),
-        )
-        .await?
-        .into_rows_result()?;
-    Ok(r.rows::<(String, String)>()?.collect::<Result<Vec<_>, _>>()?)
-}
-
-/// The keyspace's tables, or None when the keyspace does not exist yet.
-async fn existing_tables(session: &Session, ks: &str) -> Result<Option<BTreeSet<String>>> {
-    let r = session
-        .query_unpaged(
-            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?",
-            (ks,),
-        )
-        .await?
-        .into_rows_result()?;
-    if r.rows_num() == 0 {
-        return Ok(None);
-    }
-    let r = session
-        .query_unpaged(
-            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?",
-            (ks,),
-        )
-        .await?
-        .into_rows_result()?;
-    Ok(Some(
-        r.rows::<(String,)>()?.filter_map(|t| t.ok().map(|t| t.0)).collect(),
-    ))
-}
-
-/// Drops what a rejected profile created: the keyspace if it is new, else its new tables.
-async fn cleanup(session: &Session, ks: &str, before: Option<&BTreeSet<String>>) {
-    match before {
-        None => {
-            let _ = schema::drop_keyspace(session, ks).await;
-        }
-        Some(old) => {
-            if let Ok(Some(now)) = existing_tables(session, ks).await {
-                for t in now.difference(old) {
-                    let _ = session
-                        .query_unpaged(schema::ddl(format!("DROP TABLE IF EXISTS {ks}.{t}")), ())
-                        .await;
-                }
-            }
-        }
     }
 }
 

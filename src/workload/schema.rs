@@ -229,6 +229,60 @@ pub async fn describe(session: &Session, ks: &str) -> Option<Vec<String>> {
     (!statements.is_empty()).then_some(statements)
 }
 
+/// Column names and kinds of a table, from the server's schema tables.
+pub async fn table_columns(session: &Session, ks: &str, table: &str) -> Result<Vec<(String, String)>> {
+    let r = session
+        .query_unpaged(
+            "SELECT column_name, kind FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
+            (ks, table),
+        )
+        .await?
+        .into_rows_result()?;
+    Ok(r.rows::<(String, String)>()?.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// The keyspace's tables, or None when the keyspace does not exist yet.
+pub async fn existing_tables(session: &Session, ks: &str) -> Result<Option<BTreeSet<String>>> {
+    let r = session
+        .query_unpaged(
+            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?",
+            (ks,),
+        )
+        .await?
+        .into_rows_result()?;
+    if r.rows_num() == 0 {
+        return Ok(None);
+    }
+    let r = session
+        .query_unpaged(
+            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?",
+            (ks,),
+        )
+        .await?
+        .into_rows_result()?;
+    Ok(Some(
+        r.rows::<(String,)>()?.filter_map(|t| t.ok().map(|t| t.0)).collect(),
+    ))
+}
+
+/// Drops what a rejected profile created: the keyspace if it is new, else its new tables.
+pub async fn cleanup(session: &Session, ks: &str, before: Option<&BTreeSet<String>>) {
+    match before {
+        None => {
+            let _ = drop_keyspace(session, ks).await;
+        }
+        Some(old) => {
+            if let Ok(Some(now)) = existing_tables(session, ks).await {
+                for t in now.difference(old) {
+                    let _ = session
+                        .query_unpaged(ddl(format!("DROP TABLE IF EXISTS {ks}.{t}")), ())
+                        .await;
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
