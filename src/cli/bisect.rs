@@ -25,8 +25,8 @@ pub struct BisectArgs {
     /// The smallest change that matters: the ends must differ by more, and a probe joins a side
     /// only once shown within it of that end (and unlike the other). Showing that takes rounds:
     /// at a 3 % spread between runs, a 10 % effect places a ×1.2 step's probes in about 10
-    /// rounds (simulated: found where it is in 85 % of searches over 10 values; bench/results/change-points.md
-    /// "Bisection").
+    /// rounds (simulated: found where it is in 85 % of searches over 10 values;
+    /// bench/results/change-points.md, "Bisection").
     #[arg(long, value_parser = crate::sla::parse_share, default_value = "10%")]
     pub effect: f64,
     /// The chance of any wrong call over the whole search.

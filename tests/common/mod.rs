@@ -267,13 +267,15 @@ impl<T: Send + Sync + 'static> Default for Shared<T> {
 /// request workers sleep 10 µs to 1 ms at a time while they wait for work: at Linux's default
 /// slack (50 µs) that cost a 5.0 node 0.31-0.54 cores from 30 to 1,000 op/s, and the suite is
 /// bound by its two cores. With 1 ms a node spent 0.17-0.23 cores and p50 rose by 0.2-1 ms
-/// (bench/results/provisioning.md, "What a node's idle workers cost"); what the tests check holds either way.
+/// (bench/results/provisioning.md, "What a node's idle workers cost"); what the tests check
+/// holds either way.
 pub const TIMER_SLACK: &str = "1ms";
 
 /// How the JVM of every node the tests start compiles (`CAPLAB_JIT`), unless a test asks for
 /// `--jit tiered` (tests/steady.rs, which checks how the JIT settles): C1 alone. A node the
 /// tests start lives a few minutes, and C2 compiling was over a third of the nodes' CPU; with C1
-/// alone the suite's nodes used about a third less (bench/results/provisioning.md, "C1 alone (`--jit c1`)").
+/// alone the suite's nodes used about a third less (bench/results/provisioning.md, "C1 alone
+/// (`--jit c1`)").
 /// What the tests check is caplab's behaviour against a real node, which holds at either speed.
 pub const JIT: &str = "c1";
 

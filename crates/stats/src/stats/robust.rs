@@ -3,7 +3,7 @@
 //! puts that run's p99 about 3 times its level, in about one run in ten on these machines.
 //! Pulling such runs in to 3 SDs (`maxt::winsorize`) keeps one of them from hiding a change,
 //! but two or three among twenty still inflate the pooled SD, and a doubled p99 is then found
-//! by its 5th run in only 79 % of series (bench/results/gc-paused-gate.md, "A gate for GC-paused runs").
+//! by its 5th run in only 79 % of series (bench/results/gc-paused-gate.md).
 //!
 //! Each run is judged against the median of the five runs around it (as `winsorize` does, so a
 //! new level of three or more runs is the median of its own neighbourhoods and is never set
