@@ -8,8 +8,8 @@ four at a time, the longest first, each into a log of its own that is printed wh
 piece, when the file ends (a failure's output is never interleaved with another file's). A file
 starts as soon as a lane is free and its group allows it beside the files already running.
 With the two cores busy while three files run, what shortens the suite is less work per node:
-the tests' nodes run with a 1 ms timer slack and C1 alone for their JIT (bench/RESULTS.md:
-CI time, timer slack).
+the tests' nodes run with a 1 ms timer slack and C1 alone for their JIT (bench/results/ci-time.md,
+bench/results/provisioning.md).
 
 The groups, read from the test files themselves (a `Test group:` line in the module doc; no
 hand-kept list):
@@ -34,7 +34,7 @@ took that long again.
 
 FILE names test files to run (`faults history`; `lib` is caplab's unit tests, `stats` those of
 crates/stats), all of them when none is given. --lanes 1 runs the files one by one, as `cargo
-test` would. How many lanes, measured against three and one: bench/RESULTS.md, CI time.
+test` would. How many lanes, measured against three and one: bench/results/ci-time.md.
 
 A file that fails has its failed tests run once more, by exact name, alone, after everything
 else: a failure that is the machine's (a slow sitting starving a loader or a proxy's delay) does

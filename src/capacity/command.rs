@@ -112,7 +112,7 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
 /// Windows of the service level a confirmation holds the capacity for, unless `--confirm`
 /// says otherwise: twelve (two minutes at E3's 10 s windows), so that it spans at least one of
 /// G1's once-a-minute mixed pauses, which a 30 s step meets or not by chance (two searches of
-/// one configuration came out nearly 7 times apart: bench/RESULTS.md, E3 capacity).
+/// one configuration came out nearly 7 times apart: bench/results/seeds.md, E3).
 pub const CONFIRM_WINDOWS: u32 = 12;
 
 /// `CONFIRM_WINDOWS` of the service level's longest window.

@@ -76,7 +76,7 @@ pub struct NodeOptions {
     /// How late the kernel may wake the nodes' sleeping threads (Linux's timer slack, 50 µs by
     /// default), e.g. 1ms. Cassandra's idle request workers sleep 10 µs to 1 ms at a time while
     /// they wait for work, which costs an idle-ish 5.0 node about a third of a core or more;
-    /// with 1ms, about half that, for a p50 up to 1 ms higher (bench/RESULTS.md, timer slack). The test
+    /// with 1ms, about half that, for a p50 up to 1 ms higher (bench/results/provisioning.md). The test
     /// suite's nodes run so. Default: the kernel's.
     #[arg(long, value_name = "DURATION", env = "CAPLAB_TIMER_SLACK", value_parser = parse_slack)]
     pub timer_slack: Option<u64>,
