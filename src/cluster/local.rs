@@ -329,15 +329,26 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
-/// Refuses to start a node whose ports another process holds.
+/// How long a port is tried before a start is refused: a node stopped a moment ago can hold its
+/// ports for a few seconds after caplab saw it exit (an experiment's next step was refused for its
+/// JMX port: bench/results/seeds.md, "E2 on the AMD EPYC boot").
+const PORT_WAIT: Duration = Duration::from_secs(10);
+
+/// Refuses to start a node whose ports another process holds (still holds after `PORT_WAIT`).
 fn check_ports_free(name: &str, address: Ipv4Addr, jmx_port: u16) -> Result<()> {
     let checks = [
         (SocketAddr::from((address, NATIVE_PORT)), "CQL"),
         (SocketAddr::from((address, STORAGE_PORT)), "storage"),
         (SocketAddr::from((Ipv4Addr::LOCALHOST, jmx_port)), "JMX"),
     ];
+    let begin = Instant::now();
     for (addr, what) in checks {
-        if let Err(e) = TcpListener::bind(addr) {
+        let mut bound = TcpListener::bind(addr);
+        while bound.is_err() && begin.elapsed() < PORT_WAIT {
+            std::thread::sleep(Duration::from_millis(250));
+            bound = TcpListener::bind(addr);
+        }
+        if let Err(e) = bound {
             return Err(Refused(format!(
                 "{name} cannot start: its {what} port {addr} is in use ({e}). Stop whatever listens there \
                  (see 'ss -ltnp | grep {}'), or start caplab's nodes elsewhere with --address and --jmx-port",
