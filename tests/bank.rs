@@ -8,8 +8,8 @@
 //! Rates are low (20-30 op/s): three Accord nodes on two shared cores carry about 30 op/s and
 //! time nearly everything out at 100 (bench/results/test-margins.md, bank-rates-and-group).
 //!
-//! Test group: quiet, cluster (scripts/lanes.py never runs it beside another file's cluster, nor
-//! a quiet file beside its own: beside three more nodes most Accord transfers time out).
+//! Runs in the `cluster` test group (.config/nextest.toml): never beside another file's cluster,
+//! as beside three more nodes most Accord transfers time out.
 
 mod common;
 

@@ -4,7 +4,7 @@
 //! first, a calibration splits the variance into its levels and plans from it, Cassandra
 //! 6.0-alpha2 runs on JDK 21, and the experiment's page draws in a real browser.
 //! (tests/experiment_nodes.rs holds the experiments whose variants are nodes of their own; the
-//! two files run in separate lanes.)
+//! two files run at once.)
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! `caplab experiment` whose variants are nodes of their own, against real nodes: a duet runs
 //! both variants' nodes at once with half the load each, its windows started in the same second,
 //! and finds that the variant with a smaller heap pauses more. (Split from tests/experiment.rs
-//! so the two run in separate lanes; variants on fresh nodes per step are server_profile.rs's.)
+//! so the two run at once; variants on fresh nodes per step are server_profile.rs's.)
 
 mod common;
 

@@ -4,9 +4,10 @@
 //! in a capacity search, Ctrl-C in the middle of a fault, a delay through the proxy) lose
 //! nothing acknowledged, and bad schedules are refused. Every scenario is a
 //! test of its own on one shared cluster, which each test leaves with all three nodes up.
-//! (Split from tests/faults.rs, whose tests share one node, so the two run in separate lanes.)
+//! (Split from tests/faults.rs, whose tests share one node, so the two run at once.)
 //!
-//! Test group: cluster (three nodes: scripts/lanes.py never runs a quiet file beside it).
+//! Runs in the `cluster` test group (.config/nextest.toml): three nodes, never beside another
+//! file's cluster.
 
 mod common;
 

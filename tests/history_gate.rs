@@ -3,10 +3,11 @@
 //! slowdown of the machine confirmed by rerunning while it lasts and a noisy night not, once the
 //! machine is itself again. (Split from tests/history.rs, whose other tests share the machine.)
 //!
-//! Test group: alone (scripts/lanes.py runs this file with the machine to itself: "the machine
-//! is itself again" is what the confirmation by rerunning is asked to see, and beside another
-//! file's nodes a rerun came out slower than the quiet level and was confirmed, or the slower
-//! nights were lost in the neighbour's noise: bench/results/test-margins.md, history-gate-group).
+//! Runs with the machine to itself (.config/nextest.toml gives its tests every thread): "the
+//! machine is itself again" is what the confirmation by rerunning is asked to see, and beside
+//! another file's nodes a rerun came out slower than the quiet level and was confirmed, or the
+//! slower nights were lost in the neighbour's noise (bench/results/test-margins.md,
+//! history-gate-group).
 
 mod common;
 

@@ -4,9 +4,9 @@
 //! (Split from tests/loaders.rs, whose other tests share the machine; the warm-up of a run flat
 //! out, which watches throughput and the JIT, is tests/steady.rs'.)
 //!
-//! Test group: alone (scripts/lanes.py runs this file with the machine to itself: its loaders
+//! Runs with the machine to itself (.config/nextest.toml gives its test every thread): its loaders
 //! wait for the node to settle, and beside another file's nodes their service latency settled
-//! late or not at all: bench/results/test-margins.md, loaders-warmup-group).
+//! late or not at all (bench/results/test-margins.md, loaders-warmup-group).
 
 mod common;
 

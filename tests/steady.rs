@@ -10,8 +10,8 @@
 //! mechanisms promise: the JIT settled before the window, and a window that moved in one step by
 //! a fifth is not called flat.
 //!
-//! Test group: alone (scripts/lanes.py runs this file with the machine to itself: a neighbouring
-//! test file's load would be part of what it measures).
+//! Runs with the machine to itself (.config/nextest.toml gives its test every thread): a
+//! neighbouring test file's load would be part of what it measures.
 
 mod common;
 

@@ -12,7 +12,8 @@
 //!
 //! (tests/downgrade.rs holds one node's way there and back, which needs no cluster.)
 //!
-//! Test group: cluster (three nodes: scripts/lanes.py never runs a quiet file beside it).
+//! Runs in the `cluster` test group (.config/nextest.toml): three nodes, never beside another
+//! file's cluster.
 
 mod common;
 

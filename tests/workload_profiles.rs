@@ -27,6 +27,7 @@ fn node() -> &'static Lab {
 
 #[test]
 fn every_built_in_workload_is_listed() {
+    let _jvm = jvm_lock();
     let lab = Lab::offline("profiles-listed");
     let listed = stdout(&ok(lab.caplab(&["workloads"])));
     for name in [
@@ -656,11 +657,10 @@ fn a_profile_file_s_rows_changed_behind_caplabs_back_are_found() {
 /// E1's workloads, printed as profiles, run through the profile engine: sequential
 /// partitions, each pass adding new rows, so every row written is a new one.
 #[test]
-fn e1_runs_as_profiles_and_a_wrong_profile_is_refused() {
+fn e1_runs_as_profiles() {
     let _jvm = jvm_lock();
     let lab = node();
     let hosts = &lab.cql();
-    let out = lab.home.join("r-shapes");
     for (name, ops, rows) in [("insert", "300", 300), ("batch", "50", 500)] {
         let file = lab.home.join(format!("{name}.yaml"));
         std::fs::write(&file, stdout(&ok(lab.caplab(&["workloads", "show", name])))).unwrap();
@@ -681,8 +681,16 @@ fn e1_runs_as_profiles_and_a_wrong_profile_is_refused() {
         ok(lab.caplab(&[&args[..], &["-q", "--out", out.to_str().unwrap()]].concat()));
         assert_eq!(count_rows(hosts, &format!("caplab.e1_{name}")), rows, "{name}");
     }
+}
 
-    // A profile the server shows to be wrong is refused and leaves no schema behind.
+/// A profile the server shows to be wrong is refused, naming what is wrong, and leaves no schema
+/// behind.
+#[test]
+fn a_profile_the_server_shows_wrong_is_refused_with_its_schema_dropped() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let hosts = &lab.cql();
+    let out = lab.home.join("r-wrong");
     let bad = lab.home.join("bad.yaml");
     std::fs::write(
         &bad,

@@ -2,78 +2,22 @@
 //! JMX ports (from one allocator, `Lab::new`), drives the real `caplab` binary, and stops its
 //! nodes when it ends (even on a failed assertion). Tests that start JVMs take a lock so two
 //! never boot at once on a 2-core machine. The tests of a file that can share a cluster share
-//! one (`Shared`), each scenario a test of its own.
+//! one (`Shared`), each scenario a test of its own; shared.rs keeps all this true when each test
+//! runs in a process of its own, as under cargo-nextest.
 
 #![allow(dead_code)]
 
 pub mod prometheus;
+mod shared;
 pub mod upgrade;
 pub mod verdict;
 
+#[allow(unused_imports)]
+pub use shared::{NodeTest, Shared, jvm_lock};
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
-
-static JVM_LOCK: Mutex<()> = Mutex::new(());
-
-/// Serialises tests that start Cassandra nodes. Every such test takes it: `scripts/test.sh
-/// --fast` runs the test files that never name it.
-pub fn jvm_lock() -> MutexGuard<'static, ()> {
-    JVM_LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The test files, in a fixed order: each gets eight labs' worth of addresses and ports of its
-/// own. A new test file adds its name here (a file not listed fails at its first lab, saying so).
-const TEST_FILES: &[&str] = &[
-    "capacity",
-    "experiment",
-    "faults",
-    "fidelity",
-    "loaders",
-    "node",
-    "refusals",
-    "report",
-    "run",
-    "server_profile",
-    "steady",
-    "stress",
-    "telemetry",
-    "workload_profiles",
-    "history",
-    "bisect",
-    "experiment_nodes",
-    "history_gate",
-    "loaders_warmup",
-    "faults_cluster",
-    "compaction",
-    "bank",
-    "upgrade",
-    "downgrade",
-];
-
-/// Labs per test file.
-const LABS_PER_FILE: u8 = 8;
-
-static NEXT_LAB: AtomicU8 = AtomicU8::new(0);
-
-/// The next lab's slot in this test file: its nodes listen on 127.0.S.1, .2, … (S from 10) and
-/// take JMX ports from 7400 + 10·(S − 10) up, one per node; Cassandra's own ports (7000, 9042)
-/// are per address, so no two labs share one.
-fn next_slot() -> u8 {
-    let file = env!("CARGO_CRATE_NAME");
-    let index = TEST_FILES
-        .iter()
-        .position(|f| *f == file)
-        .unwrap_or_else(|| panic!("tests/common/mod.rs: add '{file}' to TEST_FILES, so its labs get addresses"));
-    let n = NEXT_LAB.fetch_add(1, Ordering::Relaxed);
-    assert!(
-        n < LABS_PER_FILE,
-        "tests/{file}.rs has more than {LABS_PER_FILE} labs: raise LABS_PER_FILE"
-    );
-    10 + index as u8 * LABS_PER_FILE + n
-}
 
 pub struct Lab {
     pub home: PathBuf,
@@ -87,19 +31,24 @@ impl Lab {
     /// A fresh home for test `name`, with an address and JMX ports no other lab of this test
     /// file has.
     pub fn new(name: &str) -> Lab {
-        let home = Lab::home_of(name);
-        let slot = next_slot();
-        let lab = Lab {
-            home,
-            address: format!("127.0.{slot}.1"),
-            jmx_port: 7400 + 10 * (u16::from(slot) - 10),
-        };
+        let lab = Lab::at(name);
         // Left over from an aborted earlier run: stop and remove.
         if lab.home.exists() {
             lab.caplab(&["node", "wipe", "--force"]);
             let _ = std::fs::remove_dir_all(&lab.home);
         }
         lab
+    }
+
+    /// Test `name`'s lab as it is: its home, and the address and ports its name has in this run
+    /// of the suite (`shared::slot_of`).
+    fn at(name: &str) -> Lab {
+        let slot = shared::slot_of(name);
+        Lab {
+            home: Lab::home_of(name),
+            address: format!("127.0.{slot}.1"),
+            jmx_port: 7400 + 10 * (u16::from(slot) - 10),
+        }
     }
 
     /// A home for a test that never starts a node (a refusal): no address or ports of its own,
@@ -115,13 +64,9 @@ impl Lab {
     }
 
     /// Where test `name`'s lab lives: under the target directory's tmp/, where scripts/test.sh
-    /// looks for nodes left behind, in a folder named after the test file (scripts/cpu_use.py
-    /// counts a node's CPU to the file whose folder its home is in).
+    /// looks for nodes left behind, in a folder named after the test file.
     fn home_of(name: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("caplab-tests")
-            .join(env!("CARGO_CRATE_NAME"))
-            .join(name)
+        shared::file_dir().join(name)
     }
 
     pub fn caplab(&self, args: &[&str]) -> Output {
@@ -231,38 +176,6 @@ pub fn wait_until(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) 
     }
 }
 
-/// A lab every test of a file shares, so each scenario is a test of its own (`cargo test NAME`
-/// runs one) and the node starts once: the first test to ask makes it (`setup` starts its nodes
-/// and leaves what the tests read; a setup that fails is tried again by the next test), later
-/// ones get the same. A static is never dropped, so its nodes are stopped by a watcher process
-/// when the test process ends, however it ends (a failed assertion, Ctrl-C, SIGKILL). Tests
-/// that share it take `jvm_lock` as every node test does, so they run one at a time; each
-/// leaves the cluster as it found it.
-pub struct Shared<T: 'static> {
-    cell: OnceLock<(Lab, T)>,
-}
-
-impl<T: Send + Sync + 'static> Shared<T> {
-    pub const fn new() -> Shared<T> {
-        Shared { cell: OnceLock::new() }
-    }
-
-    pub fn get(&'static self, name: &str, setup: impl FnOnce(&Lab) -> T) -> &'static (Lab, T) {
-        self.cell.get_or_init(|| {
-            let lab = Lab::new(name);
-            stop_when_this_process_ends(&lab);
-            let made = setup(&lab);
-            (lab, made)
-        })
-    }
-}
-
-impl<T: Send + Sync + 'static> Default for Shared<T> {
-    fn default() -> Self {
-        Shared::new()
-    }
-}
-
 /// The timer slack of every node the tests start (`CAPLAB_TIMER_SLACK`). Cassandra's idle
 /// request workers sleep 10 µs to 1 ms at a time while they wait for work: at Linux's default
 /// slack (50 µs) that cost a 5.0 node 0.31-0.54 cores from 30 to 1,000 op/s, and the suite is
@@ -284,27 +197,6 @@ pub fn caplab_command() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_caplab"));
     c.env("CAPLAB_TIMER_SLACK", TIMER_SLACK).env("CAPLAB_JIT", JIT);
     c
-}
-
-/// Starts a process, in a session of its own (so Ctrl-C to the tests does not reach it), that
-/// waits for this test process to end and then stops the lab's nodes.
-fn stop_when_this_process_ends(lab: &Lab) {
-    let script = format!(
-        "while kill -0 {} 2>/dev/null; do sleep 0.5; done; exec \"$0\" node stop --no-drain --timeout 20",
-        std::process::id()
-    );
-    let started = Command::new("setsid")
-        .args(["-f", "sh", "-c", &script, env!("CARGO_BIN_EXE_caplab")])
-        .env("CAPLAB_HOME", &lab.home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        started,
-        "cannot start the watcher that stops the shared lab's nodes (setsid, sh)"
-    );
 }
 
 impl Drop for Lab {
