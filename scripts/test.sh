@@ -46,7 +46,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 if [ $# -eq 0 ]; then
-  cargo nextest run --workspace --profile ci
+  status=0
+  cargo nextest run --workspace --profile ci || status=$?
+  # Where the time went, file by file (from the JUnit file nextest wrote).
+  python3 scripts/suite-timeline.py || true
+  exit $status
 else
   cargo nextest run --workspace "$@"
 fi
