@@ -395,8 +395,8 @@ fn kill_at_one_in_a_capacity_search() {
     assert_eq!(report["faults"][0], "kill node3 at 5s for 5s", "{report}");
     let step = &report["steps"][0];
     // Over the whole step, what the kill costs at ONE is the coordinator's share for about a
-    // second (above 0.98 alone here); three nodes on a slow day beside two other test files
-    // also timed out (0.950 once, p99 2 s): above 0.9.
+    // second; beside other test files three nodes also time out for a while: above 0.9
+    // (bench/results/test-margins.md, faults-cluster-availability).
     let availability = step["availability"].as_f64().expect("the step's availability");
     assert!(availability > 0.9, "{step}");
     assert!(stdout(&o).contains("availability"), "{}", stdout(&o));

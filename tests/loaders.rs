@@ -132,7 +132,7 @@ fn three_loaders_start_together_and_merge_exactly() {
 
     // Every merged second is the sum of the loaders' same second, exactly. Operations are
     // counted in the second they complete, so a server stall moves some across a boundary
-    // (962 and 1,038, or 2,876 and 3,112, in runs beside two busy loops here): the shape is
+    // (bench/results/test-margins.md, loaders-merge-seconds): the shape is
     // checked over whole spans, within 2 %: three loaders' 45,000 in the first 15 s (the last
     // 5 s, two loaders', hold the rest of 55,000).
     let seconds = |dir: &Path| -> Vec<(String, u64)> {

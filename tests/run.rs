@@ -456,8 +456,8 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
     );
     let doc = result_json(&out);
     // Each constant part with its own rate and percentiles. The silent second has a part only
-    // if operations due before it completed in it (one did, in one run of three here): a few,
-    // at most what a 50 ms stall at 1,000 op/s carries over.
+    // if operations due before it completed in it (bench/results/test-margins.md,
+    // run-silent-second): a few, at most what a 50 ms stall at 1,000 op/s carries over.
     let parts: Vec<(f64, f64)> = doc["shape_parts"]
         .as_array()
         .unwrap()

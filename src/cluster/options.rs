@@ -32,10 +32,10 @@ pub struct NodeOptions {
     #[arg(long, value_enum, default_value_t = Gc::G1)]
     pub gc: Gc,
     /// How the JVM compiles Cassandra: `tiered` as shipped (C1, then C2 for hot code), or `c1`
-    /// alone (-XX:TieredStopAtLevel=1), to check behaviour rather than speed. Here a fresh 5.0
-    /// node started on 22-30 % less CPU, served 1,000 op/s on 5-20 % less and flat out 0.70-0.77
-    /// times the op/s; over the test suite its nodes used 32 % less, C2 compiling being much of a
-    /// short-lived node's CPU (bench/RESULTS.md). The test suite's nodes run so.
+    /// alone (-XX:TieredStopAtLevel=1), to check behaviour rather than speed: C2 compiling is
+    /// much of a short-lived node's CPU, so with C1 alone a node starts and serves a fixed rate on
+    /// less CPU and runs slower flat out (bench/results/provisioning.md, "C1 alone"). The test
+    /// suite's nodes run so.
     #[arg(long, value_enum, default_value_t = Jit::Tiered, env = "CAPLAB_JIT")]
     pub jit: Jit,
     /// Heap per node (e.g. 8G, 512M). Default: min(RAM/4, 8G) divided by the number of nodes.

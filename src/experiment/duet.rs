@@ -1,9 +1,9 @@
 //! Duet (Bulej et al., ICPE 2020), `design: duet`: a round's two variants of a measurement run
 //! at once on this one host, each on nodes of its own (its own home, addresses and JMX port)
 //! with half the load, their windows started in the same second, so whatever disturbs the
-//! machine during a window disturbs both and the round's log-ratio cancels it. Measured here as
-//! an A/A, 8 rounds in 32 minutes: 3.6 % wide against 8.6 % for the best sequential design
-//! (bench/RESULTS.md). The price: each node has half the machine, and a variant that burns more
+//! machine during a window disturbs both and the round's log-ratio cancels it: an A/A's
+//! interval came out less than half as wide as the best sequential design's in the same wall
+//! time (bench/results/answers-another-day.md, "Duet as a design"). The price: each node has half the machine, and a variant that burns more
 //! CPU slows its partner as well as itself. `spec` makes a file's cells a duet's; this module
 //! runs a pair.
 

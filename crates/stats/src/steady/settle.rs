@@ -14,7 +14,7 @@
 //!   CPU over the window, where the server is watched: from /proc on nodes caplab runs here,
 //!   and over JMX (`telemetry::jmx_watch`: compilation time over process CPU time) on clusters
 //!   given `--jmx`;
-//! - **without the JIT's telemetry** (a cluster caplab does not run here), the rule must hold
+//! - **without the JIT's telemetry** (a cluster caplab does not run), the rule must hold
 //!   for `BLIND_HOLD` (30) seconds more, every 30 s window within them settled: a fresh node
 //!   reached as a plain `--hosts` target once ended warm-up after 36 s on the rule alone and
 //!   then rose from 38k to 51k op/s inside its window, because its JIT was still compiling.
