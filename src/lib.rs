@@ -28,13 +28,14 @@
 //! capacity
 //! measure
 //! server_profile readback
-//! workload telemetry sla faults live
+//! workload telemetry sla faults live capture
 //! client engine cluster
 //! metrics stats steady
 //! console cpus files procfs
 //! ```
 
 pub mod capacity;
+pub mod capture;
 pub mod cli;
 pub mod client;
 pub mod cluster;

@@ -333,3 +333,14 @@ fn a_typo_in_a_shared_run_block_is_refused_naming_the_key_meant() {
     let said = fails(lab.caplab(&["compare", "--include-unsteady", "nowhere"]));
     assert!(said.contains("leave it out (--steady-only"), "{said}");
 }
+
+/// A capture needs a running node of caplab's, and says how to get one.
+#[test]
+fn a_capture_without_a_running_node_is_refused() {
+    let lab = Lab::offline("capture-no-node");
+    let err = fails(lab.caplab(&["capture", "--for", "1s"]));
+    assert!(
+        err.contains("no running node") && err.contains("caplab node start"),
+        "{err}"
+    );
+}

@@ -725,3 +725,95 @@ fn a_profile_the_server_shows_wrong_is_refused_with_its_schema_dropped() {
     });
     assert_eq!(left, 0, "the rejected profile's keyspace was dropped");
 }
+
+/// What an application sends, captured from the node's full query log: every insert and every
+/// batch of two runs, with its statement, its seven bound values and its batch type, in start
+/// order, and none of the driver's questions about the cluster. Ctrl-C ends the capture early and
+/// keeps what was logged.
+#[test]
+fn an_applications_queries_and_batches_are_captured_with_their_values() {
+    let _jvm = jvm_lock();
+    let lab = node();
+    let trace = lab.home.join("capture").join("trace.jsonl");
+    let raw = lab.home.join("capture").join("trace.fql").join("node1");
+    let capture = common::spawn(
+        lab,
+        None,
+        &["capture", "--for", "120s", "--out", trace.to_str().unwrap()],
+    );
+    common::wait_until("the full query log is on", std::time::Duration::from_secs(60), || {
+        raw.join("metadata.cq4t").exists()
+    });
+    let run = |workload: &str, ops: &str| {
+        let out = lab.dir(&format!("captured-{workload}"));
+        ok(lab.caplab(&[
+            "run",
+            "--hosts",
+            &lab.cql(),
+            "--workload",
+            workload,
+            "-n",
+            ops,
+            "--keyspace",
+            "captured",
+            "--warmup",
+            "0s",
+            "-q",
+            "--no-history",
+            "--out",
+            &out,
+        ]));
+    };
+    run("insert", "300");
+    run("batch", "20");
+    common::signal(&capture, "INT");
+    let o = capture.wait_with_output().unwrap();
+    let said = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{said}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(said.contains("and 20 batches"), "{said}");
+    let entries: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let inserts: Vec<_> = entries
+        .iter()
+        .filter(|e| {
+            e["query"]
+                .as_str()
+                .is_some_and(|q| q.starts_with("INSERT INTO captured.e1_insert"))
+        })
+        .collect();
+    assert_eq!(inserts.len(), 300);
+    for e in &inserts {
+        let values = e["values"].as_array().unwrap();
+        assert_eq!(values.len(), 7, "{e}");
+        assert!(values.iter().all(|v| v.as_str().is_some_and(|h| !h.is_empty())), "{e}");
+        assert_eq!(e["node"], "node1");
+    }
+    let batches: Vec<_> = entries.iter().filter(|e| e["batch_type"].is_string()).collect();
+    assert_eq!(batches.len(), 20);
+    for b in &batches {
+        assert_eq!(b["batch_type"], "UNLOGGED", "{b}");
+        let (queries, values) = (b["queries"].as_array().unwrap(), b["values"].as_array().unwrap());
+        assert!(!queries.is_empty() && queries.len() == values.len(), "{b}");
+        assert!(
+            queries
+                .iter()
+                .all(|q| q.as_str().unwrap().starts_with("INSERT INTO captured.e1_batch"))
+        );
+    }
+    let starts: Vec<i64> = entries.iter().map(|e| e["start_ms"].as_i64().unwrap()).collect();
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "in start order");
+    assert!(
+        entries
+            .iter()
+            .all(|e| !e["query"].as_str().unwrap_or("").contains(" system")),
+        "the driver's questions about the cluster are left out"
+    );
+}

@@ -2,6 +2,7 @@
 
 pub mod bisect;
 pub mod capacity;
+pub mod capture;
 pub mod confirm;
 pub mod experiment;
 pub mod history;
@@ -66,6 +67,9 @@ pub enum Command {
     /// Find where along ordered values (Cassandra versions, a setting's values) a figure
     /// changes: `caplab bisect --values 5.0.0,5.0.4,5.0.9 -- run --version {} --wipe --duration 60s`.
     Bisect(Box<bisect::BisectArgs>),
+    /// Capture what an application sends: the full query log of caplab's nodes turned on for a
+    /// while, read into a trace of every query and batch with its time, statement and values.
+    Capture(capture::CaptureArgs),
     /// Read back a finished run's acknowledged writes again (a run made with --validate), e.g.
     /// after a repair, a node replacement or an upgrade; exit 1 when any is missing or wrong.
     Validate(validate::ValidateArgs),
@@ -98,6 +102,7 @@ impl Cli {
             Command::Report(args) => report::run(&home, args),
             Command::Steady(args) => steady::run(args),
             Command::Validate(args) => validate::run(args),
+            Command::Capture(args) => capture::run(&home, args),
             Command::Bisect(args) => bisect::run(&home, *args),
             Command::Workloads { command } => workloads::run(command).map(|()| 0),
         }
