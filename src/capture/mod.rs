@@ -167,11 +167,22 @@ pub fn is_system(entry: &Value) -> bool {
         Some(q) => q.iter().filter_map(Value::as_str).collect(),
         None => entry["query"].as_str().into_iter().collect(),
     };
-    let about_system = |t: &&str| {
-        let t = t.to_ascii_lowercase();
-        [" system.", " system_", " \"system"].iter().any(|s| t.contains(s))
-    };
-    keyspace.starts_with("system") || (!texts.is_empty() && texts.iter().all(about_system))
+    keyspace.starts_with("system") || (!texts.is_empty() && texts.iter().all(|t| names_system_table(t)))
+}
+
+/// Whether a statement names a table of a system keyspace: `system.` or `system_NAME.` (quoted
+/// or not) as a word of its own, so a column such as `system_id` is no system table.
+fn names_system_table(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    let bytes = t.as_bytes();
+    t.match_indices("system").any(|(at, _)| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        if before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return false;
+        }
+        let rest = t[at + "system".len()..].trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        rest.trim_start_matches('"').starts_with('.')
+    })
 }
 
 fn write_trace(mut entries: Vec<Value>, opts: &CaptureOptions, seconds: f64, raw: PathBuf) -> Result<Captured> {
@@ -219,6 +230,12 @@ mod tests {
         assert!(is_system(&q(Some("system"), "SELECT * FROM local")));
         assert!(!is_system(&q(None, "INSERT INTO caplab.e1_insert (pk) VALUES (?)")));
         assert!(!is_system(&q(Some("shop"), "SELECT * FROM orders WHERE id = ?")));
+        assert!(!is_system(&q(
+            None,
+            "SELECT system_id FROM app.machines WHERE system_id = ?"
+        )));
+        assert!(!is_system(&q(None, "SELECT * FROM app.mysystem_log")));
+        assert!(is_system(&q(None, "SELECT * FROM \"system_views\".clients")));
         let batch = json!({"keyspace": null, "queries": ["INSERT INTO system_x.t (k) VALUES (?)", "INSERT INTO app.t (k) VALUES (?)"]});
         assert!(
             !is_system(&batch),

@@ -16,7 +16,8 @@ pub struct CaptureArgs {
     #[arg(long = "for", value_parser = crate::measure::options::parse_duration, value_name = "TIME")]
     pub length: Duration,
     /// The trace to write: one JSON object a line per query or batch. The nodes' raw full query
-    /// logs are kept in a folder beside it (trace.jsonl → trace.fql/).
+    /// logs are kept in a folder beside it (trace.jsonl → trace.fql/), which the next capture to
+    /// the same file replaces.
     #[arg(long, value_name = "FILE", default_value = "trace.jsonl")]
     pub out: PathBuf,
     /// Capture on these of caplab's nodes only (node1, node2, …); default: every running one.

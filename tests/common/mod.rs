@@ -13,7 +13,7 @@ pub mod upgrade;
 pub mod verdict;
 
 #[allow(unused_imports)]
-pub use shared::{NodeTest, Shared, jvm_lock};
+pub use shared::{Shared, jvm_lock};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
