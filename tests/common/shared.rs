@@ -131,7 +131,7 @@ pub struct NodeTest {
 }
 
 /// Serialises the tests of a file that start or use Cassandra nodes. Every test of such a file
-/// takes it (scripts/check-layout.py checks), and `scripts/test.sh --fast` runs the test files
+/// takes it (scripts/check-tests.py checks), and `scripts/test.sh --fast` runs the test files
 /// that never name it.
 pub fn jvm_lock() -> NodeTest {
     let within = JVM_LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -185,20 +185,21 @@ fn marker(name: &str) -> PathBuf {
     file_dir().join(format!(".{name}.shared"))
 }
 
+/// A shared lab's marker, if this run of the suite wrote it.
+fn this_runs(marker: &Path) -> Option<serde_json::Value> {
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(marker).ok()?).ok()?;
+    (m["run"] == run_id().as_str()).then_some(m)
+}
+
 /// Stops the nodes of every lab of this file shared in this run, once its tests have all ended.
 fn stop_shared_labs() {
-    let run = run_id();
     for entry in std::fs::read_dir(file_dir()).into_iter().flatten().flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
         let Some(name) = file.strip_prefix('.').and_then(|f| f.strip_suffix(".shared")) else {
             continue;
         };
         let _locked = lock(&file_dir().join(format!(".{name}.lock")));
-        let ours = std::fs::read_to_string(entry.path())
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .is_some_and(|m| m["run"] == run.as_str());
-        if ours {
+        if this_runs(&entry.path()).is_some() {
             let _ = std::fs::remove_file(entry.path());
             let _ = caplab_command()
                 .args(["node", "stop", "--no-drain", "--timeout", "20"])
@@ -229,11 +230,7 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> Shared<T> {
         self.cell.get_or_init(|| {
             let _locked = lock(&file_dir().join(format!(".{name}.lock")));
             let run = run_id();
-            let found = std::fs::read_to_string(marker(name))
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .filter(|m| m["run"] == run.as_str())
-                .and_then(|m| serde_json::from_value::<T>(m["made"].clone()).ok());
+            let found = this_runs(&marker(name)).and_then(|m| serde_json::from_value::<T>(m["made"].clone()).ok());
             if let Some(made) = found {
                 return (Lab::at(name), made);
             }
