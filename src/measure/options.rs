@@ -411,8 +411,9 @@ pub struct RunOptions {
     /// sine:20k±10k/60s, burst:10k,+30k for 5s every 60s.
     #[arg(long, value_parser = Rate::parse, default_value = "0")]
     pub rate: Rate,
-    /// Replays a trace instead of --rate: one rate a second, a line each (or `second,rate`
-    /// lines, as a dashboard exports them); the last rate holds after it.
+    /// Follows a rate trace instead of --rate: one rate a second, a line each (or `second,rate`
+    /// lines, as a dashboard exports them); the last rate holds after it. (--replay sends an
+    /// application's captured statements.)
     #[arg(long, value_name = "FILE", conflicts_with = "rate")]
     pub rate_file: Option<PathBuf>,
     /// Along a shape, the knee is where the percentile --knee-on rises past this many times its

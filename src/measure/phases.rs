@@ -109,7 +109,11 @@ pub fn of_run(
         Vec::new()
     });
     judge_parts(shape, &mut parts, seconds);
-    let knee = knee(&parts, rule.percentile, rule.factor);
+    // A replay's rate moves as its application's did, not to find where latency bends.
+    let knee = match shape.operations() {
+        Some(_) => None,
+        None => knee(&parts, rule.percentile, rule.factor),
+    };
     (parts, knee)
 }
 

@@ -119,7 +119,7 @@ pub struct EngineRecord {
     pub loader: String,
 }
 
-/// Which workload ran: E1's writer with its options, or a profile.
+/// Which workload ran: E1's writer with its options, a profile, the bank, or a replay.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum WorkloadRecord {
@@ -134,6 +134,10 @@ pub enum WorkloadRecord {
     /// The bank's transfers and audits (`bank-accord`, `bank-paxos`).
     Bank {
         bank: crate::workload::bank::BankOptions,
+    },
+    /// A captured trace replayed (`--replay`).
+    Replay {
+        replay: crate::workload::replay::ReplayOptions,
     },
 }
 
@@ -491,9 +495,6 @@ impl About {
     /// Whether the workload's tables compact (E1's only with --compaction; a profile's keep
     /// the server's compaction on): the run then reads the compaction figures.
     pub fn compacts(&self) -> bool {
-        match &self.record {
-            WorkloadRecord::E1(o) => o.compaction,
-            WorkloadRecord::Profile { .. } | WorkloadRecord::Bank { .. } => true,
-        }
+        !matches!(&self.record, WorkloadRecord::E1(o) if !o.compaction)
     }
 }

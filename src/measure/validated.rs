@@ -148,6 +148,10 @@ pub async fn validate_dir(
             let written_at = run.config.client.consistency;
             read_back_profile(&workload, &acks, written_at, v, in_flight, stop, had_rows).await
         }
+        WorkloadRecord::Replay { .. } => anyhow::bail!(
+            "{} is a replay: it sends what its trace holds and keeps no acknowledged writes to read back",
+            dir.display()
+        ),
         WorkloadRecord::Bank { .. } => anyhow::bail!(
             "{} is a bank run: it checked its invariant itself (result.json `bank`); a bank run keeps no acknowledged writes to read back",
             dir.display()

@@ -19,6 +19,13 @@ pub struct WorkloadOptions {
     /// start from); cassandra-stress user profiles are accepted as they are.
     #[arg(long, value_name = "FILE", conflicts_with = "workload")]
     pub profile: Option<PathBuf>,
+    /// Replay a trace `caplab capture` wrote instead of a workload: its queries and batches with
+    /// their values, consistency and timing, each distinct statement prepared once (docs/replay.md).
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["workload", "profile"])]
+    pub replay: Option<PathBuf>,
+    /// How many times as fast as captured a replay runs (2 halves every gap between operations).
+    #[arg(long, value_name = "FACTOR", requires = "replay", value_parser = parse_speed)]
+    pub speed: Option<f64>,
     /// Skip the profile's populate phase (the data is already there).
     #[arg(long)]
     pub no_populate: bool,
@@ -56,7 +63,9 @@ pub struct WorkloadOptions {
     /// partition: gaussian (around the middle table), exponential, zipf (to the first tables).
     #[arg(long, value_name = "DISTRIBUTION", value_parser = crate::workload::spread::parse_select)]
     pub table_select: Option<crate::workload::values::Distribution>,
-    /// Keyspace (default: caplab for E1's workloads, a profile's own for the others).
+    /// Keyspace (default: caplab for E1's workloads, a profile's own for the others; a replay
+    /// goes to this keyspace instead of its trace's, with the trace's schema copied there if
+    /// it does not exist).
     #[arg(long)]
     pub keyspace: Option<String>,
     /// Replication factor, SimpleStrategy (default: 1 for E1's workloads, a profile's own
@@ -82,4 +91,12 @@ pub struct WorkloadOptions {
     /// run's identical rows can hide a lost write. Every node must be up.
     #[arg(long)]
     pub truncate: bool,
+}
+
+/// A replay's speed: a factor above 0 (`2`, `0.5`, `4x`).
+fn parse_speed(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches(['x', 'X']).parse::<f64>() {
+        Ok(k) if k > 0.0 && k.is_finite() => Ok(k),
+        _ => Err(format!("'{s}' is not a speed: give a factor above 0, like 1, 4 or 0.5")),
+    }
 }

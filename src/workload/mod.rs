@@ -11,6 +11,7 @@ pub mod e1;
 pub mod generate;
 pub mod profile;
 pub mod profile_workload;
+pub mod replay;
 pub mod schema;
 pub mod spread;
 pub mod stress;

@@ -71,6 +71,7 @@ const TEST_FILES: &[&str] = &[
     "bank",
     "upgrade",
     "downgrade",
+    "replay",
 ];
 
 /// Labs per test file.

@@ -11,23 +11,11 @@
 
 use std::time::Duration;
 
-/// Operations per second as written on the command line: `2000`, `50k`, `1.5M`, `0` (flat out).
-pub fn parse_rate(s: &str) -> Result<f64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let (num, mult) = match t.strip_suffix('k') {
-        Some(n) => (n, 1e3),
-        None => match t.strip_suffix('m') {
-            Some(n) => (n, 1e6),
-            None => (t.as_str(), 1.0),
-        },
-    };
-    match num.parse::<f64>() {
-        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v * mult),
-        _ => Err(format!(
-            "'{s}' is not a rate: write operations per second, like 2000, 50k or 0 for flat out"
-        )),
-    }
-}
+mod times;
+mod written;
+
+use written::FORMS;
+pub use written::parse_rate;
 
 /// How the rate moves within one phase.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -124,13 +112,12 @@ pub struct Shape {
     repeats: bool,
     /// (seconds, rate) before the phases: a fixed warm-up at the shape's first rate.
     lead: Option<(f64, f64)>,
+    /// The operations of a captured trace, one each (`times.rs`): so many and no more, with
+    /// the trace's own first seconds as the warm-up.
+    operations: Option<u64>,
     /// As written (`ramp:1k..40k/5m`), for results and messages.
     pub text: String,
 }
-
-/// The forms `--rate` takes, for errors.
-const FORMS: &str = "write a rate (2000, 50k, or 0 for flat out), ramp:1k..40k/5m, steps:5k,10k,20k/2m, sine:20k±10k/60s \
-                     or burst:10k,+30k for 5s every 60s (or give --rate-file FILE, one rate a second)";
 
 impl Shape {
     fn new(parts: Vec<(Curve, f64)>, repeats: bool, text: String) -> Result<Shape, String> {
@@ -165,6 +152,7 @@ impl Shape {
             phases,
             repeats,
             lead: None,
+            operations: None,
             text,
         })
     }
@@ -180,117 +168,9 @@ impl Shape {
             }],
             repeats: false,
             lead: None,
+            operations: None,
             text: format!("{rate}"),
         }
-    }
-
-    /// `--rate` as written: a rate or a shape.
-    pub fn parse(s: &str) -> Result<Shape, String> {
-        let text = s.trim().to_string();
-        let Some((kind, rest)) = text.split_once(':') else {
-            return parse_rate(&text)
-                .map(Shape::constant)
-                .map_err(|_| format!("'{text}': {FORMS}"));
-        };
-        let bad = || format!("'{text}' is not a rate shape: {FORMS}");
-        let rate = |r: &str| parse_rate(r).map_err(|_| bad());
-        let secs = |d: &str| {
-            humantime::parse_duration(d.trim())
-                .map(|d| d.as_secs_f64())
-                .map_err(|_| bad())
-        };
-        let rest = rest.trim();
-        match kind.trim() {
-            "ramp" => {
-                let (rates, length) = rest.split_once('/').ok_or_else(bad)?;
-                let (from, to) = rates.split_once("..").ok_or_else(bad)?;
-                let (from, to) = (rate(from)?, rate(to)?);
-                Shape::new(vec![(Curve::Linear { from, to }, secs(length)?)], false, text)
-            }
-            "steps" => {
-                let (rates, length) = rest.split_once('/').ok_or_else(bad)?;
-                let length = secs(length)?;
-                let parts = rates
-                    .split(',')
-                    .map(|r| Ok((Curve::Const(rate(r)?), length)))
-                    .collect::<Result<Vec<_>, String>>()?;
-                Shape::new(parts, false, text)
-            }
-            "sine" => {
-                let (rates, length) = rest.split_once('/').ok_or_else(bad)?;
-                let (mean, amplitude) = rates
-                    .split_once('±')
-                    .or_else(|| rates.split_once("+-"))
-                    .ok_or_else(bad)?;
-                let (mean, amplitude) = (rate(mean)?, rate(amplitude)?);
-                if amplitude > mean {
-                    return Err(format!(
-                        "'{text}': a sine's swing ({amplitude}) cannot exceed its mean ({mean}), or the rate would go below 0"
-                    ));
-                }
-                Shape::new(vec![(Curve::Sine { mean, amplitude }, secs(length)?)], true, text)
-            }
-            "burst" => {
-                // base,+extra for D every P
-                let (base, rest) = rest.split_once(',').ok_or_else(bad)?;
-                let (extra, rest) = rest.trim().split_once(" for ").ok_or_else(bad)?;
-                let (length, period) = rest.split_once(" every ").ok_or_else(bad)?;
-                let extra = extra.trim().strip_prefix('+').ok_or_else(bad)?;
-                let (base, extra, length, period) = (rate(base)?, rate(extra)?, secs(length)?, secs(period)?);
-                if length >= period {
-                    return Err(format!(
-                        "'{text}': a burst must be shorter than its period ({length} s every {period} s)"
-                    ));
-                }
-                Shape::new(
-                    vec![
-                        (Curve::Const(base), period - length),
-                        (Curve::Const(base + extra), length),
-                    ],
-                    true,
-                    text,
-                )
-            }
-            _ => Err(bad()),
-        }
-    }
-
-    /// A trace of per-second rates (`--rate-file`): one rate a line, or the last field of a
-    /// comma- or space-separated line (`second,rate` as a dashboard exports it); a first line
-    /// that is not a number is a header, `#` starts a comment, blank lines are skipped. The
-    /// last rate holds after the trace.
-    pub fn from_trace(text: &str, name: &str) -> Result<Shape, String> {
-        let mut parts: Vec<(Curve, f64)> = Vec::new();
-        let mut first = true;
-        for (n, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let field = line.rsplit([',', ' ', '\t', ';']).next().unwrap_or(line);
-            let rate = match parse_rate(field) {
-                Ok(r) => r,
-                Err(_) if first => {
-                    first = false;
-                    continue;
-                }
-                Err(_) => {
-                    return Err(format!(
-                        "{name} line {}: '{line}' is not a rate (one rate a second a line, or `second,rate`)",
-                        n + 1
-                    ));
-                }
-            };
-            first = false;
-            match parts.last_mut() {
-                Some((Curve::Const(r), length)) if *r == rate => *length += 1.0,
-                _ => parts.push((Curve::Const(rate), 1.0)),
-            }
-        }
-        if parts.is_empty() {
-            return Err(format!("{name} holds no rates (one rate a second a line)"));
-        }
-        Shape::new(parts, false, format!("trace {name}"))
     }
 
     /// A constant rate is no shape: the schedule keeps its plain spacing.
@@ -434,9 +314,10 @@ impl Shape {
     }
 
     /// The shape after a lead of `lead` at its first rate (a fixed warm-up): the shape itself
-    /// starts when the measured window does.
+    /// starts when the measured window does. A trace's operations have no lead: its own first
+    /// seconds are the warm-up.
     pub fn after(&self, lead: Duration) -> Shape {
-        if lead.is_zero() || self.constant_rate().is_some() {
+        if lead.is_zero() || self.constant_rate().is_some() || self.operations.is_some() {
             return self.clone();
         }
         let (before, _) = self.lead_ops();
@@ -448,7 +329,7 @@ impl Shape {
 
     /// Whether every phase (and the lead) holds one rate: steps, bursts, traces.
     pub fn piecewise_constant(&self) -> bool {
-        self.phases.iter().all(|p| matches!(p.curve, Curve::Const(_)))
+        self.operations.is_none() && self.phases.iter().all(|p| matches!(p.curve, Curve::Const(_)))
     }
 
     /// The first `span` seconds cut into pieces of `width` seconds (the last may be shorter):

@@ -1,0 +1,190 @@
+//! Replaying what a real application sent, against a real node: tests/apps/shop.py (the DataStax
+//! Python driver; prepared reads of Zipf-skewed users, upserts, an UNLOGGED batch, a lightweight
+//! transaction, and a burst every five seconds) runs for 20 s while `caplab capture` records it;
+//! the trace is then replayed by `caplab run --replay` into keyspaces of its own, at the
+//! application's speed and at four times it.
+
+mod common;
+
+use common::{Lab, Shared, jvm_lock, ok, result_json, stdout};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// How long the application runs, in seconds.
+const APP_SECONDS: &str = "20";
+
+#[derive(Serialize, Deserialize)]
+struct Captured {
+    trace: String,
+    /// What the application says it sent: `{"sent": N, "counts": {operation: N}}`.
+    app: Value,
+}
+
+static LAB: Shared<Captured> = Shared::new();
+
+fn shop(args: &[&str]) -> std::process::Output {
+    let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/apps/shop.py");
+    let o = Command::new("python3").arg(app).args(args).output().expect("python3");
+    assert!(
+        o.status.success(),
+        "shop.py {args:?}: {}\n(scripts/setup.sh --test installs the Python driver)",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// The file's node, and the application's traffic captured on it once.
+fn captured() -> &'static (Lab, Captured) {
+    LAB.get("replay", |lab| {
+        ok(lab.start(&[]));
+        let (host, port) = (lab.address.as_str(), "9042");
+        shop(&["schema", host, port]);
+        let trace = lab.home.join("shop.jsonl");
+        let raw = lab.home.join("shop.fql").join("node1");
+        let capture = common::spawn(
+            lab,
+            None,
+            &["capture", "--for", "300s", "--out", trace.to_str().unwrap()],
+        );
+        common::wait_until("the full query log is on", Duration::from_secs(60), || {
+            raw.join("metadata.cq4t").exists()
+        });
+        let said = lab.home.join("app.json");
+        shop(&["run", host, port, APP_SECONDS, said.to_str().unwrap()]);
+        common::signal(&capture, "INT");
+        let o = capture.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(130), "{}", stdout(&o));
+        let app = serde_json::from_str(&std::fs::read_to_string(said).unwrap()).unwrap();
+        Captured {
+            trace: trace.to_str().unwrap().to_string(),
+            app,
+        }
+    })
+}
+
+/// Replays the trace into `keyspace` at `speed`; returns result.json and the results directory.
+fn replay(lab: &Lab, trace: &str, keyspace: &str, speed: &str) -> (Value, std::path::PathBuf) {
+    let out = lab.home.join(format!("replay-{keyspace}"));
+    ok(lab.caplab(&[
+        "run",
+        "--hosts",
+        &lab.cql(),
+        "--replay",
+        trace,
+        "--speed",
+        speed,
+        "--keyspace",
+        keyspace,
+        "-q",
+        "--no-history",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    (result_json(&out), out)
+}
+
+/// Each operation type's count in a run, from result.json.
+fn mix(doc: &Value) -> BTreeMap<String, u64> {
+    doc["summary"]["per_op"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["name"].as_str().unwrap().to_string(), o["ops"].as_u64().unwrap()))
+        .collect()
+}
+
+/// The trace's operations counted by the second (from its first) they started in, at `speed`.
+fn trace_seconds(trace: &str, speed: f64) -> Vec<u64> {
+    let starts: Vec<i64> = std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| !e["query"].as_str().is_some_and(|q| q.starts_with("USE ")))
+        .map(|e| e["start_ms"].as_i64().unwrap())
+        .collect();
+    let mut seconds = Vec::new();
+    for s in &starts {
+        let k = ((s - starts[0]) as f64 / 1000.0 / speed) as usize;
+        seconds.resize(seconds.len().max(k + 1), 0);
+        seconds[k] += 1;
+    }
+    seconds
+}
+
+/// A replay's operations completed in each second of its window, and the slowest of them (ms),
+/// from latency.csv (one row per second and operation type).
+fn replay_seconds(out: &Path) -> Vec<(u64, f64)> {
+    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+    let mut by: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let e = by.entry(f[0].to_string()).or_default();
+        e.0 += f[4].parse::<u64>().unwrap();
+        e.1 = e.1.max(f[9].parse::<f64>().unwrap());
+    }
+    by.into_values().collect()
+}
+
+/// The application's traffic, replayed at its own speed into a keyspace of its own (its schema
+/// copied there): every operation sent once, each type as many times as the application sent it,
+/// every second's rate as the application's within 2 %, and the tables read back equal, row for
+/// row, to what the application wrote.
+///
+/// A second's count can differ beyond 2 % only by operations a stall moved across its boundary
+/// (counts are by completion): the allowance adds the operations due in the second's slowest
+/// response time. The values are the driver's own timestamps, so they do not depend on order.
+#[test]
+fn a_replay_at_its_own_speed_sends_the_applications_rate_mix_and_values() {
+    let _jvm = jvm_lock();
+    let (lab, captured) = captured();
+    let (doc, out) = replay(lab, &captured.trace, "shop_1x", "1");
+    let total = &doc["summary"]["total"];
+    assert_eq!(total["ops"], captured.app["sent"], "{total}");
+    assert_eq!(total["error_total"], 0, "{total}");
+    let app: BTreeMap<String, u64> = serde_json::from_value(captured.app["counts"].clone()).unwrap();
+    assert_eq!(mix(&doc), app, "the statement mix");
+
+    let asked = trace_seconds(&captured.trace, 1.0);
+    let done = replay_seconds(&out);
+    assert!(asked.len() >= 20 && done.len() >= asked.len() - 1, "{asked:?} {done:?}");
+    // The last second of the trace is partial: whole seconds only.
+    for (s, (want, (got, slowest_ms))) in asked.iter().zip(&done).enumerate().take(asked.len() - 1) {
+        let allowed = 0.02 * *want as f64 + *want as f64 * slowest_ms / 1000.0 + 1.0;
+        assert!(
+            (*got as f64 - *want as f64).abs() <= allowed,
+            "second {s}: {got} done, {want} in the trace (allowed {allowed:.1}): {done:?}"
+        );
+    }
+    let dump = |ks: &str| stdout(&shop(&["dump", &lab.address, "9042", ks]));
+    let (theirs, ours) = (dump("shop"), dump("shop_1x"));
+    assert!(theirs.len() > 1000, "{theirs}");
+    assert!(theirs == ours, "the replay's rows differ from the application's");
+}
+
+/// At four times the speed: the same operations in a quarter of the time, so four times the
+/// application's mean rate (within 2 %), and the same rows written.
+#[test]
+fn a_replay_at_four_times_the_speed_sends_four_times_the_rate() {
+    let _jvm = jvm_lock();
+    let (lab, captured) = captured();
+    let (doc, _) = replay(lab, &captured.trace, "shop_4x", "4");
+    let total = &doc["summary"]["total"];
+    assert_eq!(total["ops"], captured.app["sent"], "{total}");
+    assert_eq!(total["error_total"], 0, "{total}");
+    let replay = &doc["config"]["workload"]["replay"];
+    let app_rate = replay["entries"].as_f64().unwrap() / replay["captured_s"].as_f64().unwrap();
+    let rate = total["op_rate"].as_f64().unwrap();
+    assert!(
+        (rate / (4.0 * app_rate) - 1.0).abs() <= 0.02,
+        "{rate:.0} op/s against the application's {app_rate:.0}"
+    );
+    let dump = |ks: &str| stdout(&shop(&["dump", &lab.address, "9042", ks]));
+    assert!(
+        dump("shop") == dump("shop_4x"),
+        "the replay's rows differ from the application's"
+    );
+}
