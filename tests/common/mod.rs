@@ -103,6 +103,16 @@ impl Lab {
         format!("{}:9042", self.node_address(99))
     }
 
+    /// A folder `name` in the lab's home for one test's own files, emptied first, as a flag's
+    /// value: a retried test starts from nothing rather than from what its failed try left (a
+    /// results directory caplab refuses to overwrite, a history holding the first try's runs).
+    pub fn fresh(&self, name: &str) -> String {
+        let dir = self.home.join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.to_str().unwrap().to_string()
+    }
+
     /// The path of `name` in the lab's home, as a flag's value.
     pub fn dir(&self, name: &str) -> String {
         self.home.join(name).to_str().unwrap().to_string()
