@@ -152,9 +152,10 @@ fn scheduling_and_recording_allocate_nothing() {
         n, 0,
         "scheduling and recording allocated {n} times in 100,000 operations"
     );
-    // A replay's schedule: a captured trace's own start times, 1 to 3 operations a millisecond.
+    // A replay's schedule: a captured trace's own start times, 1 to 3 operations a millisecond,
+    // looping.
     let counts: Vec<(u64, u64)> = (0..50_000).map(|k| (2 * k, 1 + k % 3)).collect();
-    let trace = caplab::engine::Shape::of_times(&counts, 2.0, "trace".into()).unwrap();
+    let trace = caplab::engine::Shape::of_times(&counts, 2.0, true, "trace".into()).unwrap();
     let replay = Schedule::shaped(t0, std::sync::Arc::new(trace));
     let n = allocations(|| {
         for i in 0..100_000u64 {

@@ -188,3 +188,149 @@ fn a_replay_at_four_times_the_speed_sends_four_times_the_rate() {
         "the replay's rows differ from the application's"
     );
 }
+
+/// A capacity search of the application's traffic: each step loops the trace at the speed that
+/// gives its rate. A sweep of two rates: 1,000 op/s (4.8 times the application's pace, 8,000
+/// operations against the trace's 4,199, so it loops) is carried within a loose p99, and
+/// 200,000 op/s is not kept up with on two shared cores, so the capacity is named as 1,000 op/s
+/// with its speed.
+#[test]
+fn a_capacity_search_of_a_replay_names_the_speed_the_node_carries() {
+    let _jvm = jvm_lock();
+    let (lab, captured) = captured();
+    let out = lab.home.join("capacity-replay");
+    let o = lab.caplab(&[
+        "capacity",
+        "--hosts",
+        &lab.cql(),
+        "--replay",
+        &captured.trace,
+        "--keyspace",
+        "shop_capacity",
+        "--sla",
+        "p99<200ms/4s",
+        "--rates",
+        "1k,200k",
+        "--warmup",
+        "2s",
+        "--measure",
+        "8s",
+        "--confirm",
+        "0s",
+        "-q",
+        "--no-history",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let said = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{said}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(out.join("capacity.json")).unwrap()).unwrap();
+    assert_eq!(report["capacity"], 1000.0, "{report}");
+    let pace = report["replay_rate"].as_f64().unwrap();
+    assert!((pace - 210.0).abs() < 5.0, "the application's pace: {pace}");
+    let speed = format!("{:.2}x the captured pace", 1000.0 / pace);
+    assert!(said.contains(&speed), "{said}");
+    let first = out.join(report["steps"][0]["dir"].as_str().unwrap());
+    let step = result_json(&first);
+    let total = &step["summary"]["total"];
+    assert_eq!(total["error_total"], 0, "{total}");
+    let ops = total["ops"].as_u64().unwrap();
+    assert!(
+        (7_900..=8_000).contains(&ops),
+        "8 s at 1,000 op/s, looping the trace: {ops}"
+    );
+    assert!(
+        step["config"]["engine"]["rate_shape"]
+            .as_str()
+            .unwrap()
+            .ends_with("looping"),
+        "{}",
+        step["config"]["engine"]
+    );
+}
+
+/// The same traffic's answers on two versions: replayed in order with `--results` on the 5.0.9
+/// node and on a 6.0-alpha2 node, every read and every lightweight transaction's answer is the
+/// same (`caplab compare` exits 0); replayed on 6.0 into a keyspace where one user was changed
+/// beforehand, the reads of that user are named as differing (exit 1).
+#[test]
+fn replays_on_two_versions_answer_alike_and_a_changed_row_is_named() {
+    let _jvm = jvm_lock();
+    let (five, captured) = captured();
+    let six = Lab::new("replay-six");
+    ok(six.start(&["--version", "6.0-alpha2"]));
+    shop(&["schema", &six.address, "9042"]);
+    shop(&["plant", &six.address, "9042", "shop_planted"]);
+    let answers = |lab: &Lab, keyspace: &str, name: &str| {
+        let out = five.home.join(name);
+        ok(lab.caplab(&[
+            "run",
+            "--hosts",
+            &lab.cql(),
+            "--replay",
+            &captured.trace,
+            "--keyspace",
+            keyspace,
+            "--results",
+            "--speed",
+            "4",
+            "-q",
+            "--no-history",
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        out.to_str().unwrap().to_string()
+    };
+    let a = answers(five, "shop_answers", "answers-5.0");
+    let b = answers(&six, "shop_answers", "answers-6.0");
+    let c = answers(&six, "shop_planted", "answers-6.0-planted");
+    let reads = std::fs::read_to_string(Path::new(&a).join("reads.tsv")).unwrap();
+    // Every read and every LWT (whose answer is its [applied] row); writes answer no rows.
+    let app = &captured.app["counts"];
+    let expected = app["select_users"].as_u64().unwrap() + app["insert_orders_if"].as_u64().unwrap();
+    assert_eq!(
+        reads.lines().count() as u64,
+        expected + 1,
+        "a header and one line an answer"
+    );
+
+    let o = five.caplab(&["compare", &a, &b]);
+    let said = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{said}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        said.contains(&format!("{expected} answers compared entry by entry, 0 differ")),
+        "{said}"
+    );
+
+    let o = five.caplab(&["compare", &a, &c]);
+    let said = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{said}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Every read of user 1, and nothing else: it always finds the planted name.
+    let user_one = std::fs::read_to_string(&captured.trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["query"].as_str().is_some_and(|q| q.starts_with("SELECT")) && e["values"][0] == "00000001")
+        .count();
+    assert!(user_one > 0, "Zipf's first user is read most");
+    assert!(said.contains(&format!("select_users: {user_one} differ")), "{said}");
+    assert!(
+        !said.contains("insert_orders_if: "),
+        "only the changed user's reads differ: {said}"
+    );
+}

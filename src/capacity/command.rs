@@ -46,11 +46,8 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
     };
     common.conn.options(Vec::new(), common.load.threads)?;
     let choice = Choice::of(&common.workload)?;
-    if matches!(choice, Choice::Replay(..)) {
-        bail!(
-            "a capacity search of a replay (the speed a cluster carries) is not built yet: replay at chosen speeds with \
-             caplab run --replay TRACE --speed K"
-        );
+    if let Choice::Replay(..) = &choice {
+        refuse_for_replay(args)?;
     }
     refuse_validation(common, &choice)?;
     common.metrics.check()?;
@@ -113,6 +110,22 @@ pub fn capacity(home: &Home, args: &CapacityOptions, stop: &Arc<Stop>) -> Result
         live.finish();
     }
     Ok((report, out, args.cost.is_some() && nodes == 0))
+}
+
+/// What a capacity search of a replay cannot take: it searches the speed itself, and its steps
+/// loop the trace into the schema the cluster has.
+fn refuse_for_replay(args: &CapacityOptions) -> Result<()> {
+    if args.common.workload.speed.is_some() {
+        bail!(
+            "capacity searches a replay's speed itself: drop --speed (its rates are the trace's mean rate times a speed)"
+        );
+    }
+    if args.fresh_node {
+        bail!(
+            "--fresh-node wipes the nodes, and with them the schema a replay sends its trace into: drop --fresh-node"
+        );
+    }
+    Ok(())
 }
 
 /// Windows of the service level a confirmation holds the capacity for, unless `--confirm`

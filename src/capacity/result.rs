@@ -182,6 +182,9 @@ pub struct CapacityResult {
     pub curve: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knee: Option<Knee>,
+    /// A replay's mean rate at the pace it was captured: a rate is that many times its speed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_rate: Option<f64>,
 }
 
 impl CapacityResult {
@@ -209,7 +212,11 @@ impl CapacityResult {
     /// The capacity line: `16,000 op/s, held for 2m`, `at least 1,000 op/s`, or why there is none.
     pub fn capacity_text(&self) -> String {
         let at_least = if self.at_least { "at least " } else { "" };
-        let found = |c: f64| format!("{at_least}{} op/s", group(c));
+        let speed = |c: f64| match self.replay_rate {
+            Some(r) if r > 0.0 => format!(", {:.2}x the captured pace", c / r),
+            _ => String::new(),
+        };
+        let found = |c: f64| format!("{at_least}{} op/s{}", group(c), speed(c));
         match (self.capacity, self.confirm_s, self.confirmed) {
             (None, _, _) => "none found: no rate tried met the SLA".into(),
             (Some(c), None, _) => format!("{} (the highest rate that passed every repeat)", found(c)),

@@ -197,6 +197,10 @@ impl Capacity {
             labels: cfg.labels.clone(),
             curve: cfg.knee.is_some(),
             knee: None,
+            replay_rate: match choice {
+                Choice::Replay(trace, replay) => replay.captured_rate(trace).ok(),
+                _ => None,
+            },
         }
     }
 }
@@ -383,7 +387,15 @@ impl Bench<'_> {
         label: &str,
         measure: Duration,
     ) -> Result<(RunResult, SearchStep)> {
-        let engine = self.cfg.load.engine(rate, Some(measure), None, self.cfg.warmup);
+        let mut engine = self.cfg.load.engine(rate, Some(measure), None, self.cfg.warmup);
+        // A replay's steps follow its trace's own timing, looping, at the speed that gives the
+        // rate; its probe (flat out) sends the trace in order as fast as it can.
+        if let Choice::Replay(trace, replay) = self.choice
+            && rate > 0.0
+        {
+            let speed = rate / replay.captured_rate(trace)?;
+            engine.shape = Some(Arc::new(replay.rate(trace, speed, true)?));
+        }
         if self.cfg.fresh_node {
             self.restart_fresh().await?;
         } else if self.cfg.populate_each && !self.cfg.no_populate {

@@ -267,5 +267,16 @@ pub fn compare(home: &Home, args: CompareArgs) -> Result<u8> {
             }
         }
     }
+    // Two replays that kept their answers (--results): the statements whose answers differ.
+    if let [a, b] = args.dirs.as_slice()
+        && let Some(d) = crate::measure::replay::compare_reads(a.as_ref(), b.as_ref())?
+    {
+        if !args.json {
+            println!("{}", d.render());
+        }
+        if d.differing() > 0 {
+            return Ok(1);
+        }
+    }
     Ok(0)
 }

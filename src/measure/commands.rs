@@ -44,52 +44,6 @@ fn refuse_with_shape(rate: &Rate, warmup: Warmup, ops: Option<u64>) -> Result<()
     Ok(())
 }
 
-/// A replay's rate, warm-up and measured window: the trace's own timing at `--speed`; a
-/// warm-up is the trace's first seconds (none unless asked), and the window the rest of it, or
-/// as much as `--duration` asks.
-fn replay_rate(
-    args: &RunOptions,
-    trace: &crate::workload::replay::Trace,
-    replay: &crate::workload::replay::ReplayOptions,
-) -> Result<(Rate, Warmup, Option<Duration>)> {
-    if args.rate.shape.is_some() || args.rate.per_s > 0.0 || args.rate_file.is_some() {
-        bail!("--replay follows its trace's own timing: drop --rate and --rate-file (--speed changes its pace)");
-    }
-    if args.ops.is_some() {
-        bail!("--replay sends its trace's operations, each once: drop -n (--duration replays only the first part)");
-    }
-    let warmup = match args.warmup {
-        Warmup::Auto { .. } | Warmup::None => Warmup::None,
-        Warmup::Time(d) => Warmup::Time(d),
-        Warmup::Ops(_) => bail!("a replay's warm-up is a time, its trace's first seconds: give --warmup 30s or 0"),
-    };
-    let shape = replay.rate(trace)?;
-    let length = shape.length().unwrap_or_default();
-    let before = match warmup {
-        Warmup::Time(d) => d,
-        _ => Duration::ZERO,
-    };
-    let Some(rest) = length.checked_sub(before).filter(|r| !r.is_zero()) else {
-        bail!(
-            "--warmup {}: the replay lasts {:.1} s at {}x, so nothing would be measured: give a shorter warm-up",
-            humantime::format_duration(before),
-            length.as_secs_f64(),
-            replay.speed
-        );
-    };
-    let duration = match args.duration {
-        Some(d) if d > rest => bail!(
-            "--duration {}: the replay holds {:.1} s after its warm-up at {}x; drop --duration to replay all of it",
-            humantime::format_duration(d),
-            rest.as_secs_f64(),
-            replay.speed
-        ),
-        Some(d) => d,
-        None => rest,
-    };
-    Ok((Rate::of(shape), warmup, Some(duration)))
-}
-
 /// Runs one measured step as `caplab run` does; returns its result and results directory.
 pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResult, PathBuf)> {
     let common = &args.common;
@@ -98,8 +52,11 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     let choice = Choice::of(&common.workload)?;
     refuse_validation(common, &choice)?;
     common.metrics.check()?;
-    let (rate, warmup, duration) = match &choice {
-        Choice::Replay(trace, replay) => replay_rate(args, trace, replay)?,
+    let (rate, warmup, duration, ops, in_flight) = match &choice {
+        Choice::Replay(trace, replay) => {
+            let s = super::replay::schedule(args, trace, replay)?;
+            (s.rate, s.warmup, s.duration, s.ops, s.in_flight)
+        }
         _ => {
             let warmup = resolve_warmup(args.warmup, args.warmup_max)?;
             let rate = args.rate()?;
@@ -109,12 +66,12 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
                 (None, None) => Some(rate.shape.as_ref().and_then(|s| s.length()).unwrap_or(DEFAULT_DURATION)),
                 (d, _) => d,
             };
-            (rate, warmup, duration)
+            (rate, warmup, duration, args.ops, None)
         }
     };
     pin_client(common)?;
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, &common.node)?;
-    let window = if args.ops.is_some() { None } else { duration };
+    let window = if ops.is_some() { None } else { duration };
     let faults = fault_schedule(home, common, &local_nodes, window, "--duration")?;
     let local_nodes = common.telemetry.watched(local_nodes);
     let server_profile = profiler(home, common, &local_nodes, &hosts)?;
@@ -122,7 +79,8 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     let mut step = Step {
         engine: EngineConfig {
             shape: rate.shape.clone(),
-            ..common.load().engine(rate.per_s, duration, args.ops, warmup)
+            concurrency: in_flight.unwrap_or(common.load.concurrency as usize),
+            ..common.load().engine(rate.per_s, duration, ops, warmup)
         },
         threads: common.load.threads,
         out: common.out_dir(&choice.name())?,

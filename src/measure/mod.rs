@@ -19,6 +19,7 @@ pub mod out;
 pub mod phases;
 pub mod populate;
 pub mod render;
+pub mod replay;
 pub mod result;
 pub mod sections;
 pub mod signal;

@@ -43,10 +43,17 @@ pub struct ShapePart {
 /// that began `measured_from` after the log's first second and lasted `measured_s`, from the
 /// interval log at `hlog`. A second belongs to the part its start falls in.
 pub fn parts(shape: &Shape, measured_from: Duration, measured_s: f64, hlog: &Path) -> Result<Vec<ShapePart>> {
+    // A shape starts with the measured window, but a replayed trace starts with its run (its
+    // own first seconds are the warm-up).
+    let offset = if shape.is_trace() {
+        measured_from.as_secs_f64()
+    } else {
+        0.0
+    };
     let wanted = if shape.piecewise_constant() {
         shape.constant_parts(measured_s)
     } else {
-        shape.pieces(measured_s, (measured_s / 20.0).round().max(5.0))
+        shape.pieces(offset, measured_s, (measured_s / 20.0).round().max(5.0))
     };
     if wanted.is_empty() {
         return Ok(Vec::new());
@@ -110,9 +117,9 @@ pub fn of_run(
     });
     judge_parts(shape, &mut parts, seconds);
     // A replay's rate moves as its application's did, not to find where latency bends.
-    let knee = match shape.operations() {
-        Some(_) => None,
-        None => knee(&parts, rule.percentile, rule.factor),
+    let knee = match shape.is_trace() {
+        true => None,
+        false => knee(&parts, rule.percentile, rule.factor),
     };
     (parts, knee)
 }

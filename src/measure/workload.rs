@@ -88,7 +88,8 @@ impl Choice {
 
 fn choose(args: &WorkloadOptions) -> Result<Choice> {
     if let Some(path) = &args.replay {
-        return replay(path, args);
+        let (trace, options) = super::replay::choose(path, args)?;
+        return Ok(Choice::Replay(trace, options));
     }
     let profile = |profile: Profile, origin: String, notes: Vec<String>| {
         let mut profile = Box::new(profile);
@@ -209,37 +210,6 @@ fn bank(txn: Txn, args: &WorkloadOptions) -> Result<Choice> {
     Ok(Choice::Bank(o, Existing::of(args)))
 }
 
-/// A trace to replay: read now, so a broken one is refused before anything connects.
-fn replay(path: &std::path::Path, args: &WorkloadOptions) -> Result<Choice> {
-    let given = [
-        ("--ops", args.weights.is_some()),
-        ("--seed", args.seed.is_some()),
-        ("--partitions", args.partitions.is_some()),
-        ("--tables", args.tables != 1),
-        ("--replication-factor", args.replication_factor.is_some()),
-        ("--compaction", args.compaction.is_some()),
-        ("--recreate", args.recreate),
-        ("--truncate", args.truncate),
-        ("--loader", !args.loader.is_whole()),
-    ];
-    if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
-        bail!(
-            "{flag} shapes a generated workload; a replay sends what its trace holds: drop {flag} \
-             (--keyspace moves the replay to another keyspace, --speed changes its pace)"
-        );
-    }
-    let trace = Trace::read(path)?;
-    let options = ReplayOptions {
-        trace: path.to_path_buf(),
-        speed: args.speed.unwrap_or(1.0),
-        keyspace: args.keyspace.clone(),
-        entries: trace.entries.len() as u64,
-        captured_s: trace.entries.last().map_or(0.0, |e| e.at_ms as f64 / 1e3),
-        schema_left_out: trace.schema_left_out,
-    };
-    Ok(Choice::Replay(Arc::new(trace), options))
-}
-
 /// A workload whose schema exists on the target, ready to drive.
 pub enum Prepared {
     E1(Arc<E1>, About),
@@ -348,22 +318,7 @@ impl Prepared {
                 Prepared::Bank(workload, about)
             }
             Choice::Replay(trace, options) => {
-                let workload = Arc::new(Replay::setup(session.clone(), trace.clone(), options.clone()).await?);
-                let mut schema = Vec::new();
-                for ks in workload.keyspaces() {
-                    schema.extend(schema::describe(&session, &ks).await.unwrap_or_default());
-                }
-                let about = About {
-                    name: "replay".into(),
-                    record: WorkloadRecord::Replay {
-                        replay: workload.options.clone(),
-                    },
-                    schema,
-                    schema_requested: Vec::new(),
-                    statements: workload.statements(),
-                    tables: workload.op_tables(),
-                    tables_made: None,
-                };
+                let (workload, about) = super::replay::prepare(&session, trace, options).await?;
                 Prepared::Replay(workload, about)
             }
         })
@@ -386,12 +341,7 @@ impl Prepared {
     /// Runs `step` with this workload.
     pub async fn run(&self, step: &Step, site: &Site, stop: Arc<Stop>) -> Result<RunResult> {
         match self {
-            Prepared::Replay(w, about) => {
-                if step.validate.is_some() {
-                    bail!("a replay sends what its trace holds and reads nothing back: drop --validate");
-                }
-                step.run(site, w.clone(), about.clone(), stop).await
-            }
+            Prepared::Replay(w, about) => super::replay::run(step, site, w, about, stop).await,
             Prepared::E1(w, about) => match step.validate {
                 Some(v) => super::validated::run_validated_e1(step, site, w, about, v, stop).await,
                 None => step.run(site, w.clone(), about.clone(), stop).await,

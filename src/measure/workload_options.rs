@@ -23,6 +23,11 @@ pub struct WorkloadOptions {
     /// their values, consistency and timing, each distinct statement prepared once (docs/replay.md).
     #[arg(long, value_name = "TRACE", conflicts_with_all = ["workload", "profile"])]
     pub replay: Option<PathBuf>,
+    /// Keep a digest of every answer a replay gets (reads.tsv in its results), the trace sent in
+    /// order, one operation at a time, so each read sees exactly the writes before it;
+    /// `caplab compare` of two such replays names the statements whose answers differ.
+    #[arg(long, requires = "replay")]
+    pub results: bool,
     /// How many times as fast as captured a replay runs (2 halves every gap between operations).
     #[arg(long, value_name = "FACTOR", requires = "replay", value_parser = parse_speed)]
     pub speed: Option<f64>,

@@ -4,6 +4,8 @@ records and `caplab run --replay` sends again.
     shop.py schema HOST PORT            creates keyspace shop and its tables (before a capture)
     shop.py run HOST PORT SECONDS OUT   the application's traffic; writes what it sent to OUT
     shop.py dump HOST PORT KEYSPACE     prints every row of the keyspace's tables, sorted, as JSON
+    shop.py plant HOST PORT KEYSPACE    the schema in KEYSPACE, and user 1 named `planted` with a
+                                        timestamp no write of the application's passes
 
 Its traffic: 150 operations a second, and 450 in the last second of every five (a burst); of
 them, about half reads of a user by a Zipf-skewed id (prepared SELECT, paged), a quarter
@@ -110,6 +112,14 @@ def dump(host, port, keyspace):
     print(json.dumps(tables))
 
 
+def plant(host, port, keyspace):
+    cluster, session = connect(host, port)
+    for cql in SCHEMA:
+        session.execute(cql.replace("shop", keyspace, 1) if "KEYSPACE" in cql else cql.replace("shop.", f"{keyspace}."))
+    session.execute(f"UPDATE {keyspace}.users USING TIMESTAMP 4102444800000000 SET name = 'planted' WHERE id = 1")
+    cluster.shutdown()
+
+
 if __name__ == "__main__":
     mode, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
     if mode == "schema":
@@ -121,3 +131,5 @@ if __name__ == "__main__":
         run(host, port, float(sys.argv[4]), sys.argv[5])
     elif mode == "dump":
         dump(host, port, sys.argv[4])
+    elif mode == "plant":
+        plant(host, port, sys.argv[4])

@@ -112,9 +112,9 @@ pub struct Shape {
     repeats: bool,
     /// (seconds, rate) before the phases: a fixed warm-up at the shape's first rate.
     lead: Option<(f64, f64)>,
-    /// The operations of a captured trace, one each (`times.rs`): so many and no more, with
-    /// the trace's own first seconds as the warm-up.
-    operations: Option<u64>,
+    /// A captured trace's operations (`times.rs`), so many: its own first seconds are the
+    /// warm-up, and played once (not repeating) nothing after them is due.
+    trace: Option<u64>,
     /// As written (`ramp:1k..40k/5m`), for results and messages.
     pub text: String,
 }
@@ -152,7 +152,7 @@ impl Shape {
             phases,
             repeats,
             lead: None,
-            operations: None,
+            trace: None,
             text,
         })
     }
@@ -168,7 +168,7 @@ impl Shape {
             }],
             repeats: false,
             lead: None,
-            operations: None,
+            trace: None,
             text: format!("{rate}"),
         }
     }
@@ -317,7 +317,7 @@ impl Shape {
     /// starts when the measured window does. A trace's operations have no lead: its own first
     /// seconds are the warm-up.
     pub fn after(&self, lead: Duration) -> Shape {
-        if lead.is_zero() || self.constant_rate().is_some() || self.operations.is_some() {
+        if lead.is_zero() || self.constant_rate().is_some() || self.trace.is_some() {
             return self.clone();
         }
         let (before, _) = self.lead_ops();
@@ -329,17 +329,19 @@ impl Shape {
 
     /// Whether every phase (and the lead) holds one rate: steps, bursts, traces.
     pub fn piecewise_constant(&self) -> bool {
-        self.operations.is_none() && self.phases.iter().all(|p| matches!(p.curve, Curve::Const(_)))
+        self.trace.is_none() && self.phases.iter().all(|p| matches!(p.curve, Curve::Const(_)))
     }
 
-    /// The first `span` seconds cut into pieces of `width` seconds (the last may be shorter):
-    /// (from, to, the rate asked over it on average), for a ramp or a sine, whose rate never holds.
-    pub fn pieces(&self, span: f64, width: f64) -> Vec<(f64, f64, f64)> {
+    /// The `span` seconds from `offset` (seconds into the shape) cut into pieces of `width`
+    /// seconds (the last may be shorter): (from, to, the rate asked over it on average), from
+    /// the offset, for a ramp, a sine or a trace, whose rate never holds.
+    pub fn pieces(&self, offset: f64, span: f64, width: f64) -> Vec<(f64, f64, f64)> {
         let mut out = Vec::new();
         let mut from = 0.0;
         while from < span - 1e-9 {
             let to = (from + width).min(span);
-            out.push((from, to, (self.ops_before(to) - self.ops_before(from)) / (to - from)));
+            let asked = self.ops_before(offset + to) - self.ops_before(offset + from);
+            out.push((from, to, asked / (to - from)));
             from = to;
         }
         out
@@ -388,12 +390,12 @@ mod tests {
         let s = Shape::parse("ramp:1000..3000/20s").unwrap();
         assert!(!s.piecewise_constant());
         assert!(Shape::parse("steps:1k,2k/10s").unwrap().piecewise_constant());
-        let p = s.pieces(20.0, 5.0);
+        let p = s.pieces(0.0, 20.0, 5.0);
         let rates: Vec<f64> = p.iter().map(|x| x.2.round()).collect();
         assert_eq!(rates, [1250.0, 1750.0, 2250.0, 2750.0]);
         assert_eq!((p[0].0, p[3].1), (0.0, 20.0));
         // A last piece shorter than the others, and past the ramp its last rate holds.
-        let p = s.pieces(23.0, 10.0);
+        let p = s.pieces(0.0, 23.0, 10.0);
         assert_eq!(p.len(), 3);
         assert_eq!((p[2].0, p[2].1, p[2].2.round()), (20.0, 23.0, 3000.0));
     }

@@ -1,11 +1,13 @@
 //! Replaying a captured trace (`caplab run --replay TRACE`): operation `i` is the trace's `i`-th
 //! query or batch, sent with the values, consistency, serial consistency, page size and client
 //! timestamp the application gave it, on the schedule of the trace's own start times (the
-//! engine's `Shape::of_times`, `speed` times as fast). Each distinct statement is prepared once;
+//! engine's `Shape::of_times`, `speed` times as fast; a capacity search's steps loop it, and its
+//! flat-out probe sends it in order as fast as it can). Each distinct statement is prepared once;
 //! every worker holds its own copies of the statements and batches, so sending an entry only
 //! sets its options on them: nothing is built per operation. With `keyspace`, everything goes to
 //! that keyspace instead of the trace's own, whose schema is copied there first if it is missing.
 
+pub mod reads;
 mod rename;
 pub mod trace;
 
@@ -43,18 +45,35 @@ pub struct ReplayOptions {
     /// Schema statements in the trace, not replayed.
     #[serde(default)]
     pub schema_left_out: usize,
+    /// Every answer's rows kept as a digest (`reads.rs`), the trace replayed in order, one
+    /// operation at a time.
+    #[serde(default)]
+    pub results: bool,
 }
 
 impl ReplayOptions {
-    /// The trace's timing as the rate a run follows, at `speed`.
-    pub fn rate(&self, trace: &Trace) -> Result<crate::engine::Shape> {
+    /// The trace's timing as the rate a run follows at `speed`, played once or looping.
+    pub fn rate(&self, trace: &Trace, speed: f64, looping: bool) -> Result<crate::engine::Shape> {
+        let again = if looping { ", looping" } else { "" };
         crate::engine::Shape::of_times(
             &trace.counts(),
-            self.speed,
-            format!("{} at {}x", self.trace.display(), self.speed),
+            speed,
+            looping,
+            format!("{} at {}x{again}", self.trace.display(), round(speed)),
         )
         .map_err(anyhow::Error::msg)
     }
+
+    /// The trace's mean rate at the speed it was captured.
+    pub fn captured_rate(&self, trace: &Trace) -> Result<f64> {
+        Ok(self.rate(trace, 1.0, false)?.mean_rate())
+    }
+}
+
+/// A speed as results show it: three significant digits.
+fn round(speed: f64) -> f64 {
+    let scale = 10f64.powi(2 - speed.abs().log10().floor() as i32);
+    (speed * scale).round() / scale
 }
 
 /// A row of values as the application bound them: the driver's bytes, written as they are.
@@ -103,12 +122,15 @@ pub struct Replay {
     /// Each operation type's statement (a batch's first), for results.
     pub op_statements: Vec<String>,
     pub options: ReplayOptions,
+    /// What the reads returned, with `--results`.
+    pub reads: Option<reads::Reads>,
 }
 
 /// Per worker: its own copies of the statements and batches, whose options each entry sets.
 pub struct ReplayWorker {
     statements: Vec<PreparedStatement>,
     batches: Vec<Batch>,
+    reads: Option<reads::WorkerReads>,
 }
 
 impl Replay {
@@ -175,6 +197,7 @@ impl Replay {
             batch_op,
             names,
             op_statements,
+            reads: options.results.then(reads::Reads::default),
             options,
         })
     }
@@ -185,6 +208,12 @@ impl Replay {
             .iter()
             .map(|s| table(s).unwrap_or_default())
             .collect()
+    }
+
+    /// Operation `i`'s entry: the trace's `i`-th, or, looping (a capacity search), again from
+    /// its start.
+    fn entry(&self, i: u64) -> &trace::Entry {
+        &self.trace.entries[(i % self.trace.entries.len() as u64) as usize]
     }
 
     /// The keyspaces replayed into.
@@ -333,18 +362,19 @@ impl Workload for Replay {
         ReplayWorker {
             statements: self.statements.clone(),
             batches: self.batches.clone(),
+            reads: self.reads.as_ref().map(reads::Reads::worker),
         }
     }
 
     fn op_of(&self, i: u64) -> usize {
-        match self.trace.entries[i as usize].sent {
+        match self.entry(i).sent {
             Sent::Query(t) => self.query_op[t],
             Sent::Batch(b) => self.batch_op[b],
         }
     }
 
     async fn execute(&self, w: &mut ReplayWorker, i: u64) -> Outcome {
-        let e = &self.trace.entries[i as usize];
+        let e = self.entry(i);
         let op = self.op_of(i);
         let result = match e.sent {
             Sent::Query(t) => {
@@ -359,9 +389,9 @@ impl Workload for Replay {
                         self.session
                             .execute_single_page(p, row, PagingState::start())
                             .await
-                            .map(|_| ())
+                            .map(|(answer, _)| answer)
                     }
-                    None => self.session.execute_unpaged(p, row).await.map(|_| ()),
+                    None => self.session.execute_unpaged(p, row).await,
                 }
             }
             Sent::Batch(b) => {
@@ -370,13 +400,18 @@ impl Workload for Replay {
                 batch.set_serial_consistency(e.serial);
                 batch.set_timestamp(e.timestamp);
                 let rows: &[Box<[Value]>] = &e.rows;
-                self.session.batch(batch, BatchRows(rows)).await.map(|_| ())
+                self.session.batch(batch, BatchRows(rows)).await
             }
         };
+        let result = result.map(|answer| {
+            if let Some(reads) = &mut w.reads {
+                reads.note(i, op, answer);
+            }
+        });
         let statements = e.rows.len() as u64;
         Outcome {
             op,
-            result: result.map(|()| (statements, 1)).map_err(|err| classify(&err)),
+            result: result.map(|_| (statements, 1)).map_err(|err| classify(&err)),
         }
     }
 }
