@@ -299,27 +299,19 @@ fn replays_on_two_versions_answer_alike_and_a_changed_row_is_named() {
         "a header and one line an answer"
     );
 
-    let o = five.caplab(&["compare", &a, &b]);
-    let said = stdout(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{said}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let compare = |other: &str, code: i32| {
+        let o = five.caplab(&["compare", &a, other]);
+        let said = stdout(&o);
+        assert_eq!(o.status.code(), Some(code), "{said}\n{}", common::stderr(&o));
+        said
+    };
+    let said = compare(&b, 0);
     assert!(
         said.contains(&format!("{expected} answers compared entry by entry, 0 differ")),
         "{said}"
     );
 
-    let o = five.caplab(&["compare", &a, &c]);
-    let said = stdout(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{said}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let said = compare(&c, 1);
     // Every read of user 1, and nothing else: it always finds the planted name.
     let user_one = std::fs::read_to_string(&captured.trace)
         .unwrap()

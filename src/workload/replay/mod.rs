@@ -136,7 +136,7 @@ pub struct ReplayWorker {
 impl Replay {
     /// Moves the trace to `--keyspace` (copying the schema there if missing), and prepares each
     /// distinct statement once.
-    pub async fn setup(session: Arc<Session>, trace: Arc<Trace>, mut options: ReplayOptions) -> Result<Replay> {
+    pub async fn setup(session: Arc<Session>, trace: Arc<Trace>, options: ReplayOptions) -> Result<Replay> {
         let mut texts = trace.texts.clone();
         let from = trace.keyspaces();
         if let Some(to) = &options.keyspace {
@@ -184,9 +184,6 @@ impl Replay {
             })
             .collect();
         let (names, op_statements, query_op, batch_op) = operations(&trace, &texts);
-        options.entries = trace.entries.len() as u64;
-        options.captured_s = trace.entries.last().map_or(0.0, |e| e.at_ms as f64 / 1e3);
-        options.schema_left_out = trace.schema_left_out;
         Ok(Replay {
             session,
             trace,
