@@ -68,7 +68,7 @@ fn captured() -> &'static (Lab, Captured) {
 
 /// Replays the trace into `keyspace` at `speed`; returns result.json and the results directory.
 fn replay(lab: &Lab, trace: &str, keyspace: &str, speed: &str) -> (Value, std::path::PathBuf) {
-    let out = lab.home.join(format!("replay-{keyspace}"));
+    let out = std::path::PathBuf::from(lab.fresh(&format!("replay-{keyspace}")));
     ok(lab.caplab(&[
         "run",
         "--hosts",
@@ -198,7 +198,7 @@ fn a_replay_at_four_times_the_speed_sends_four_times_the_rate() {
 fn a_capacity_search_of_a_replay_names_the_speed_the_node_carries() {
     let _jvm = jvm_lock();
     let (lab, captured) = captured();
-    let out = lab.home.join("capacity-replay");
+    let out = std::path::PathBuf::from(lab.fresh("capacity-replay"));
     let o = lab.caplab(&[
         "capacity",
         "--hosts",
@@ -267,7 +267,7 @@ fn replays_on_two_versions_answer_alike_and_a_changed_row_is_named() {
     shop(&["schema", &six.address, "9042"]);
     shop(&["plant", &six.address, "9042", "shop_planted"]);
     let answers = |lab: &Lab, keyspace: &str, name: &str| {
-        let out = five.home.join(name);
+        let out = five.fresh(name);
         ok(lab.caplab(&[
             "run",
             "--hosts",
@@ -282,12 +282,15 @@ fn replays_on_two_versions_answer_alike_and_a_changed_row_is_named() {
             "-q",
             "--no-history",
             "--out",
-            out.to_str().unwrap(),
+            &out,
         ]));
-        out.to_str().unwrap().to_string()
+        out
     };
-    let a = answers(five, "shop_answers", "answers-5.0");
-    let b = answers(&six, "shop_answers", "answers-6.0");
+    // A keyspace of this try's own on the shared node: a retry's reads must not find the rows
+    // the first try wrote.
+    let keyspace = format!("shop_answers_{}", common::attempt());
+    let a = answers(five, &keyspace, "answers-5.0");
+    let b = answers(&six, &keyspace, "answers-6.0");
     let c = answers(&six, "shop_planted", "answers-6.0-planted");
     let reads = std::fs::read_to_string(Path::new(&a).join("reads.tsv")).unwrap();
     // Every read and every LWT (whose answer is its [applied] row); writes answer no rows.

@@ -186,6 +186,14 @@ pub fn wait_until(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) 
     }
 }
 
+/// Which try of this test this is: 1, or 2 for nextest's retry (`NEXTEST_ATTEMPT`).
+pub fn attempt() -> u32 {
+    std::env::var("NEXTEST_ATTEMPT")
+        .ok()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1)
+}
+
 /// The timer slack of every node the tests start (`CAPLAB_TIMER_SLACK`). Cassandra's idle
 /// request workers sleep 10 µs to 1 ms at a time while they wait for work: at Linux's default
 /// slack (50 µs) that cost a 5.0 node 0.31-0.54 cores from 30 to 1,000 op/s, and the suite is
