@@ -117,9 +117,10 @@ pub fn of_run(
     });
     judge_parts(shape, &mut parts, seconds);
     // A replay's rate moves as its application's did, not to find where latency bends.
-    let knee = match shape.is_trace() {
-        true => None,
-        false => knee(&parts, rule.percentile, rule.factor),
+    let knee = if shape.is_trace() {
+        None
+    } else {
+        knee(&parts, rule.percentile, rule.factor)
     };
     (parts, knee)
 }

@@ -82,7 +82,7 @@ impl Reads {
 
     /// Writes every read, in the trace's order, to `dir/reads.tsv` with the operation names.
     pub fn write(&self, dir: &Path, names: &[String]) -> Result<usize> {
-        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut all = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
         all.sort_by_key(|r| r.entry);
         let mut text = String::from("entry\toperation\trows\tdigest\n");
         for r in &all {
