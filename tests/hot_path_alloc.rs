@@ -171,3 +171,66 @@ fn scheduling_and_recording_allocate_nothing() {
         99_999
     );
 }
+
+#[test]
+fn keeping_every_operation_allocates_nothing_once_its_buffers_have_grown() {
+    use caplab::metrics::ops::{OpFacts, OpsLog, OpsTarget};
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let target = OpsTarget {
+        path: dir.path().join("ops.parquet"),
+        loader: 1,
+    };
+    let names = vec!["read".to_string(), "write".to_string()];
+    let log = OpsLog::create(
+        &target,
+        t0,
+        std::time::SystemTime::now(),
+        names,
+        vec!["SELECT".into()],
+        4,
+    )
+    .unwrap();
+    let round = |from: u64| {
+        for i in from..from + 100_000 {
+            let intended = t0 + Duration::from_micros(200 * i);
+            log.record(
+                (i % 4) as usize,
+                &Completion {
+                    op: (i % 2) as usize,
+                    intended,
+                    sent: Some(intended),
+                    done: intended + Duration::from_micros(300 + i % 5_000),
+                    result: Ok((1, 1)),
+                    measured: true,
+                },
+                OpFacts {
+                    index: i,
+                    partition: Some(i % 1000),
+                    token: None,
+                    statement: Some(0),
+                },
+            );
+        }
+    };
+    // The first interval grows the shards' buffers; the writer hands them back emptied.
+    round(0);
+    log.hand_over();
+    let waited = Instant::now();
+    while log.spare_buffers() < 4 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(120),
+            "the writer never handed the buffers back"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    log.hand_over();
+    let n = allocations(|| round(100_000));
+    assert_eq!(
+        n, 0,
+        "keeping every operation allocated {n} times in 100,000 operations"
+    );
+    let file = log.finish().unwrap();
+    assert_eq!(file.rows, 200_000);
+    assert!(std::fs::metadata(&target.path).unwrap().len() > 0);
+}

@@ -444,3 +444,97 @@ fn intervals(log: &Path) -> usize {
         .filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()))
         .count()
 }
+
+/// Every operation as a Parquet row (`--ops-parquet`), as DuckDB reads it: each loader's file
+/// holds its warm-up and its measured operations, and `merge` keeps both loaders' files as one
+/// dataset whose counts are the merged result.json's and whose exact percentiles are the ones
+/// its histograms give, within their precision (0.1 %).
+#[test]
+fn every_operation_is_a_parquet_row_and_loaders_make_one_dataset() {
+    let _jvm = jvm_lock();
+    let lab = lab();
+    let base = PathBuf::from(lab.fresh("parquet"));
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let start = (now + 10).to_string();
+    let hosts = lab.cql();
+    let children: Vec<_> = (1..=2)
+        .map(|i| {
+            let out = base.join(format!("loader{i}"));
+            // The second starts once the first has made the schema.
+            std::thread::sleep(Duration::from_secs(3 * (i - 1)));
+            common::caplab_command()
+                .args(["run", "--hosts", &hosts, "-q", "--rate", "1000", "--warmup", "2s"])
+                .args(["--duration", "6s", "--start-at", &start, "--loader", &format!("{i}/2")])
+                .args(["--partitions", "100", "--ops-parquet", "--out", out.to_str().unwrap()])
+                .env("CAPLAB_HOME", &lab.home)
+                .output_async()
+        })
+        .collect();
+    let loaders: Vec<Value> = children
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            ok(c.join().unwrap());
+            result_json(&base.join(format!("loader{}", i + 1)))
+        })
+        .collect();
+    ok(common::caplab_command()
+        .args(["merge", "loader1", "loader2", "--out", "merged"])
+        .current_dir(&base)
+        .env("CAPLAB_HOME", &lab.home)
+        .output()
+        .unwrap());
+    let doc = result_json(&base.join("merged"));
+    let dataset = base.join("merged/operations");
+    assert_eq!(doc["files"]["operations"]["path"], dataset.to_str().unwrap());
+    let table = format!("read_parquet('{}/*.parquet')", dataset.display());
+
+    // Each loader's rows: its measured operations are what was due in its window (done, failed
+    // or never sent); its warm-up is there too; what it sent is what it started.
+    let per_loader = common::duckdb::query(&format!(
+        "select loader, count(*) filter (measured) as measured, count(*) filter (not measured) as warmup, \
+         count(started) as sent, count(*) filter (index % 2 <> loader - 1) as foreign, \
+         count(*) filter (partition <> index % 100) as misplaced, \
+         count(*) filter (statement not like 'INSERT INTO caplab.e1_insert%') as unnamed \
+         from {table} group by loader order by loader"
+    ));
+    assert_eq!(per_loader.len(), 2, "{per_loader:?}");
+    for (row, l) in per_loader.iter().zip(&loaders) {
+        let total = &l["summary"]["total"];
+        assert_eq!(row["measured"], total["due"], "{row}");
+        assert_eq!(row["sent"], l["started_ops"], "{row}");
+        // 2 s of warm-up at 500 op/s each.
+        assert!(row["warmup"].as_u64().unwrap() >= 900, "{row}");
+        assert_eq!(
+            (&row["foreign"], &row["misplaced"], &row["unnamed"]),
+            (&0.into(), &0.into(), &0.into()),
+            "{row}"
+        );
+    }
+    assert_eq!(
+        doc["files"]["operations"]["rows"].as_u64().unwrap(),
+        per_loader
+            .iter()
+            .map(|r| r["measured"].as_u64().unwrap() + r["warmup"].as_u64().unwrap())
+            .sum::<u64>()
+    );
+
+    // The merged percentiles: the exact ones of the rows (the k-th smallest of n, k = ⌈q·n⌉, as
+    // HdrHistogram ranks), which the histograms give rounded up to their bucket's top.
+    let total = &doc["summary"]["total"];
+    let n = total["response"]["count"].as_u64().unwrap();
+    for (q, key) in [(0.5, "median_ms"), (0.99, "p99_ms"), (1.0, "max_ms")] {
+        let k = ((q * n as f64).ceil() as u64).max(1);
+        let exact = common::duckdb::query(&format!(
+            "select response_ns from (select response_ns, row_number() over (order by response_ns) as k \
+             from {table} where measured) where k = {k}"
+        ))[0]["response_ns"]
+            .as_f64()
+            .unwrap();
+        let hdr = total["response"][key].as_f64().unwrap() * 1e6;
+        assert!(
+            exact <= hdr + 1.0 && hdr <= exact * 1.001 + 1.0,
+            "{key}: rows {exact} ns, result.json {hdr} ns"
+        );
+    }
+}

@@ -111,6 +111,14 @@ fn bad_run_flags_are_refused() {
     let port = taken.local_addr().unwrap().to_string();
     let err = fails(lab.caplab(&["run", "--metrics-listen", &port]));
     assert!(err.contains("give --metrics-listen a free port"), "{err}");
+    // An operations file nowhere it could be written.
+    let ops = fails(lab.caplab(&["run", "--ops-parquet", "/no-such-dir/ops.parquet"]));
+    assert!(
+        ops.contains("the directory /no-such-dir does not exist: create it"),
+        "{ops}"
+    );
+    let ops = fails(lab.caplab(&["run", "--ops-parquet", env!("CARGO_MANIFEST_DIR")]));
+    assert!(ops.contains("is a directory: give a file name"), "{ops}");
     assert!(!lab.home.join("nodes").exists(), "no node was started");
 }
 

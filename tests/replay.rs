@@ -82,6 +82,7 @@ fn replay(lab: &Lab, captured: &Captured, keyspace: &str, speed: &str) -> (Value
         keyspace,
         "-q",
         "--no-history",
+        "--ops-parquet",
         "--out",
         out.to_str().unwrap(),
     ]));
@@ -177,7 +178,7 @@ fn a_replay_at_its_own_speed_sends_the_applications_rate_mix_and_values() {
 fn a_replay_at_four_times_the_speed_sends_four_times_the_rate() {
     let _jvm = jvm_lock();
     let (lab, captured) = captured();
-    let (doc, _) = replay(lab, captured, "shop_4x", "4");
+    let (doc, out) = replay(lab, captured, "shop_4x", "4");
     let total = &doc["summary"]["total"];
     let replay = &doc["config"]["workload"]["replay"];
     let app_rate = replay["entries"].as_f64().unwrap() / replay["captured_s"].as_f64().unwrap();
@@ -189,6 +190,21 @@ fn a_replay_at_four_times_the_speed_sends_four_times_the_rate() {
     assert!(
         rows(lab, "shop") == rows(lab, "shop_4x"),
         "the replay's rows differ from the application's"
+    );
+    // Its operations file, as DuckDB reads it: a row per entry, each with the statement it sent
+    // and its partition's token.
+    let table = format!("read_parquet('{}')", out.join("operations.parquet").display());
+    let got = &common::duckdb::query(&format!(
+        "select count(*) as n, count(distinct index) as entries, count(token) as tokens, \
+         count(statement) as named, count(distinct statement) as statements from {table} where measured"
+    ))[0];
+    let n = total["due"].as_u64().unwrap();
+    let each = [&got["n"], &got["entries"], &got["tokens"], &got["named"]];
+    assert!(each.iter().all(|v| v.as_u64() == Some(n)), "{got}");
+    assert_eq!(
+        got["statements"].as_u64().unwrap() as usize,
+        doc["statements"].as_array().unwrap().len(),
+        "{got}"
     );
 }
 

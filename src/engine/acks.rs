@@ -207,6 +207,14 @@ impl<W: Workload> Workload for Tracked<W> {
         }
         outcome
     }
+
+    fn statements(&self) -> Vec<String> {
+        self.inner.statements()
+    }
+
+    fn facts(&self, i: u64) -> super::OpFacts {
+        self.inner.facts(i)
+    }
 }
 
 #[cfg(test)]

@@ -58,6 +58,8 @@ pub struct EngineConfig {
     /// After the end or a stop, how long in-flight operations may take to finish.
     pub drain_timeout: Duration,
     pub shards: usize,
+    /// Where every operation is written as a row (`--ops-parquet`), if anywhere.
+    pub ops_file: Option<crate::metrics::ops::OpsTarget>,
 }
 
 impl EngineConfig {
@@ -121,6 +123,7 @@ mod tests {
             give_up_after: Duration::from_secs(2),
             drain_timeout: Duration::from_secs(2),
             shards: 1,
+            ops_file: None,
         };
         let s = Duration::from_secs;
         let steps = cfg(Warmup::Time(s(2)), Some("steps:1k,3k/5s"));

@@ -125,6 +125,14 @@ impl<W: Workload> Workload for Sliced<W> {
     async fn execute(&self, worker: &mut W::Worker, i: u64) -> Outcome {
         self.inner.execute(worker, self.slice.global(i)).await
     }
+
+    fn statements(&self) -> Vec<String> {
+        self.inner.statements()
+    }
+
+    fn facts(&self, i: u64) -> super::OpFacts {
+        self.inner.facts(self.slice.global(i))
+    }
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub mod testing;
 use std::future::Future;
 
 use crate::metrics::ErrorKind;
+pub use crate::metrics::ops::OpFacts;
 
 pub use anchor::{Anchor, StartAt};
 pub use config::{Asked, EngineConfig, Warmup};
@@ -60,4 +61,19 @@ pub trait Workload: Send + Sync + 'static {
     fn op_of(&self, i: u64) -> usize;
 
     fn execute<'a>(&'a self, worker: &'a mut Self::Worker, i: u64) -> impl Future<Output = Outcome> + Send + 'a;
+
+    /// The statements it sends, each once: what the operations file (`--ops-parquet`) names
+    /// through `OpFacts::statement`.
+    fn statements(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// What the operations file says of operation `i` besides its timing. Asked only when a
+    /// run writes one, once per operation: it must be as cheap as choosing the operation.
+    fn facts(&self, i: u64) -> OpFacts {
+        OpFacts {
+            index: i,
+            ..OpFacts::default()
+        }
+    }
 }

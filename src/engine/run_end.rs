@@ -46,6 +46,8 @@ pub struct RunEnd {
     /// How an automatic warm-up ended: Some(true) it settled, Some(false) it reached its
     /// maximum; None for other warm-ups, or one still going when the run ended.
     pub settled: Option<bool>,
+    /// The operations file, as written (`--ops-parquet`).
+    pub ops_file: Option<crate::metrics::ops::OpsFile>,
 }
 
 impl RunEnd {

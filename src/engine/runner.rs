@@ -22,6 +22,7 @@ use super::due::{Counters, Due};
 use super::intervals::{Batch, IntervalSink, IntervalThread, OnSettled};
 use super::run_end::{EndReason, RunEnd, Span};
 use super::{Stop, Workload, clock};
+use crate::metrics::ops::OpsLog;
 use crate::metrics::recorder::{Completion, ShardSets};
 use crate::metrics::{ErrorKind, Recorder};
 
@@ -51,6 +52,7 @@ async fn worker<W: Workload>(
     w: usize,
     workload: Arc<W>,
     recorder: Arc<Recorder>,
+    ops: Option<Arc<OpsLog>>,
     stop: Arc<Stop>,
     counters: Arc<Counters>,
     due: Due,
@@ -58,10 +60,16 @@ async fn worker<W: Workload>(
     let schedule = &due.schedule;
     let shard = w % recorder.shard_count();
     let mut state = workload.worker(w);
+    let note = |i: u64, c: &Completion| {
+        recorder.record(shard, c);
+        if let Some(log) = &ops {
+            log.record(shard, c, workload.facts(i));
+        }
+    };
     // Gives up operation `i`, due but not sent, at `at`.
     let give_up = |i: u64, intended: Instant, measured: bool, at: Instant| {
-        recorder.record(
-            shard,
+        note(
+            i,
             &Completion {
                 op: workload.op_of(i),
                 intended,
@@ -138,8 +146,8 @@ async fn worker<W: Workload>(
         let sent = if schedule.is_open() { clock::now() } else { intended };
         counters.sent.fetch_add(1, Ordering::Relaxed);
         let outcome = workload.execute(&mut state, i).await;
-        recorder.record(
-            shard,
+        note(
+            i,
             &Completion {
                 op: outcome.op,
                 intended,
@@ -166,12 +174,22 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     let t0 = anchor.instant;
     let (due, counters) = Due::new(t0, cfg);
     let auto_max = cfg.warmup.auto_max();
+    let mut reason = EndReason::Completed;
+    let ops = match ops_log(workload.as_ref(), cfg, &anchor, &recorder) {
+        Ok(log) => log,
+        Err(e) => {
+            reason = EndReason::OutputFailed(e);
+            stop.request();
+            None
+        }
+    };
     let mut workers = JoinSet::new();
     for w in 0..cfg.concurrency.max(1) {
         workers.spawn(worker(
             w,
             workload.clone(),
             recorder.clone(),
+            ops.clone(),
             stop.clone(),
             counters.clone(),
             due.clone(),
@@ -194,7 +212,6 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     let intervals = IntervalThread::spawn(sink, recorder.shard_count(), names.len(), on_settled);
     let mut tick_start = t0;
     let mut failing_since: Option<Instant> = None;
-    let mut reason = EndReason::Completed;
 
     // Closes intervals until the end of the schedule (or a stop, or every worker is done).
     let span_end = loop {
@@ -244,7 +261,10 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         let warm_now = due.warmup_end(&counters);
         let sent = counters.sent.load(Ordering::Relaxed);
         intervals.send(batch(shards, t0, tick_start, deadline, warm_now, sent));
-        if let Some(e) = intervals.failed()
+        if let Some(log) = &ops {
+            log.hand_over();
+        }
+        if let Some(e) = intervals.failed().or_else(|| ops.as_ref().and_then(|l| l.failed()))
             && reason == EndReason::Completed
         {
             reason = EndReason::OutputFailed(e);
@@ -269,7 +289,7 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
 
     drain(&mut workers, clock::now().max(span_end) + cfg.drain_timeout).await;
     let started_ops = counters.sent.load(Ordering::Relaxed);
-    record_unsent(workload.as_ref(), &recorder, &due, &counters, span_end);
+    record_unsent(workload.as_ref(), &recorder, ops.as_deref(), &due, &counters, span_end);
     let warm = due.warmup_end(&counters);
     intervals.send(batch(
         recorder.swap_out(intervals.spare()),
@@ -280,21 +300,43 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         started_ops,
     ));
     let finished = intervals.finish().await.expect("the interval thread panicked");
+    let ops_file = match ops.map(|l| l.finish()) {
+        Some(Ok(file)) => Some(file),
+        Some(Err(e)) => {
+            if reason == EndReason::Completed {
+                reason = EndReason::OutputFailed(format!("{e:#}"));
+            }
+            None
+        }
+        None => None,
+    };
     if let Some(e) = finished.error
         && reason == EndReason::Completed
     {
         reason = EndReason::OutputFailed(e);
     }
-    let totals = finished.totals;
-    let completed: u64 = totals
-        .iter()
-        .map(|t| t.ok + t.error_count() - t.errors[ErrorKind::NotSent as usize] + t.warmup_ops)
-        .sum();
     let measured = warm.filter(|w| *w < span_end).map(|w| Span {
         from: w - t0,
         to: span_end - t0,
     });
-    let end = RunEnd {
+    let end = run_end(reason, finished.totals, measured, started_ops, &counters, ops_file);
+    (end, finished.sink)
+}
+
+/// How the run ended, with what the interval thread summed.
+fn run_end(
+    reason: EndReason,
+    totals: Vec<crate::metrics::OpStats>,
+    measured: Option<Span>,
+    started_ops: u64,
+    counters: &Counters,
+    ops_file: Option<crate::metrics::ops::OpsFile>,
+) -> RunEnd {
+    let completed: u64 = totals
+        .iter()
+        .map(|t| t.ok + t.error_count() - t.errors[ErrorKind::NotSent as usize] + t.warmup_ops)
+        .sum();
+    RunEnd {
         reason,
         totals,
         measured,
@@ -305,8 +347,28 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
             2 => Some(false),
             _ => None,
         },
-    };
-    (end, finished.sink)
+        ops_file,
+    }
+}
+
+/// The operations file's log, when the run writes one (`EngineConfig::ops_file`).
+fn ops_log<W: Workload>(
+    workload: &W,
+    cfg: &EngineConfig,
+    anchor: &Anchor,
+    recorder: &Recorder,
+) -> Result<Option<Arc<OpsLog>>, String> {
+    let Some(target) = &cfg.ops_file else { return Ok(None) };
+    let log = OpsLog::create(
+        target,
+        anchor.instant,
+        anchor.wall,
+        workload.op_names(),
+        workload.statements(),
+        recorder.shard_count(),
+    )
+    .map_err(|e| format!("{e:#}"))?;
+    Ok(Some(Arc::new(log)))
 }
 
 /// The drain: operations in flight finish (until `deadline`) and count in the last interval,
@@ -327,7 +389,14 @@ async fn drain(workers: &mut JoinSet<()>, deadline: Instant) {
 
 /// Due operations no worker took before the end (the client could not keep up, or a stop
 /// came): recorded as never sent, given up at the end of the measured span.
-fn record_unsent<W: Workload>(workload: &W, recorder: &Recorder, due: &Due, counters: &Counters, span_end: Instant) {
+fn record_unsent<W: Workload>(
+    workload: &W,
+    recorder: &Recorder,
+    ops: Option<&OpsLog>,
+    due: &Due,
+    counters: &Counters,
+    span_end: Instant,
+) {
     let schedule = &due.schedule;
     if !schedule.is_open() {
         return;
@@ -338,17 +407,18 @@ fn record_unsent<W: Workload>(workload: &W, recorder: &Recorder, due: &Due, coun
     let taken = counters.next.load(Ordering::Relaxed);
     for i in taken..due_count {
         let intended = schedule.intended(i).expect("a schedule");
-        recorder.record(
-            0,
-            &Completion {
-                op: workload.op_of(i),
-                intended,
-                sent: None,
-                done: span_end,
-                result: Err(ErrorKind::NotSent),
-                measured: due.measured(counters, i, intended),
-            },
-        );
+        let c = Completion {
+            op: workload.op_of(i),
+            intended,
+            sent: None,
+            done: span_end,
+            result: Err(ErrorKind::NotSent),
+            measured: due.measured(counters, i, intended),
+        };
+        recorder.record(0, &c);
+        if let Some(log) = ops {
+            log.record(0, &c, workload.facts(i));
+        }
     }
 }
 
@@ -424,6 +494,7 @@ mod tests {
             give_up_after: Duration::from_secs(2),
             drain_timeout: Duration::from_secs(2),
             shards: 4,
+            ops_file: None,
         }
     }
 

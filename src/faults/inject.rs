@@ -417,3 +417,28 @@ async fn sleep_until(t: SystemTime) {
         tokio::time::sleep(wait).await;
     }
 }
+
+/// Undoes a schedule's faults when a step ends: awaited (`now`) on the way out, or on drop when
+/// the step ends by an error.
+pub struct UndoFaults(Option<Arc<Injector>>);
+
+impl UndoFaults {
+    pub fn of(injector: Arc<Injector>) -> UndoFaults {
+        UndoFaults(Some(injector))
+    }
+
+    pub async fn now(mut self) -> anyhow::Result<()> {
+        if let Some(i) = self.0.take() {
+            tokio::task::spawn_blocking(move || i.undo()).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for UndoFaults {
+    fn drop(&mut self) {
+        if let Some(i) = self.0.take() {
+            i.undo();
+        }
+    }
+}

@@ -11,5 +11,5 @@ pub mod proxy;
 pub mod spec;
 
 pub use impact::{FaultRecord, Tally, mixed_versions};
-pub use inject::Injector;
+pub use inject::{Injector, UndoFaults};
 pub use spec::FaultSpec;

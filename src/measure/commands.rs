@@ -70,6 +70,8 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         }
     };
     pin_client(common)?;
+    let out = common.out_dir(&choice.name())?;
+    let ops_file = ops_target(args.ops_parquet.as_ref(), &out, common.workload.loader)?;
     let (hosts, local_nodes) = targets(home, &common.conn.hosts, &common.node)?;
     let window = if ops.is_some() { None } else { duration };
     let faults = fault_schedule(home, common, &local_nodes, window, "--duration")?;
@@ -80,10 +82,11 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         engine: EngineConfig {
             shape: rate.shape.clone(),
             concurrency: in_flight.unwrap_or(common.load.concurrency as usize),
+            ops_file,
             ..common.load().engine(rate.per_s, duration, ops, warmup)
         },
         threads: common.load.threads,
-        out: common.out_dir(&choice.name())?,
+        out,
         loader: common.workload.loader,
         show: Show {
             progress: !common.quiet,
@@ -126,6 +129,46 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     }
     Ok((result, out))
 }
+
+/// Where `--ops-parquet` writes (alone: the results directory's operations.parquet), refused
+/// before anything runs when its directory is missing.
+fn ops_target(
+    asked: Option<&Option<PathBuf>>,
+    out: &std::path::Path,
+    loader: crate::engine::LoaderSlice,
+) -> Result<Option<crate::metrics::ops::OpsTarget>> {
+    let target = |path: PathBuf| crate::metrics::ops::OpsTarget {
+        path,
+        loader: loader.index() as u32 + 1,
+    };
+    let path = match asked {
+        None => return Ok(None),
+        Some(None) => return Ok(Some(target(std::path::absolute(out.join(OPS_FILE))?))),
+        Some(Some(path)) => path,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "--ops-parquet {}: the directory {} does not exist: create it, or give a file in one that does",
+            path.display(),
+            dir.display()
+        );
+    }
+    if path.is_dir() {
+        bail!(
+            "--ops-parquet {} is a directory: give a file name, like {}/ops.parquet",
+            path.display(),
+            path.display()
+        );
+    }
+    Ok(Some(target(std::path::absolute(path)?)))
+}
+
+/// The operations file's name in a results directory.
+pub const OPS_FILE: &str = "operations.parquet";
 
 /// Pins caplab (this process, and the threads it starts from now on) to `--client-cpus`.
 pub fn pin_client(common: &crate::measure::options::DriveOptions) -> Result<()> {

@@ -41,6 +41,7 @@ impl Load {
             } else {
                 4 * self.threads as usize
             },
+            ops_file: None,
         }
     }
 }

@@ -11,6 +11,7 @@
 //! `readback` then reads back (`--validate`). The command line only builds the settings and
 //! prints what comes back; an experiment runs the same pieces once per variant.
 
+pub mod about;
 pub mod agree;
 pub mod commands;
 pub mod load;

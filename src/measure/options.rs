@@ -429,6 +429,11 @@ pub struct RunOptions {
     /// next whole second.
     #[arg(long, value_name = "TIME", value_parser = crate::engine::StartAt::parse)]
     pub start_at: Option<crate::engine::StartAt>,
+    /// Also write every operation, warm-up included, as a Parquet row (alone: the results
+    /// directory's operations.parquet): intended and actual start, end, response and service
+    /// time, operation, statement, partition or token, error, loader (docs/run.md).
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub ops_parquet: Option<Option<PathBuf>>,
     #[command(flatten)]
     pub common: DriveOptions,
 }

@@ -7,8 +7,9 @@ use scylla::client::session::Session;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::about::About;
 use super::options::{Rate, RunOptions};
-use super::result::{About, RunResult, WorkloadRecord};
+use super::result::{RunResult, WorkloadRecord};
 use super::step::Step;
 use super::target::Site;
 use super::workload_options::WorkloadOptions;
@@ -141,7 +142,7 @@ pub async fn prepare(
         },
         schema: described,
         schema_requested: Vec::new(),
-        statements: workload.statements(),
+        statements: crate::engine::Workload::statements(workload.as_ref()),
         tables: workload.op_tables(),
         tables_made: None,
     };

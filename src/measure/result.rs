@@ -181,6 +181,9 @@ pub struct Environment {
 pub struct Files {
     pub hdr_log: String,
     pub csv: String,
+    /// Every operation as a row (`--ops-parquet`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operations: Option<crate::metrics::ops::OpsFile>,
 }
 
 /// result.json.
@@ -472,29 +475,5 @@ impl RunResult {
             );
         }
         Ok(r)
-    }
-}
-
-/// What results say about the workload.
-#[derive(Clone)]
-pub struct About {
-    pub name: String,
-    pub record: WorkloadRecord,
-    /// The schema as the server has it after setup (as asked, where it cannot say).
-    pub schema: Vec<String>,
-    /// The schema statements caplab ran.
-    pub schema_requested: Vec<String>,
-    pub statements: Vec<String>,
-    /// Table of each operation type, for the CSV.
-    pub tables: Vec<String>,
-    /// What making a workload's many tables took (`--tables`).
-    pub tables_made: Option<TablesMade>,
-}
-
-impl About {
-    /// Whether the workload's tables compact (E1's only with --compaction; a profile's keep
-    /// the server's compaction on): the run then reads the compaction figures.
-    pub fn compacts(&self) -> bool {
-        !matches!(&self.record, WorkloadRecord::E1(o) if !o.compaction)
     }
 }

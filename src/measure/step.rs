@@ -11,17 +11,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::about::About;
 use super::agree::{self, Agreement};
 use super::render;
-use super::result::{
-    About, CapacityStep, EngineRecord, Files, RESULT_FILE, RunConfig, RunResult, RunStatus, WarmupRecord,
-};
+use super::result::{CapacityStep, EngineRecord, Files, RESULT_FILE, RunConfig, RunResult, RunStatus, WarmupRecord};
 use super::sinks::{Outputs, Show};
 use super::target::Site;
 use crate::cluster::nodetool::JmxTarget;
 use crate::console::say;
 use crate::engine::{self, Anchor, EngineConfig, LoaderSlice, RunEnd, Sliced, Span, StartAt, Stop, Warmup, Workload};
-use crate::faults::{Injector, impact};
+use crate::faults::{Injector, UndoFaults, impact};
 use crate::metrics::{csv::CsvLog, hdrlog::HdrLog, summary::Summary};
 use crate::server_profile::{Profiler, Slice};
 use crate::sla::{Judge, Sla, SlaVerdict};
@@ -218,6 +217,7 @@ impl Step {
         result.sla = verdict;
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
+        result.files.operations = end.ops_file.clone();
         (result.shape_parts, result.knee) = phases::of_run(ecfg, end.measured, &out.join(HDR_LOG), self.knee, &seconds);
         result.retries = site.retries.load(std::sync::atomic::Ordering::Relaxed) - retries_before;
         result.keep_histograms(&names, end.totals);
@@ -254,7 +254,7 @@ impl Step {
         let (tx, rx) = tokio::sync::watch::channel(known);
         sink.window_started = Some(tx);
         injector.start(rx);
-        Some(UndoFaults(Some(injector)))
+        Some(UndoFaults::of(injector))
     }
 
     /// Each fault's record, judged on the measured seconds, and the window's availability.
@@ -411,6 +411,7 @@ impl Step {
             files: Files {
                 hdr_log: HDR_LOG.into(),
                 csv: CSV.into(),
+                operations: None,
             },
             end_reason: None,
             interrupted_by: None,
@@ -457,27 +458,6 @@ fn steady_state(
             .push_str("; warm-up did not settle within its maximum (--warmup-max)");
     }
     Some(verdict)
-}
-
-/// Undoes a step's faults when the step ends: awaited (`now`) on the way out, or on drop when
-/// the step ends by an error.
-struct UndoFaults(Option<Arc<Injector>>);
-
-impl UndoFaults {
-    async fn now(mut self) -> Result<()> {
-        if let Some(i) = self.0.take() {
-            tokio::task::spawn_blocking(move || i.undo()).await?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for UndoFaults {
-    fn drop(&mut self) {
-        if let Some(i) = self.0.take() {
-            i.undo();
-        }
-    }
 }
 
 /// The measured window's slices that failed the service level, for flame graphs of their own.

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::Step;
-use super::result::{About, RunResult, WorkloadRecord};
+use super::about::About;
+use super::result::{RunResult, WorkloadRecord};
 use super::sinks::Incomplete;
 use super::target::Site;
 use crate::console::say;

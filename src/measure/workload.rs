@@ -5,7 +5,8 @@
 use anyhow::{Context, Result, bail};
 use std::sync::Arc;
 
-use super::result::{About, RunResult, WorkloadRecord};
+use super::about::About;
+use super::result::{RunResult, WorkloadRecord};
 use super::step::Step;
 use super::target::{Site, Target};
 use crate::console::{group, say};

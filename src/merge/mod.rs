@@ -11,6 +11,9 @@
 //! different workloads or schemas, whose intervals do not share a grid, or that ran the same
 //! slice, are refused before anything is written.
 //!
+//! The loaders' operations files (`--ops-parquet`) are kept side by side as one Parquet dataset
+//! (`operations.rs`).
+//!
 //! Not merged: the service-level verdict (judge the merged run with `compare`, or read each
 //! loader's) and server profiles. The server's facts are the first loader's (every loader
 //! watched the same cluster).
@@ -24,6 +27,7 @@ use crate::measure::result::RunResult;
 mod loader;
 mod logs;
 mod merged;
+mod operations;
 mod refusals;
 
 use loader::Loader;
@@ -57,6 +61,7 @@ pub fn merge(
     let entries = loaders.iter().map(|l| l.entries()).collect::<Result<Vec<_>>>()?;
     let mut merged = merged_result(&loaders, dirs, base_ms)?;
     merged.labels.extend(labels.clone());
+    merged.files.operations = operations::gather(&loaders, out)?;
     let span = measured_span(&loaders, base_ms);
     let seconds = write_logs(&loaders, &entries, out, base_ms, span)?;
     let reported: Vec<(String, &BTreeSet<i64>)> = loaders.iter().map(|l| (l.slice.to_string(), &l.seconds)).collect();

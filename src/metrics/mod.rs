@@ -1,9 +1,10 @@
 //! Recording latency: histograms recorded by the engine's workers without contention,
 //! merged once per interval, and written as an HdrHistogram interval log, a per-second CSV
-//! and the run summary.
+//! and the run summary; every operation as Parquet when asked (ops/).
 
 pub mod csv;
 pub mod hdrlog;
+pub mod ops;
 pub mod recorder;
 pub mod summary;
 

@@ -184,6 +184,13 @@ pub struct Completion {
     pub measured: bool,
 }
 
+/// Where an operation's response time starts: its intended start, or its send when the engine
+/// sent it a little early (it rounds sends to its timer's ticks), so a response is never
+/// shorter than its service time.
+pub fn response_from(c: &Completion) -> Instant {
+    c.sent.map_or(c.intended, |sent| c.intended.min(sent))
+}
+
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -229,10 +236,7 @@ impl Recorder {
             }
             return;
         }
-        // From the intended start, or from the send when the engine sent it a little early
-        // (it rounds sends to its timer's ticks): never shorter than the service time.
-        let from = c.sent.map_or(c.intended, |sent| c.intended.min(sent));
-        let response = ns(c.done.saturating_duration_since(from));
+        let response = ns(c.done.saturating_duration_since(response_from(c)));
         if let Some(sent) = c.sent {
             let lag = ns(sent.saturating_duration_since(c.intended));
             if lag > LATE_NS {

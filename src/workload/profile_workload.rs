@@ -386,6 +386,23 @@ impl Workload for ProfileWorkload {
         let (p, r) = self.address(i, self.ops[op].per_partition as u64);
         self.execute_at(w, op, p, r).await
     }
+
+    fn statements(&self) -> Vec<String> {
+        self.ops
+            .iter()
+            .map(|o| o.statement.get_statement().to_string())
+            .collect()
+    }
+
+    fn facts(&self, i: u64) -> crate::engine::OpFacts {
+        let op = self.choose(i);
+        crate::engine::OpFacts {
+            index: i,
+            partition: Some(self.address(i, self.ops[op].per_partition as u64).0),
+            token: None,
+            statement: Some(op as u32),
+        }
+    }
 }
 
 /// Whether a conditional write's result says it was applied (its first column, `[applied]`);

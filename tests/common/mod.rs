@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub mod duckdb;
 pub mod prometheus;
 mod shared;
 pub mod upgrade;

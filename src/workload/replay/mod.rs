@@ -124,6 +124,8 @@ pub struct Replay {
     pub options: ReplayOptions,
     /// What the reads returned, with `--results`.
     pub reads: Option<reads::Reads>,
+    /// Each entry's partition key token (a batch's first statement's), for the operations file.
+    tokens: Vec<Option<i64>>,
 }
 
 /// Per worker: its own copies of the statements and batches, whose options each entry sets.
@@ -184,6 +186,22 @@ impl Replay {
             })
             .collect();
         let (names, op_statements, query_op, batch_op) = operations(&trace, &texts);
+        let tokens = trace
+            .entries
+            .iter()
+            .map(|e| {
+                let first = match e.sent {
+                    Sent::Query(t) => t,
+                    Sent::Batch(b) => trace.batches[b].statements[0],
+                };
+                let row = Row(e.rows.first()?);
+                statements[first]
+                    .calculate_token(&row)
+                    .ok()
+                    .flatten()
+                    .map(|t| t.value())
+            })
+            .collect();
         Ok(Replay {
             session,
             trace,
@@ -196,6 +214,7 @@ impl Replay {
             op_statements,
             reads: options.results.then(reads::Reads::default),
             options,
+            tokens,
         })
     }
 
@@ -216,11 +235,6 @@ impl Replay {
     /// The keyspaces replayed into.
     pub fn keyspaces(&self) -> Vec<String> {
         trace::keyspaces(&self.texts)
-    }
-
-    /// The statements as replayed (after `--keyspace`), each once.
-    pub fn statements(&self) -> Vec<String> {
-        self.texts.iter().map(|t| t.cql.clone()).collect()
     }
 }
 
@@ -367,6 +381,25 @@ impl Workload for Replay {
         match self.entry(i).sent {
             Sent::Query(t) => self.query_op[t],
             Sent::Batch(b) => self.batch_op[b],
+        }
+    }
+
+    /// The statements as replayed (after `--keyspace`), each once.
+    fn statements(&self) -> Vec<String> {
+        self.texts.iter().map(|t| t.cql.clone()).collect()
+    }
+
+    fn facts(&self, i: u64) -> crate::engine::OpFacts {
+        let at = (i % self.trace.entries.len() as u64) as usize;
+        let statement = match self.trace.entries[at].sent {
+            Sent::Query(t) => t,
+            Sent::Batch(b) => self.trace.batches[b].statements[0],
+        };
+        crate::engine::OpFacts {
+            index: i,
+            partition: None,
+            token: self.tokens[at],
+            statement: Some(statement as u32),
         }
     }
 
