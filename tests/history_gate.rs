@@ -252,7 +252,10 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
 /// reruns both commands paired by round (the runs after had the fault) and, the rounds judged by
 /// their median, confirms it from the third round on. The check's false negatives are the
 /// simulated ones (a ×2 p99 among paused runs missed by its 3rd run in about 15 % of series at
-/// 15 % spread; these runs, alone on the machine, spread less): how often this may fail.
+/// 15 % spread; these runs, alone on the machine, spread less): how often this may fail. A false
+/// change among the clean runs (an improvement, at the check's level: at most 5 % of looks,
+/// crates/stats' `a_check_among_gc_paused_runs_fails_falsely_at_its_stated_level`) is left to
+/// that proof, not counted here.
 #[test]
 fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
     let _jvm = jvm_lock();
@@ -294,19 +297,21 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
     };
     let json = check(&["--json"]);
     let doc: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    // The sure regressions: a sure change elsewhere among the clean runs is a false change, at
+    // the check's own level (crates/stats' simulations), not what this test is about.
     let found: Vec<&serde_json::Value> = doc["changes"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["weak"] == false)
+        .filter(|c| c["weak"] == false && c["kind"] == "regression")
         .collect();
-    assert_eq!(found.len(), 1, "one sure change, after {p99s:?} and {paused}: {doc:#}");
-    let c = &found[0];
     assert_eq!(
-        (&c["kind"], &c["runs_since"]),
-        (&"regression".into(), &2.into()),
-        "{c:#}"
+        found.len(),
+        1,
+        "one sure regression, after {p99s:?} and {paused}: {doc:#}"
     );
+    let c = &found[0];
+    assert_eq!(c["runs_since"], 2, "{c:#}");
     assert!(
         c["before"].as_f64().unwrap() < 1.5 * median && c["before_aside"].as_u64() >= Some(1),
         "the paused run ({paused} ms) is not part of the level before ({median} ms its median): {c:#}"

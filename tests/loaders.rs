@@ -450,7 +450,7 @@ fn intervals(log: &Path) -> usize {
 /// dataset whose counts are the merged result.json's and whose exact percentiles are the ones
 /// its histograms give, within their precision (0.1 %).
 #[test]
-fn every_operation_is_a_parquet_row_and_loaders_make_one_dataset() {
+fn two_loaders_operations_files_read_as_one_dataset_with_the_merged_figures() {
     let _jvm = jvm_lock();
     let lab = lab();
     let base = PathBuf::from(lab.fresh("parquet"));
