@@ -144,6 +144,7 @@ fn scheduling_and_recording_allocate_nothing() {
                     done: sent + Duration::from_micros(200 + i % 50_000),
                     result,
                     measured: i >= 100,
+                    waited: i % 3 == 0,
                 },
             );
         }
@@ -203,6 +204,7 @@ fn keeping_every_operation_allocates_nothing_once_its_buffers_have_grown() {
                     done: intended + Duration::from_micros(300 + i % 5_000),
                     result: Ok((1, 1)),
                     measured: true,
+                    waited: false,
                 },
                 OpFacts {
                     index: i,

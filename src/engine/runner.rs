@@ -77,6 +77,7 @@ async fn worker<W: Workload>(
                 done: at,
                 result: Err(ErrorKind::NotSent),
                 measured,
+                waited: false,
             },
         );
     };
@@ -106,9 +107,13 @@ async fn worker<W: Workload>(
             // Past the end of the schedule: not due.
             break;
         }
+        // Whether this worker was free before the operation fell due: if so, any lateness of its
+        // send is the client's own (`OpStats::client_late`).
+        let mut waited = false;
         if schedule.is_open() {
             let wake = intended.checked_sub(TIMER_TICK).unwrap_or(intended);
             let now = clock::now();
+            waited = now < intended;
             if wake > now {
                 if wake - now > STOPPABLE_SLEEP {
                     tokio::select! {
@@ -155,6 +160,7 @@ async fn worker<W: Workload>(
                 done: clock::now(),
                 result: outcome.result,
                 measured,
+                waited,
             },
         );
     }
@@ -414,6 +420,7 @@ fn record_unsent<W: Workload>(
             done: span_end,
             result: Err(ErrorKind::NotSent),
             measured: due.measured(counters, i, intended),
+            waited: false,
         };
         recorder.record(0, &c);
         if let Some(log) = ops {
@@ -547,9 +554,42 @@ mod tests {
         let slow_service = t.ok - t.service.count_between(0, 10_000_000);
         assert!(slow_service <= 8, "{slow_service} operations had a slow service time");
         assert!(t.late >= 900, "late starts are counted: {}", t.late);
+        // Late behind operations the server held: not the client's own lateness.
+        assert_eq!((t.client_late, t.max_client_lag_ns), (0, 0));
         // One interval per second, in order, none warm-up.
         assert!(sink.0.len() >= 4 && sink.0.iter().all(|i| !i.warmup));
         assert!(sink.0.windows(2).all(|p| p[1].start == p[0].start + p[0].length));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_stops_is_late_by_its_own_doing_with_workers_free() {
+        // 1,000 op/s, 64 in flight and 1 ms each, so workers are free: the client stops for
+        // 50 ms at operation 1,500. The ~50 operations due meanwhile go out when it resumes,
+        // the first ~40 more than 10 ms late, by the client itself.
+        let w = Arc::new(crate::engine::testing::ClientPause {
+            at: 1_500,
+            pause: Duration::from_millis(50),
+            service: Duration::from_millis(1),
+        });
+        let (end, _) = run(
+            w,
+            &cfg(1000.0, 64, 3),
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
+        let t = &end.totals[0];
+        assert!(
+            (38..=41).contains(&t.client_late),
+            "{} client-late of {} late",
+            t.client_late,
+            t.late
+        );
+        assert_eq!(t.client_late, t.late, "every late operation had a free worker");
+        let max_ms = t.max_client_lag_ns as f64 / 1e6;
+        // The first operation due after the stop began was due a millisecond or two into it.
+        assert!((47.0..=50.0).contains(&max_ms), "{max_ms} ms");
     }
 
     #[tokio::test(start_paused = true)]

@@ -111,3 +111,33 @@ impl Workload for Clocked {
         }
     }
 }
+
+/// A client that stops: operations take `service`, except that operation `at` holds the whole
+/// runtime for `pause` (paused time jumps by it at once, as if the client's threads had not run),
+/// so the operations due meanwhile go out late although workers were free.
+pub struct ClientPause {
+    pub at: u64,
+    pub pause: Duration,
+    pub service: Duration,
+}
+
+impl Workload for ClientPause {
+    type Worker = ();
+    fn op_names(&self) -> Vec<String> {
+        vec!["op".into()]
+    }
+    fn worker(&self, _: usize) {}
+    fn op_of(&self, _: u64) -> usize {
+        0
+    }
+    async fn execute(&self, _: &mut (), i: u64) -> Outcome {
+        if i == self.at {
+            tokio::time::advance(self.pause).await;
+        }
+        sleep_until((clock::now() + self.service).into()).await;
+        Outcome {
+            op: 0,
+            result: Ok((1, 1)),
+        }
+    }
+}

@@ -162,6 +162,8 @@ fn merged_summary(results: &[&RunResult], histograms: &BTreeMap<String, Encoded>
             error_total: sum(|p| p.error_total),
             late_ops: sum(|p| p.late_ops),
             max_lag_ms: parts.iter().map(|p| p.max_lag_ms).fold(0.0, f64::max),
+            client_late_ops: sum(|p| p.client_late_ops),
+            max_client_lag_ms: parts.iter().map(|p| p.max_client_lag_ms).fold(0.0, f64::max),
         }
     };
     Summary {

@@ -100,6 +100,12 @@ pub struct OpStats {
     pub late: u64,
     /// Largest start delay behind schedule, ns.
     pub max_lag_ns: u64,
+    /// Operations a free worker held before their intended start yet sent more than `LATE_NS`
+    /// after it: late because of the client itself (a starved or busy runtime), not because
+    /// every worker waited on the server.
+    pub client_late: u64,
+    /// Largest start delay of such operations (a free worker's), ns.
+    pub max_client_lag_ns: u64,
     /// Operations completed during warm-up (not in the histograms above).
     pub warmup_ops: u64,
     /// Service times of warm-up operations: what an automatic warm-up watches at a fixed rate.
@@ -119,6 +125,8 @@ impl Default for OpStats {
             errors: [0; ErrorKind::ALL.len()],
             late: 0,
             max_lag_ns: 0,
+            client_late: 0,
+            max_client_lag_ns: 0,
             warmup_ops: 0,
             warmup_service: warmup_histogram(),
         }
@@ -148,6 +156,8 @@ impl OpStats {
         }
         self.late += o.late;
         self.max_lag_ns = self.max_lag_ns.max(o.max_lag_ns);
+        self.client_late += o.client_late;
+        self.max_client_lag_ns = self.max_client_lag_ns.max(o.max_client_lag_ns);
         self.warmup_ops += o.warmup_ops;
         self.warmup_service.add(&o.warmup_service).expect("same bounds");
     }
@@ -164,6 +174,8 @@ impl OpStats {
         self.errors = [0; ErrorKind::ALL.len()];
         self.late = 0;
         self.max_lag_ns = 0;
+        self.client_late = 0;
+        self.max_client_lag_ns = 0;
         self.warmup_ops = 0;
         self.warmup_service.reset();
     }
@@ -182,6 +194,9 @@ pub struct Completion {
     pub result: Result<(u64, u64), ErrorKind>,
     /// False for warm-up operations.
     pub measured: bool,
+    /// A worker held it, free, before its intended start: any lateness of its send is the
+    /// client's own.
+    pub waited: bool,
 }
 
 /// Where an operation's response time starts: its intended start, or its send when the engine
@@ -243,6 +258,10 @@ impl Recorder {
                 s.late += 1;
             }
             s.max_lag_ns = s.max_lag_ns.max(lag);
+            if c.waited {
+                s.client_late += u64::from(lag > LATE_NS);
+                s.max_client_lag_ns = s.max_client_lag_ns.max(lag);
+            }
             s.service.saturating_record(ns(c.done.saturating_duration_since(sent)));
         }
         s.response.saturating_record(response);
@@ -309,7 +328,24 @@ mod tests {
             done: at(done_ms),
             result,
             measured: true,
+            waited: false,
         }
+    }
+
+    #[test]
+    fn an_operation_a_free_worker_sent_late_is_the_clients_lateness() {
+        let r = Recorder::new(1, 1);
+        // Waited for by a free worker, then sent 30 ms late; one 5 ms late; one 40 ms late
+        // because no worker was free (the server's doing).
+        let waited = |c: Completion| Completion { waited: true, ..c };
+        r.record(0, &waited(completion(0, 0, 30, 31, Ok((1, 1)))));
+        r.record(0, &waited(completion(0, 100, 105, 106, Ok((1, 1)))));
+        r.record(0, &completion(0, 200, 240, 241, Ok((1, 1))));
+        let mut out = op_stats(1);
+        r.drain_into(&mut out);
+        let o = &out[0];
+        assert_eq!((o.late, o.client_late), (2, 1));
+        assert_eq!((o.max_lag_ns, o.max_client_lag_ns), (40_000_000, 30_000_000));
     }
 
     #[test]
@@ -385,6 +421,7 @@ mod tests {
                 done: t0 + Duration::from_millis(700),
                 result: Err(ErrorKind::NotSent),
                 measured: true,
+                waited: false,
             },
         );
         let mut out = op_stats(1);

@@ -75,6 +75,12 @@ pub struct OpSummary {
     pub error_total: u64,
     pub late_ops: u64,
     pub max_lag_ms: f64,
+    /// Of `late_ops`, those a free worker held before their intended start: late because of the
+    /// client itself, not the server (absent from results written before it was counted).
+    #[serde(default)]
+    pub client_late_ops: u64,
+    #[serde(default)]
+    pub max_client_lag_ms: f64,
 }
 
 impl OpSummary {
@@ -100,6 +106,8 @@ impl OpSummary {
             error_total: s.error_count(),
             late_ops: s.late,
             max_lag_ms: s.max_lag_ns as f64 / 1e6,
+            client_late_ops: s.client_late,
+            max_client_lag_ms: s.max_client_lag_ns as f64 / 1e6,
         }
     }
 }
@@ -220,6 +228,9 @@ impl Summary {
                 group(not_sent as f64)
             );
         }
+        if let Some(said) = client_lateness(t) {
+            let _ = writeln!(o, "Client's own lateness         : {said}");
+        }
         if self.abandoned > 0 {
             let _ = writeln!(
                 o,
@@ -256,6 +267,31 @@ impl Summary {
     }
 }
 
+/// What the client's own lateness (`OpSummary::client_late_ops`) says of a run on a schedule:
+/// the share of operations a free worker sent more than 10 ms late, and which percentiles that
+/// share reaches (1 % reaches the p99, 0.1 % the p99.9). None flat out, where nothing is due.
+pub fn client_lateness(t: &OpSummary) -> Option<String> {
+    if t.max_client_lag_ms <= 0.0 || t.due == 0 {
+        return None;
+    }
+    let share = t.client_late_ops as f64 / t.due as f64;
+    let reach = if share >= 0.01 {
+        "p99 and above include the client's own delay: give caplab more CPU (--threads, --client-cpus) or more loaders"
+    } else if share >= 0.001 {
+        "p99.9 and above include the client's own delay"
+    } else if t.client_late_ops > 0 {
+        "too few to reach the p99.9"
+    } else {
+        "it kept its schedule"
+    };
+    Some(format!(
+        "{} ops ({:.2} %) sent >10 ms late by a free worker (max {:.1} ms): {reach}",
+        group(t.client_late_ops as f64),
+        100.0 * share,
+        t.max_client_lag_ms
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,5 +323,29 @@ mod tests {
             "labels line up: {text}"
         );
         assert!(text.contains("Total operation time          : 00:00:10.000"), "{text}");
+    }
+
+    #[test]
+    fn the_clients_own_lateness_names_the_percentiles_it_reaches() {
+        let mut s = OpStats {
+            ok: 10_000,
+            max_client_lag_ns: 12_000_000,
+            ..OpStats::default()
+        };
+        let said = |late: u64, s: &mut OpStats| {
+            s.client_late = late;
+            client_lateness(&OpSummary::of("t", s, 10.0)).unwrap()
+        };
+        assert!(said(0, &mut s).ends_with("it kept its schedule"), "{}", said(0, &mut s));
+        assert!(said(9, &mut s).ends_with("too few to reach the p99.9"));
+        assert!(said(10, &mut s).contains("p99.9 and above include"));
+        let many = said(100, &mut s);
+        assert!(
+            many.contains("(1.00 %)") && many.contains("p99 and above include") && many.contains("max 12.0 ms"),
+            "{many}"
+        );
+        // Flat out nothing is due at a time, and nothing is said.
+        s.max_client_lag_ns = 0;
+        assert_eq!(client_lateness(&OpSummary::of("t", &s, 10.0)), None);
     }
 }

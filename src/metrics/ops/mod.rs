@@ -251,6 +251,7 @@ mod tests {
             done: at(end),
             result,
             measured,
+            waited: false,
         };
         let facts = |index, token| OpFacts {
             index,
