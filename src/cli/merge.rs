@@ -30,6 +30,7 @@ pub fn run(home: &crate::cluster::Home, args: MergeArgs) -> Result<u8> {
     let result = crate::merge::merge(&args.dirs, &args.out, args.force, &labels)?;
     println!("{}", result.render());
     println!("Results: {}", args.out.display());
+    super::say_operations(&result);
     super::page_of(&args.out);
     crate::history::record_finished(
         args.history.location(&home.data).as_ref(),

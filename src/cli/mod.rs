@@ -109,6 +109,19 @@ impl Cli {
     }
 }
 
+/// Where a run's or a merge's operations went (`--ops-parquet`), when it kept them.
+pub fn say_operations(result: &crate::measure::RunResult) {
+    if let Some(o) = &result.files.operations {
+        println!(
+            "Operations: {} rows in {} ({:.1} MB, {} row groups)",
+            o.rows,
+            o.path,
+            o.bytes as f64 / 1e6,
+            o.row_groups
+        );
+    }
+}
+
 /// The page of results a command just wrote: its path, or why there is none (the results
 /// themselves are already on disk, so this never fails the command).
 pub fn page_of(dir: &Path) {

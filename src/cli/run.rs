@@ -28,15 +28,7 @@ pub fn run(home: &Home, cmd: RunCommand) -> Result<u8> {
     let (result, out) = commands::run(home, &args, &stop)?;
     println!("{}", result.render());
     println!("Results: {}", out.display());
-    if let Some(o) = &result.files.operations {
-        println!(
-            "Operations: {} rows in {} ({:.1} MB, {} row groups)",
-            o.rows,
-            o.path,
-            o.bytes as f64 / 1e6,
-            o.row_groups
-        );
-    }
+    super::say_operations(&result);
     super::page_of(&out);
     crate::history::record_finished(history.as_ref(), &out, &Default::default());
     if let (RunStatus::Failed, Some(m)) = (result.status, &result.end_reason) {
