@@ -126,28 +126,42 @@ fn trace_seconds(trace: &str, speed: f64) -> Vec<u64> {
     seconds
 }
 
-/// A replay's operations completed in each second of its window, and the slowest of them (ms),
-/// from latency.csv (one row per second and operation type).
-fn replay_seconds(out: &Path) -> Vec<(u64, f64)> {
-    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
-    let mut by: BTreeMap<String, (u64, f64)> = BTreeMap::new();
-    for line in csv.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        let e = by.entry(f[0].to_string()).or_default();
-        e.0 += f[4].parse::<u64>().unwrap();
-        e.1 = e.1.max(f[9].parse::<f64>().unwrap());
-    }
-    by.into_values().collect()
+/// Operations counted by the second, each second with the latest start (ms after intended) among
+/// them.
+type Seconds = Vec<(u64, f64)>;
+
+/// A replay's operations by the second (from its first intended start) they were due in, and by
+/// the second they were sent in.
+fn replay_seconds(out: &Path) -> (Seconds, Seconds) {
+    let table = format!("read_parquet('{}')", out.join("operations.parquet").display());
+    let by = |at: &str| {
+        let rows = common::duckdb::query(&format!(
+            "with t as (select epoch_ns(intended) as i, epoch_ns(started) as s from {table} where measured), \
+             o as (select min(i) as o from t) \
+             select (({at}) - o) // 1000000000 as second, count(*) as n, max(s - i) / 1e6 as late_ms \
+             from t, o where ({at}) is not null group by second order by second"
+        ));
+        let mut seconds = vec![(0, 0.0); rows.last().map_or(0, |r| r["second"].as_u64().unwrap() + 1) as usize];
+        for r in rows {
+            seconds[r["second"].as_u64().unwrap() as usize] =
+                (r["n"].as_u64().unwrap(), r["late_ms"].as_f64().unwrap());
+        }
+        seconds
+    };
+    (by("i"), by("s"))
 }
 
 /// The application's traffic, replayed at its own speed into a keyspace of its own (its schema
 /// copied there): every operation sent once, each type as many times as the application sent it,
-/// every second's rate as the application's within 2 %, and the tables read back equal, row for
-/// row, to what the application wrote.
+/// every second's operations due as the application's and sent within that second, and the tables
+/// read back equal, row for row, to what the application wrote.
 ///
-/// A second's count can differ beyond 2 % only by operations a stall moved across its boundary
-/// (counts are by completion): the allowance adds the operations due in the second's slowest
-/// response time. The values are the driver's own timestamps, so they do not depend on order.
+/// Seconds are counted from the operations file: by intended start (the schedule, which must be
+/// the trace's to the operation, bar one moved across a boundary by rounding) and by actual start
+/// (the sending, which can differ only by operations the second's latest start moved across its
+/// boundary). Counting completions instead would mix in the node's stalls and the application's
+/// own bursts that straddle a boundary. The values are the driver's own timestamps, so they do
+/// not depend on order.
 #[test]
 fn a_replay_at_its_own_speed_sends_the_applications_rate_mix_and_values() {
     let _jvm = jvm_lock();
@@ -157,14 +171,27 @@ fn a_replay_at_its_own_speed_sends_the_applications_rate_mix_and_values() {
     assert_eq!(mix(&doc), app, "the statement mix");
 
     let asked = trace_seconds(&captured.trace, 1.0);
-    let done = replay_seconds(&out);
-    assert!(asked.len() >= 20 && done.len() >= asked.len() - 1, "{asked:?} {done:?}");
-    // The last second of the trace is partial: whole seconds only.
-    for (s, (want, (got, slowest_ms))) in asked.iter().zip(&done).enumerate().take(asked.len() - 1) {
-        let allowed = 0.02 * *want as f64 + *want as f64 * slowest_ms / 1000.0 + 1.0;
+    let (due, sent) = replay_seconds(&out);
+    assert!(asked.len() >= 20, "{asked:?}");
+    assert_eq!(
+        due.iter().map(|s| s.0).sum::<u64>(),
+        asked.iter().sum::<u64>(),
+        "{asked:?} {due:?}"
+    );
+    for (s, want) in asked.iter().enumerate() {
+        let (got, _) = due.get(s).copied().unwrap_or_default();
         assert!(
-            (*got as f64 - *want as f64).abs() <= allowed,
-            "second {s}: {got} done, {want} in the trace (allowed {allowed:.1}): {done:?}"
+            got.abs_diff(*want) <= 1,
+            "second {s}: {got} due, {want} in the trace: {due:?}"
+        );
+    }
+    // The last second of the trace is partial: whole seconds only.
+    for (s, (want, _)) in due.iter().enumerate().take(due.len() - 1) {
+        let (got, latest_ms) = sent.get(s).copied().unwrap_or_default();
+        let allowed = *want as f64 * latest_ms / 1000.0 + 1.0;
+        assert!(
+            (got as f64 - *want as f64).abs() <= allowed,
+            "second {s}: {got} sent, {want} due (allowed {allowed:.1}): {sent:?}"
         );
     }
     let (theirs, ours) = (rows(lab, "shop"), rows(lab, "shop_1x"));
