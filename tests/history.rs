@@ -234,7 +234,7 @@ fn importing_again_adds_nothing() {
     let lab = lab();
     let again = stdout(&ok(lab.caplab(&["history", "import", &lab.dir("base/run-a")])));
     assert!(again.contains("0 added, 1 already there"), "{again}");
-    let other = lab.dir("other.db");
+    let other = lab.new_file("other.db");
     // The folder above the three runs the file's setup made (other tests add their own).
     let first = import(lab, &other, &[&lab.dir("base")]);
     assert!(first.contains("3 added, 0 already there, 0 unreadable"), "{first}");
@@ -247,7 +247,7 @@ fn two_writers_at_once() {
     let _jvm = jvm_lock();
     let lab = lab();
     let many = copies(&lab.home.join("base/run-a"), &lab.home.join("copies"), 60);
-    let shared = lab.dir("shared.db");
+    let shared = lab.new_file("shared.db");
     let spawn = || {
         let mut c = common::caplab_command();
         c.args(["history", "--history", &shared, "import"]).args(&many);
@@ -268,7 +268,7 @@ fn a_killed_writer_leaves_whole_records() {
     let _jvm = jvm_lock();
     let lab = lab();
     let many = copies(&lab.home.join("base/run-a"), &lab.home.join("more"), 400);
-    let killed = lab.dir("killed.db");
+    let killed = lab.new_file("killed.db");
     let mut child = common::caplab_command()
         .args(["history", "--history", &killed, "import"])
         .args(&many)
@@ -311,7 +311,7 @@ fn a_killed_writer_leaves_whole_records() {
 fn a_newer_schema_is_refused() {
     let _jvm = jvm_lock();
     let lab = lab();
-    let newer = lab.dir("newer.db");
+    let newer = lab.new_file("newer.db");
     import(lab, &newer, &[&lab.dir("base/run-c")]);
     let c = rusqlite::Connection::open(&newer).unwrap();
     c.execute("UPDATE caplab_meta SET value = '99' WHERE key = 'schema_version'", [])
@@ -323,6 +323,7 @@ fn a_newer_schema_is_refused() {
     assert!(err.contains("schema version 99, written by caplab 9.9.9"), "{err}");
     assert!(err.contains("knows versions up to 5"), "{err}");
     // A run still succeeds, its results on disk, the history's refusal a warning.
+    lab.fresh("run-d");
     let run = ok(lab.run("run-d", &["--rate", "500", "--duration", "2s", "--history", &newer]));
     assert!(
         stderr(&run).contains("warning: not recorded in the history"),
@@ -338,7 +339,7 @@ fn a_newer_schema_is_refused() {
 fn an_older_schema_is_migrated() {
     let _jvm = jvm_lock();
     let lab = lab();
-    let old = lab.dir("old.db");
+    let old = lab.new_file("old.db");
     import(lab, &old, &[&lab.dir("base/run-a"), &lab.dir("base/run-c")]);
     let c = rusqlite::Connection::open(&old).unwrap();
     for f in ["throughput", "p50_ms", "p99_ms", "p999_ms", "capacity"] {
@@ -400,10 +401,12 @@ fn an_older_schema_is_migrated() {
 fn a_ci_check_fails_at_a_real_regression() {
     let _jvm = jvm_lock();
     let lab = lab();
-    let db = lab.dir("ci.db");
+    let db = lab.new_file("ci.db");
     let run = |name: &str, extra: &[&str]| {
         let mut args = vec!["--rate", "500", "--duration", "3s", "--history", &db];
         args.extend_from_slice(extra);
+        // Empty, as the history is: a retried test runs again rather than being refused.
+        lab.fresh(name);
         ok(lab.run(name, &args));
     };
     for i in 0..5 {
@@ -538,6 +541,7 @@ fn in_postgresql() {
         panic!("PostgreSQL's server is not installed: scripts/setup.sh --test installs it (Debian's postgresql)");
     };
     let url = pg.url();
+    lab.fresh("run-pg");
     let run = ok(lab.run(
         "run-pg",
         &[

@@ -119,6 +119,14 @@ impl Lab {
         self.home.join(name).to_str().unwrap().to_string()
     }
 
+    /// The path of file `name` in the lab's home, with nothing there yet: a retried test (the
+    /// lab outlives it) starts from an empty history, not from its first try's.
+    pub fn new_file(&self, name: &str) -> String {
+        let path = self.dir(name);
+        let _ = std::fs::remove_file(&path);
+        path
+    }
+
     /// `caplab run` against the lab's first node, quiet, into the lab's directory `out`, with no
     /// warm-up unless `extra` gives one.
     pub fn run(&self, out: &str, extra: &[&str]) -> Output {
