@@ -12,7 +12,10 @@
 //!   ZGC collection, a Shenandoah cycle;
 //! - an allocation stall is ZGC's `Allocation Stall (thread) N ms` (or `Relocation Stall`),
 //!   or Shenandoah's `Cancelling GC: Allocation Failure` (the cycle degenerates into a pause);
-//! - heap before → after comes from each collection's summary (`A->B(C)` or `A(x%)->B(y%)`).
+//! - heap before → after comes from each collection's summary (`A->B(C)` or `A(x%)->B(y%)`);
+//! - a safepoint other than a collection's is a `safepoint` line (`-Xlog:safepoint`) whose VM
+//!   operation names no collection (`Cleanup`, `ICBufferFull`, `HandshakeFallback`,
+//!   `Deoptimize`, a thread dump…): every application thread stopped for its `Total`.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -47,6 +50,44 @@ pub struct GcStats {
     pub heap_after_mean_mb: f64,
     pub heap_before_max_mb: f64,
     pub reclaimed_mb: f64,
+    /// Safepoints other than collections': how many, their total and longest stop, and those
+    /// of `SAFEPOINT_KEPT_MS` or more, for the timeline.
+    #[serde(default)]
+    pub safepoint_count: usize,
+    #[serde(default)]
+    pub safepoint_total_ms: f64,
+    #[serde(default)]
+    pub safepoint_max_ms: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub safepoints: Vec<Safepoint>,
+}
+
+/// Safepoints shorter than this are counted, not listed.
+pub const SAFEPOINT_KEPT_MS: f64 = 1.0;
+
+/// One safepoint other than a collection's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Safepoint {
+    /// Milliseconds since the Unix epoch, when it ended (the line's time).
+    pub at_ms: u64,
+    pub ms: f64,
+    /// The VM operation (`ICBufferFull`, `Deoptimize`…).
+    pub operation: String,
+}
+
+/// `Safepoint "ICBufferFull", Time since last: …, Total: 153527 ns`: the operation and its
+/// total stop in ms, unless the operation is a collection's (its pause is counted as one).
+fn safepoint(msg: &str) -> Option<(&str, f64)> {
+    let rest = msg.strip_prefix("Safepoint \"")?;
+    let (operation, rest) = rest.split_once('"')?;
+    let collection = operation.contains("Collect")
+        || operation.contains("GC")
+        || ["G1", "Z", "Shenandoah"].iter().any(|p| operation.starts_with(p));
+    if collection {
+        return None;
+    }
+    let total = rest.rsplit_once("Total: ")?.1.strip_suffix(" ns")?;
+    Some((operation, total.trim().parse::<f64>().ok()? / 1e6))
 }
 
 /// A parsed log line's parts.
@@ -163,6 +204,21 @@ pub fn parse_window(text: &str, from_ms: u64, to_ms: u64) -> GcStats {
     for raw in text.lines() {
         let Some(line) = parse_line(raw) else { continue };
         let tags: Vec<&str> = line.tags.split(',').map(str::trim).collect();
+        if tags == ["safepoint"]
+            && (from_ms..to_ms).contains(&line.at_ms)
+            && let Some((operation, ms)) = safepoint(line.msg)
+        {
+            s.safepoint_count += 1;
+            s.safepoint_total_ms += ms;
+            s.safepoint_max_ms = s.safepoint_max_ms.max(ms);
+            if ms >= SAFEPOINT_KEPT_MS {
+                s.safepoints.push(Safepoint {
+                    at_ms: line.at_ms,
+                    ms,
+                    operation: operation.to_string(),
+                });
+            }
+        }
         if tags.first() != Some(&"gc") || tags.contains(&"safepoint") {
             continue;
         }
@@ -202,12 +258,12 @@ pub fn parse_window(text: &str, from_ms: u64, to_ms: u64) -> GcStats {
         }
         if what.starts_with("Pause ") {
             if let Some(ms) = trailing_ms(what) {
+                // The words before the heap change and the duration.
                 let kind = what
-                    .split(|c: char| c.is_ascii_digit())
-                    .next()
-                    .unwrap_or(what)
-                    .trim()
-                    .to_string();
+                    .split(' ')
+                    .take_while(|w| !w.contains("->") && trailing_ms(w).is_none())
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 s.pauses.push(Pause {
                     at_ms: line.at_ms,
                     ms,
@@ -298,9 +354,41 @@ mod tests {
         assert_eq!(s.pause_count, 2, "{:?}", s.pauses);
         assert_eq!((s.pause_total_ms, s.pause_max_ms, s.pause_mean_ms), (32.0, 30.0, 16.0));
         assert_eq!(s.pause_stddev_ms, 14.0);
+        assert_eq!(s.pauses[0].kind, "Pause Young (Normal) (G1 Evacuation Pause)");
         assert_eq!(s.pauses[1].kind, "Pause Remark");
         assert_eq!(s.concurrent_cycles, 1);
         assert_eq!(s.collections_with_heap, 2);
         assert_eq!((s.reclaimed_mb, s.heap_before_max_mb), (60.0, 120.0));
+    }
+
+    /// JDK 17's safepoint lines: collections' are not counted again, other operations are, and
+    /// those of 1 ms or more are listed with when they ended.
+    #[test]
+    fn safepoints_other_than_collections_are_stops_of_their_own() {
+        let log = "\
+[2026-12-05T08:52:37.315+0000][188.536s][info][safepoint   ] Safepoint \"Cleanup\", Time since last: 1000182105 ns, Reaching safepoint: 18037 ns, Cleanup: 17395 ns, At safepoint: 4928 ns, Total: 40360 ns
+[2026-12-05T08:52:37.853+0000][189.073s][info][safepoint   ] Safepoint \"ICBufferFull\", Time since last: 537031065 ns, Reaching safepoint: 10605 ns, Cleanup: 139227 ns, At safepoint: 3695 ns, Total: 2153527 ns
+[2026-12-05T08:52:38.494+0000][190.585s][info][safepoint   ] Safepoint \"G1CollectForAllocation\", Time since last: 840501681 ns, Reaching safepoint: 8933 ns, Cleanup: 108521 ns, At safepoint: 51252054 ns, Total: 51369508 ns
+[2026-12-05T08:52:38.600+0000][190.7s][info][safepoint   ] Safepoint \"CollectForMetadataAllocation\", Time since last: 1 ns, Reaching safepoint: 1 ns, Cleanup: 1 ns, At safepoint: 9000000 ns, Total: 9000000 ns
+[2026-12-05T08:52:39.000+0000][191.0s][info][safepoint   ] Safepoint \"Deoptimize\", Time since last: 1 ns, Reaching safepoint: 1 ns, Cleanup: 1 ns, At safepoint: 9000000 ns, Total: 9000000 ns
+";
+        let from = wall_ms("2026-12-05T08:52:37.000+0000").unwrap();
+        let to = wall_ms("2026-12-05T08:52:38.999+0000").unwrap();
+        let s = parse_window(log, from, to);
+        assert_eq!(s.pause_count, 0);
+        assert_eq!(s.safepoint_count, 2);
+        assert!(
+            (s.safepoint_total_ms - 2.193887).abs() < 1e-9,
+            "{}",
+            s.safepoint_total_ms
+        );
+        assert_eq!(
+            s.safepoints,
+            vec![Safepoint {
+                at_ms: wall_ms("2026-12-05T08:52:37.853+0000").unwrap(),
+                ms: 2.153527,
+                operation: "ICBufferFull".into()
+            }]
+        );
     }
 }
