@@ -120,10 +120,13 @@ fn profile_generators_allocate_nothing_once_their_buffers_have_grown() {
 }
 
 #[test]
-fn scheduling_and_recording_allocate_nothing() {
+fn noting_scheduled_operations_allocates_nothing() {
     let t0 = Instant::now();
     let schedule = Schedule::new(t0, 5000.0);
     let recorder = Recorder::new(4, 2);
+    // The slow operations' threshold is zero until a measured interval has closed: every
+    // measured operation is offered, and the shards fill and then sample.
+    let slow = caplab::metrics::slow::SlowOps::new(t0, 4, 2);
     let n = allocations(|| {
         for i in 0..100_000u64 {
             let intended = schedule.intended(i).unwrap();
@@ -135,23 +138,23 @@ fn scheduling_and_recording_allocate_nothing() {
             } else {
                 Ok((1, 1))
             };
-            recorder.record(
-                (i % 4) as usize,
-                &Completion {
-                    op: (i % 2) as usize,
-                    intended,
-                    sent: (i % 1000 != 1).then_some(sent),
-                    done: sent + Duration::from_micros(200 + i % 50_000),
-                    result,
-                    measured: i >= 100,
-                    waited: i % 3 == 0,
-                },
-            );
+            let c = Completion {
+                op: (i % 2) as usize,
+                intended,
+                sent: (i % 1000 != 1).then_some(sent),
+                done: sent + Duration::from_micros(200 + i % 50_000),
+                result,
+                measured: i >= 100,
+                waited: i % 3 == 0,
+            };
+            recorder.record((i % 4) as usize, &c);
+            slow.offer((i % 4) as usize, &c);
         }
     });
+    assert_eq!(slow.take().offered, 99_900, "every measured operation was offered");
     assert_eq!(
         n, 0,
-        "scheduling and recording allocated {n} times in 100,000 operations"
+        "scheduling, recording and keeping slow operations allocated {n} times in 100,000 operations"
     );
     // A replay's schedule: a captured trace's own start times, 1 to 3 operations a millisecond,
     // looping.

@@ -72,10 +72,20 @@ pub struct IntervalThread<S> {
 /// with when the measured span starts (after the anchor), or None for the next boundary.
 pub type OnSettled = Box<dyn FnOnce(Option<Duration>) + Send>;
 
+/// Called from the interval thread after each interval, with the measured window's totals so
+/// far (what the slow operations' thresholds follow).
+pub type OnTotals = Box<dyn FnMut(&[OpStats]) + Send>;
+
 impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
     /// With `on_settled`, the sink is asked after every warm-up interval whether warm-up may
     /// end (`IntervalSink::settled`), until it says so.
-    pub fn spawn(sink: S, shards: usize, op_types: usize, on_settled: Option<OnSettled>) -> IntervalThread<S> {
+    pub fn spawn(
+        sink: S,
+        shards: usize,
+        op_types: usize,
+        on_settled: Option<OnSettled>,
+        mut on_totals: Option<OnTotals>,
+    ) -> IntervalThread<S> {
         let (batches, rx) = mpsc::channel::<Batch>();
         let (spare_tx, spares) = mpsc::channel();
         // The first interval's swap finds a set ready: nothing is allocated on the runtime's
@@ -128,6 +138,9 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
                     interval.sent = batch.sent;
                     for (t, o) in totals.iter_mut().zip(&interval.ops) {
                         t.add(o);
+                    }
+                    if let Some(f) = on_totals.as_mut() {
+                        f(&totals);
                     }
                     if let Err(e) = sink.interval(&interval)
                         && error.is_none()
@@ -226,7 +239,7 @@ mod tests {
 
     #[tokio::test]
     async fn measured_operations_a_late_tick_left_in_warm_up_move_to_the_first_measured_interval() {
-        let thread = IntervalThread::spawn(Seen(Vec::new()), 1, 1, None);
+        let thread = IntervalThread::spawn(Seen(Vec::new()), 1, 1, None, None);
         thread.send(batch(0, true, false, 0, 1000));
         // The tick closing warm-up came late: one measured operation is in the warm-up interval.
         thread.send(batch(1, true, true, 1, 999));
@@ -238,7 +251,7 @@ mod tests {
         assert_eq!(done.totals[0].warmup_ops, 1999);
 
         // A warm-up that does not end on an interval's end keeps its measured part where it is.
-        let thread = IntervalThread::spawn(Seen(Vec::new()), 1, 1, None);
+        let thread = IntervalThread::spawn(Seen(Vec::new()), 1, 1, None, None);
         thread.send(batch(0, true, false, 400, 600));
         thread.send(batch(1, false, false, 1000, 0));
         let done = thread.finish().await.unwrap();

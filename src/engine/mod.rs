@@ -7,15 +7,18 @@
 //! omission). A free worker takes the next operation from a shared counter, so an operation is
 //! late only when `C` are in flight (or the client itself is slow), never because one slow
 //! operation holds a lane; each worker records into its own shard of the recorder. `acks`
-//! keeps which operations the cluster acknowledged, for reading them back afterwards.
+//! keeps which operations the cluster acknowledged, for reading them back afterwards; `canary`
+//! notes when the client itself stalled.
 
 pub mod acks;
 pub mod anchor;
+pub mod canary;
 pub mod clock;
 pub mod config;
 pub mod due;
 pub mod intervals;
 pub mod loader;
+pub mod notes;
 pub mod run_end;
 pub mod runner;
 pub mod schedule;

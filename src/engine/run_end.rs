@@ -48,6 +48,9 @@ pub struct RunEnd {
     pub settled: Option<bool>,
     /// The operations file, as written (`--ops-parquet`).
     pub ops_file: Option<crate::metrics::ops::OpsFile>,
+    /// The measured operations kept as slow (`metrics::slow`), and the client's own stalls.
+    pub slow: crate::metrics::slow::Kept,
+    pub stalls: Vec<super::canary::Stall>,
 }
 
 impl RunEnd {

@@ -17,14 +17,15 @@ use tokio::task::JoinSet;
 use tokio::time::sleep_until;
 
 use super::anchor::Anchor;
+use super::canary::Canary;
 use super::config::EngineConfig;
 use super::due::{Counters, Due};
 use super::intervals::{Batch, IntervalSink, IntervalThread, OnSettled};
+use super::notes::Notes;
 use super::run_end::{EndReason, RunEnd, Span};
 use super::{Stop, Workload, clock};
-use crate::metrics::ops::OpsLog;
+use crate::metrics::ErrorKind;
 use crate::metrics::recorder::{Completion, ShardSets};
-use crate::metrics::{ErrorKind, Recorder};
 
 /// Tokio's timers fire on a 1 ms grid, after their deadline (and the poll that waits for them
 /// rounds up to whole milliseconds too): a worker sleeping until its operation's intended start
@@ -51,21 +52,15 @@ const STOPPABLE_SLEEP: Duration = Duration::from_millis(10);
 async fn worker<W: Workload>(
     w: usize,
     workload: Arc<W>,
-    recorder: Arc<Recorder>,
-    ops: Option<Arc<OpsLog>>,
+    notes: Arc<Notes>,
     stop: Arc<Stop>,
     counters: Arc<Counters>,
     due: Due,
 ) {
     let schedule = &due.schedule;
-    let shard = w % recorder.shard_count();
+    let shard = w % notes.recorder.shard_count();
     let mut state = workload.worker(w);
-    let note = |i: u64, c: &Completion| {
-        recorder.record(shard, c);
-        if let Some(log) = &ops {
-            log.record(shard, c, workload.facts(i));
-        }
-    };
+    let note = |i: u64, c: &Completion| notes.note(shard, workload.as_ref(), i, c);
     // Gives up operation `i`, due but not sent, at `at`.
     let give_up = |i: u64, intended: Instant, measured: bool, at: Instant| {
         note(
@@ -176,26 +171,22 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     sink: S,
 ) -> (RunEnd, S) {
     let names = workload.op_names();
-    let recorder = Arc::new(Recorder::new(cfg.shards, names.len()));
     let t0 = anchor.instant;
     let (due, counters) = Due::new(t0, cfg);
     let auto_max = cfg.warmup.auto_max();
     let mut reason = EndReason::Completed;
-    let ops = match ops_log(workload.as_ref(), cfg, &anchor, &recorder) {
-        Ok(log) => log,
-        Err(e) => {
-            reason = EndReason::OutputFailed(e);
-            stop.request();
-            None
-        }
-    };
+    let (notes, created) = Notes::new(workload.as_ref(), cfg, &anchor);
+    let notes = Arc::new(notes);
+    if let Err(e) = created {
+        reason = EndReason::OutputFailed(e);
+        stop.request();
+    }
     let mut workers = JoinSet::new();
     for w in 0..cfg.concurrency.max(1) {
         workers.spawn(worker(
             w,
             workload.clone(),
-            recorder.clone(),
-            ops.clone(),
+            notes.clone(),
             stop.clone(),
             counters.clone(),
             due.clone(),
@@ -215,7 +206,9 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
             due.end_warmup(&counters, at.map_or(soon, |d| (t0 + d).max(soon)), true);
         }) as OnSettled
     });
-    let intervals = IntervalThread::spawn(sink, recorder.shard_count(), names.len(), on_settled);
+    let shards = notes.recorder.shard_count();
+    let intervals = IntervalThread::spawn(sink, shards, names.len(), on_settled, Some(notes.on_totals()));
+    let canary = Canary::start(t0);
     let mut tick_start = t0;
     let mut failing_since: Option<Instant> = None;
 
@@ -257,7 +250,7 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         if last {
             break deadline;
         }
-        let shards = recorder.swap_out(intervals.spare());
+        let shards = notes.recorder.swap_out(intervals.spare());
         let (ok, errors) = counts(&shards);
         let errors_by_kind = kinds(&shards);
         // Read again: an automatic warm-up may have ended while this interval ran (it ends on a
@@ -267,10 +260,12 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         let warm_now = due.warmup_end(&counters);
         let sent = counters.sent.load(Ordering::Relaxed);
         intervals.send(batch(shards, t0, tick_start, deadline, warm_now, sent));
-        if let Some(log) = &ops {
+        if let Some(log) = &notes.ops {
             log.hand_over();
         }
-        if let Some(e) = intervals.failed().or_else(|| ops.as_ref().and_then(|l| l.failed()))
+        if let Some(e) = intervals
+            .failed()
+            .or_else(|| notes.ops.as_ref().and_then(|l| l.failed()))
             && reason == EndReason::Completed
         {
             reason = EndReason::OutputFailed(e);
@@ -294,11 +289,14 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     }
 
     drain(&mut workers, clock::now().max(span_end) + cfg.drain_timeout).await;
+    // Before the wait for the interval thread: in a test's paused time, a timer still pending
+    // would move the clock on while the runtime waits for another thread.
+    let stalls = canary.finish();
     let started_ops = counters.sent.load(Ordering::Relaxed);
-    record_unsent(workload.as_ref(), &recorder, ops.as_deref(), &due, &counters, span_end);
+    record_unsent(workload.as_ref(), &notes, &due, &counters, span_end);
     let warm = due.warmup_end(&counters);
     intervals.send(batch(
-        recorder.swap_out(intervals.spare()),
+        notes.recorder.swap_out(intervals.spare()),
         t0,
         tick_start,
         span_end,
@@ -306,7 +304,7 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         started_ops,
     ));
     let finished = intervals.finish().await.expect("the interval thread panicked");
-    let ops_file = match ops.map(|l| l.finish()) {
+    let ops_file = match notes.ops.as_ref().map(|l| l.finish()) {
         Some(Ok(file)) => Some(file),
         Some(Err(e)) => {
             if reason == EndReason::Completed {
@@ -325,7 +323,9 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
         from: w - t0,
         to: span_end - t0,
     });
-    let end = run_end(reason, finished.totals, measured, started_ops, &counters, ops_file);
+    let mut end = run_end(reason, finished.totals, measured, started_ops, &counters, ops_file);
+    end.slow = notes.slow.take();
+    end.stalls = stalls;
     (end, finished.sink)
 }
 
@@ -354,27 +354,9 @@ fn run_end(
             _ => None,
         },
         ops_file,
+        slow: Default::default(),
+        stalls: Vec::new(),
     }
-}
-
-/// The operations file's log, when the run writes one (`EngineConfig::ops_file`).
-fn ops_log<W: Workload>(
-    workload: &W,
-    cfg: &EngineConfig,
-    anchor: &Anchor,
-    recorder: &Recorder,
-) -> Result<Option<Arc<OpsLog>>, String> {
-    let Some(target) = &cfg.ops_file else { return Ok(None) };
-    let log = OpsLog::create(
-        target,
-        anchor.instant,
-        anchor.wall,
-        workload.op_names(),
-        workload.statements(),
-        recorder.shard_count(),
-    )
-    .map_err(|e| format!("{e:#}"))?;
-    Ok(Some(Arc::new(log)))
 }
 
 /// The drain: operations in flight finish (until `deadline`) and count in the last interval,
@@ -395,14 +377,7 @@ async fn drain(workers: &mut JoinSet<()>, deadline: Instant) {
 
 /// Due operations no worker took before the end (the client could not keep up, or a stop
 /// came): recorded as never sent, given up at the end of the measured span.
-fn record_unsent<W: Workload>(
-    workload: &W,
-    recorder: &Recorder,
-    ops: Option<&OpsLog>,
-    due: &Due,
-    counters: &Counters,
-    span_end: Instant,
-) {
+fn record_unsent<W: Workload>(workload: &W, notes: &Notes, due: &Due, counters: &Counters, span_end: Instant) {
     let schedule = &due.schedule;
     if !schedule.is_open() {
         return;
@@ -422,10 +397,7 @@ fn record_unsent<W: Workload>(
             measured: due.measured(counters, i, intended),
             waited: false,
         };
-        recorder.record(0, &c);
-        if let Some(log) = ops {
-            log.record(0, &c, workload.facts(i));
-        }
+        notes.note(0, workload, i, &c);
     }
 }
 
@@ -590,6 +562,18 @@ mod tests {
         let max_ms = t.max_client_lag_ns as f64 / 1e6;
         // The first operation due after the stop began was due a millisecond or two into it.
         assert!((47.0..=50.0).contains(&max_ms), "{max_ms} ms");
+        // The canary saw the stop: one stall, from a wake-up due in its first 10 ms to its end.
+        let ms = |ns: i64| ns as f64 / 1e6;
+        let stalls: Vec<(f64, f64)> = end.stalls.iter().map(|s| (ms(s.from_ns), ms(s.to_ns))).collect();
+        assert_eq!(stalls.len(), 1, "{stalls:?}");
+        assert!(stalls[0].1 - stalls[0].0 >= 40.0, "{stalls:?}");
+        // The late operations are among the slow ones kept: far over half the p99 before them.
+        let late = end
+            .slow
+            .ops
+            .iter()
+            .filter(|o| o.sent_ns.unwrap() - o.intended_ns > 10_000_000);
+        assert!(late.count() >= 38, "{} kept", end.slow.ops.len());
     }
 
     #[tokio::test(start_paused = true)]

@@ -61,6 +61,9 @@ impl RunResult {
         if let Some(s) = &self.server {
             parts.push(s.render());
         }
+        if let Some(s) = &self.slow {
+            parts.push(s.render());
+        }
         if let Some(p) = &self.server_profile {
             parts.push(p.render());
         }

@@ -258,6 +258,9 @@ pub struct RunResult {
     /// recovered, what failed during and after it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<crate::faults::FaultRecord>,
+    /// The measured operations over their type's p99 and what made them slow (`causes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow: Option<super::causes::Slow>,
     /// Successful share of the measured window's due operations, with faults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub availability: Option<f64>,

@@ -215,6 +215,7 @@ impl Step {
         result.finished_at = Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
         result.summary = Some(Summary::of(&names, &end.totals, end.measured_length(), end.abandoned));
         result.sla = verdict;
+        result.slow = super::causes::of_run(&names, &end, &server, &result.faults, started);
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
         result.files.operations = end.ops_file.clone();
@@ -428,6 +429,7 @@ impl Step {
             server_profile: None,
             started_ops: None,
             histograms: BTreeMap::new(),
+            slow: None,
             faults: Vec::new(),
             availability: None,
             merged: None,

@@ -1,11 +1,13 @@
 //! Recording latency: histograms recorded by the engine's workers without contention,
 //! merged once per interval, and written as an HdrHistogram interval log, a per-second CSV
-//! and the run summary; every operation as Parquet when asked (ops/).
+//! and the run summary; every operation as Parquet when asked (ops/); the slowest operations
+//! kept to be explained (slow.rs).
 
 pub mod csv;
 pub mod hdrlog;
 pub mod ops;
 pub mod recorder;
+pub mod slow;
 pub mod summary;
 
 pub use recorder::{ErrorKind, Interval, OpStats, Recorder};

@@ -206,6 +206,14 @@ pub fn response_from(c: &Completion) -> Instant {
     c.sent.map_or(c.intended, |sent| c.intended.min(sent))
 }
 
+/// Nanoseconds from `t0` to `at`, negative when `at` came first.
+pub fn ns_since(t0: Instant, at: Instant) -> i64 {
+    match at.checked_duration_since(t0) {
+        Some(d) => d.as_nanos() as i64,
+        None => -(t0.duration_since(at).as_nanos() as i64),
+    }
+}
+
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

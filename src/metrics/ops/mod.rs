@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime};
 
 use super::ErrorKind;
-use super::recorder::{Completion, response_from};
+use super::recorder::{Completion, ns_since, response_from};
 
 /// Where a run writes its operations, and which loader it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,10 +135,7 @@ impl OpsLog {
     }
 
     fn ns(&self, at: Instant) -> i64 {
-        match at.checked_duration_since(self.t0) {
-            Some(d) => d.as_nanos() as i64,
-            None => -(self.t0.duration_since(at).as_nanos() as i64),
-        }
+        ns_since(self.t0, at)
     }
 
     /// Adds one operation to shard `shard` (the caller, a worker, always passes the same one).

@@ -1,0 +1,231 @@
+//! The slowest operations of a run, kept so that each can be explained (measure/causes.rs).
+//!
+//! Every measured operation slower than its type's running threshold is offered to its worker's
+//! own shard (the same shard as the recorder's, so the lock is uncontended). A shard keeps what
+//! it is offered in a buffer allocated once; when more is offered than it holds, it keeps a
+//! uniform sample (reservoir sampling), and each kept operation stands for `offered / kept` of
+//! them. The interval thread sets the thresholds after each interval: half the measured window's
+//! p99 so far (none before the first measured interval), so that what is over the final p99 was
+//! almost surely offered; `Kept::missed` says how much was not.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use super::OpStats;
+use super::recorder::{Completion, ns_since, response_from};
+
+/// Operations kept in all, across shards (about 48 bytes each).
+pub const KEPT: usize = 1 << 16;
+
+/// One slow operation: times in nanoseconds after the run's start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlowOp {
+    pub op: u16,
+    pub intended_ns: i64,
+    /// Where its response time starts (the earlier of intended and sent).
+    pub from_ns: i64,
+    /// None for an operation never sent.
+    pub sent_ns: Option<i64>,
+    pub done_ns: i64,
+    pub error: bool,
+    /// A free worker held it before its intended start (any lateness of its send is the
+    /// client's own).
+    pub waited: bool,
+    /// How many offered operations it stands for.
+    pub weight: f64,
+}
+
+impl SlowOp {
+    pub fn response_ns(&self) -> i64 {
+        self.done_ns - self.from_ns
+    }
+}
+
+struct Reservoir {
+    kept: Vec<SlowOp>,
+    offered: u64,
+    /// xorshift64 state.
+    rng: u64,
+}
+
+/// The slow operations of one run, on their way to being explained.
+pub struct SlowOps {
+    t0: Instant,
+    /// Per operation type, ns: an operation is offered when its response time is over it.
+    thresholds: Vec<AtomicU64>,
+    shards: Vec<Mutex<Reservoir>>,
+    per_shard: usize,
+}
+
+/// What the shards kept, and for how many operations they stand.
+#[derive(Debug, Clone, Default)]
+pub struct Kept {
+    pub ops: Vec<SlowOp>,
+    /// Operations offered, all shards.
+    pub offered: u64,
+}
+
+impl SlowOps {
+    pub fn new(t0: Instant, shards: usize, op_types: usize) -> SlowOps {
+        let shards = shards.max(1);
+        let per_shard = (KEPT / shards).max(64);
+        SlowOps {
+            t0,
+            thresholds: (0..op_types).map(|_| AtomicU64::new(0)).collect(),
+            shards: (0..shards)
+                .map(|i| {
+                    Mutex::new(Reservoir {
+                        kept: Vec::with_capacity(per_shard),
+                        offered: 0,
+                        rng: 0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
+                    })
+                })
+                .collect(),
+            per_shard,
+        }
+    }
+
+    fn ns(&self, at: Instant) -> i64 {
+        ns_since(self.t0, at)
+    }
+
+    /// Offers one completed operation from shard `shard` (the caller, a worker, always passes
+    /// the same one). Allocates nothing: the shard's buffer was allocated whole.
+    pub fn offer(&self, shard: usize, c: &Completion) {
+        if !c.measured {
+            return;
+        }
+        let from = response_from(c);
+        let response = c.done.saturating_duration_since(from).as_nanos() as u64;
+        let over = self.thresholds.get(c.op).map_or(0, |t| t.load(Ordering::Relaxed));
+        if response <= over {
+            return;
+        }
+        let row = SlowOp {
+            op: c.op as u16,
+            intended_ns: self.ns(c.intended),
+            from_ns: self.ns(from),
+            sent_ns: c.sent.map(|s| self.ns(s)),
+            done_ns: self.ns(c.done),
+            error: c.result.is_err(),
+            waited: c.waited,
+            weight: 1.0,
+        };
+        let mut r = self.shards[shard % self.shards.len()]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        r.offered += 1;
+        if r.kept.len() < self.per_shard {
+            r.kept.push(row);
+            return;
+        }
+        // Algorithm R: the n-th offered replaces a kept one with probability kept / n.
+        r.rng ^= r.rng << 13;
+        r.rng ^= r.rng >> 7;
+        r.rng ^= r.rng << 17;
+        let j = (r.rng % r.offered) as usize;
+        if j < self.per_shard {
+            r.kept[j] = row;
+        }
+    }
+
+    /// Sets each type's threshold to half the p99 of its measured response times so far (the
+    /// interval thread, after each interval, with the window's totals).
+    pub fn follow(&self, totals: &[OpStats]) {
+        for (t, o) in self.thresholds.iter().zip(totals) {
+            if !o.response.is_empty() {
+                t.store(o.response.value_at_quantile(0.99) / 2, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Everything kept, each operation weighted by what its shard was offered.
+    pub fn take(&self) -> Kept {
+        let mut kept = Kept::default();
+        for shard in &self.shards {
+            let mut r = shard.lock().unwrap_or_else(|p| p.into_inner());
+            let weight = r.offered as f64 / r.kept.len().max(1) as f64;
+            kept.offered += r.offered;
+            kept.ops.extend(r.kept.drain(..).map(|o| SlowOp { weight, ..o }));
+            r.offered = 0;
+        }
+        kept
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::ErrorKind;
+    use std::time::Duration;
+
+    fn op(t0: Instant, start_ms: u64, took_ms: u64) -> Completion {
+        let intended = t0 + Duration::from_millis(start_ms);
+        Completion {
+            op: 0,
+            intended,
+            sent: Some(intended),
+            done: intended + Duration::from_millis(took_ms),
+            result: Ok((1, 1)),
+            measured: true,
+            waited: true,
+        }
+    }
+
+    #[test]
+    fn only_measured_operations_over_the_threshold_are_kept_with_their_times() {
+        let t0 = Instant::now();
+        let slow = SlowOps::new(t0, 2, 1);
+        let mut totals = vec![OpStats::default()];
+        // p99 40 ms: the threshold is 20 ms.
+        for i in 0..100 {
+            totals[0]
+                .response
+                .record(if i < 98 { 1_000_000 } else { 40_000_000 })
+                .unwrap();
+        }
+        slow.follow(&totals);
+        slow.offer(0, &op(t0, 10, 1));
+        slow.offer(
+            1,
+            &Completion {
+                measured: false,
+                ..op(t0, 20, 30)
+            },
+        );
+        slow.offer(1, &op(t0, 30, 30));
+        let mut never = op(t0, 40, 25);
+        never.sent = None;
+        never.result = Err(ErrorKind::NotSent);
+        slow.offer(0, &never);
+        let kept = slow.take();
+        assert_eq!(kept.offered, 2);
+        let ms = |ns: i64| ns / 1_000_000;
+        let got: Vec<_> = kept
+            .ops
+            .iter()
+            .map(|o| (ms(o.from_ns), ms(o.response_ns()), o.error))
+            .collect();
+        assert_eq!(got, vec![(40, 25, true), (30, 30, false)]);
+        assert!(kept.ops.iter().all(|o| o.weight == 1.0));
+    }
+
+    /// More offered than a shard holds: it keeps a uniform sample, weighted to the offered
+    /// count. Of 40,000 operations offered in order, half in the first 20 s, a uniform sample
+    /// keeps half of its weight there (within 4 standard errors of a proportion of 1,024).
+    #[test]
+    fn a_full_shard_keeps_a_uniform_sample_weighted_to_what_it_was_offered() {
+        let t0 = Instant::now();
+        let slow = SlowOps::new(t0, KEPT / 1024, 1);
+        for i in 0..40_000 {
+            slow.offer(0, &op(t0, i, 5));
+        }
+        let kept = slow.take();
+        assert_eq!((kept.ops.len(), kept.offered), (1024, 40_000));
+        let weight: f64 = kept.ops.iter().map(|o| o.weight).sum();
+        assert!((weight - 40_000.0).abs() < 1e-6, "{weight}");
+        let early = kept.ops.iter().filter(|o| o.from_ns < 20_000_000_000).count() as f64 / 1024.0;
+        assert!((early - 0.5).abs() < 4.0 * (0.25f64 / 1024.0).sqrt(), "{early}");
+    }
+}
