@@ -70,6 +70,59 @@ fn rows_removed_behind_its_back_are_found(lab: &Lab, out: &Path) {
 }
 
 /// Counts per tag in an interval log ("" for the untagged all-operations histograms), decoding
+/// The page has the read-back section, every write found, and the slow operations' section.
+fn the_page_says(out: &Path, started: u64) {
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let found = caplab::console::group(started as f64);
+    assert!(
+        page.contains(r#"data-key="validation.verdict">nothing lost<"#)
+            && page.contains(&format!(r#"data-key="validation.found">{found}<"#)),
+        "the page's read-back section"
+    );
+    assert!(
+        page.contains(r#"data-key="slow.over_p99""#),
+        "the page's slow operations"
+    );
+}
+
+/// The run's operations over p99 (at most 1 % of those due) were all kept and matched, their
+/// causes' shares add up to one, the slowest are listed slowest first, and the client audit
+/// states its rule; the summary says both.
+fn slow_operations_are_explained(doc: &serde_json::Value, text: &str, due: u64) {
+    let slow = &doc["slow"];
+    let over = slow["over_p99"].as_u64().unwrap();
+    assert!(over <= due / 100 + 1, "{slow}");
+    assert_eq!(
+        slow["matched"].as_u64(),
+        Some(over),
+        "every one over p99 was offered: {slow}"
+    );
+    let shares: f64 = slow["by_cause"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["share"].as_f64().unwrap())
+        .sum();
+    assert!(over == 0 || (shares - 1.0).abs() < 1e-9, "{slow}");
+    let listed: Vec<f64> = slow["slowest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["response_ms"].as_f64().unwrap())
+        .collect();
+    assert!(listed.windows(2).all(|w| w[0] >= w[1]), "{listed:?}");
+    assert_eq!(listed.len() as u64, over.min(10));
+    assert!(
+        doc["client"]["rule"].as_str().unwrap().contains("client-bound when"),
+        "{}",
+        doc["client"]
+    );
+    assert!(
+        text.contains("Slow operations (> p99)") && text.contains("Client (caplab)"),
+        "{text}"
+    );
+}
+
 /// every histogram.
 fn hlog_counts(path: &Path) -> (BTreeMap<String, u64>, Vec<String>) {
     use base64::Engine;
@@ -174,13 +227,8 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         text.contains("read back as written at LocalOne: 0 missing, 0 wrong"),
         "{text}"
     );
-    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
-    let found = caplab::console::group(started as f64);
-    assert!(
-        page.contains(r#"data-key="validation.verdict">nothing lost<"#)
-            && page.contains(&format!(r#"data-key="validation.found">{found}<"#)),
-        "the page's read-back section"
-    );
+    the_page_says(&out, started);
+    slow_operations_are_explained(&doc, &text, due);
     rows_removed_behind_its_back_are_found(&lab, &out);
 
     // The interval log holds the same operations as the summary, in Java's format.

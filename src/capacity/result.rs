@@ -47,6 +47,9 @@ pub struct SearchStep {
     /// latency–throughput curve (None in searches recorded before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<Latency>,
+    /// Why a failure was the client's rather than the cluster's (`measure::audit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_bound: Option<String>,
 }
 
 impl SearchStep {
@@ -74,6 +77,7 @@ impl SearchStep {
             recovery_s: r.longest_recovery(),
             recovered: (!r.faults.is_empty()).then(|| r.faults.iter().all(|f| f.recover_s.is_some())),
             response: r.summary.as_ref().map(|s| s.total.response.clone()),
+            client_bound: verdict.and_then(|v| v.client_bound.clone()),
         }
     }
 
@@ -90,7 +94,11 @@ impl SearchStep {
         let verdict = if self.pass {
             "PASS".to_string()
         } else {
-            format!("FAIL ({})", self.reasons.join("; "))
+            let bound = self
+                .client_bound
+                .as_ref()
+                .map_or(String::new(), |why| format!("; CLIENT-BOUND: {why}"));
+            format!("FAIL ({}{bound})", self.reasons.join("; "))
         };
         let faults = match (self.availability, self.recovered, self.recovery_s) {
             (Some(a), Some(true), Some(r)) => format!(", availability {:.2} %, recovered in {r:.1} s", a * 100.0),
@@ -371,6 +379,7 @@ mod tests {
             recovery_s: None,
             recovered: None,
             response: None,
+            client_bound: None,
         }
     }
 

@@ -262,8 +262,13 @@ async fn search(
             record.describe()
         ));
         let pass = record.pass;
+        let bound = record.client_bound.clone().filter(|_| !pass);
         report.steps.push(record);
         if ended(&end, report) {
+            return save(report, out, began);
+        }
+        if let Some(why) = bound {
+            client_bound(report, next.rate, &why);
             return save(report, out, began);
         }
         if plan.record(pass).is_some() {
@@ -286,6 +291,25 @@ async fn search(
     }
     report.status = RunStatus::Completed;
     save(report, out, began)
+}
+
+/// A step failed because of the client, not the cluster: the search stops there rather than
+/// take the client's limit for the cluster's. The capacity is the highest rate below it that
+/// passed every step it had, a lower bound.
+fn client_bound(report: &mut CapacityResult, rate: f64, why: &str) {
+    let passed = |r: f64| report.steps.iter().filter(|s| s.rate == r).all(|s| s.pass);
+    report.capacity = report
+        .steps
+        .iter()
+        .filter(|s| s.pass && s.rate < rate && passed(s.rate))
+        .map(|s| s.rate)
+        .max_by(f64::total_cmp);
+    report.at_least = true;
+    report.stopped_early = Some(format!(
+        "the client was the limit at {} op/s ({why}): the search stopped there, as the cluster's capacity may be higher; give caplab more CPU (--threads, --client-cpus) or more loaders",
+        group(rate)
+    ));
+    report.status = RunStatus::Completed;
 }
 
 /// Holds the capacity found for the confirmation window; when it does not hold, steps down
@@ -509,6 +533,7 @@ mod tests {
             recovery_s: None,
             recovered: None,
             response: None,
+            client_bound: None,
         };
         (end, step)
     }
@@ -547,6 +572,52 @@ mod tests {
         assert_eq!(
             (saved.capacity, saved.steps.len()),
             (report.capacity, report.steps.len())
+        );
+    }
+
+    /// A client that cannot send more than 5,500 op/s on time, before a server good for 6,000:
+    /// the first failure above 5,500 is the client's, so the search stops there and names the
+    /// highest rate that passed below it as a lower bound, never the client's limit as the
+    /// cluster's.
+    #[tokio::test]
+    async fn a_step_failed_by_the_client_stops_the_search_at_a_lower_bound() {
+        let (mut report, out) = start();
+        let mut plan = Plan::adaptive(None, 0.1, true, 1);
+        let mut rates = Vec::new();
+        search(
+            &mut plan,
+            &mut report,
+            out.path(),
+            Instant::now(),
+            Duration::ZERO,
+            async |rate, repeat, _, _| {
+                rates.push(rate);
+                let (end, mut step) = server(rate, repeat, RunStatus::Completed);
+                if rate > 5_500.0 {
+                    step.pass = false;
+                    step.client_bound = Some("3.1 % sent late by a free worker".into());
+                }
+                Ok((end, step))
+            },
+        )
+        .await
+        .unwrap();
+        let last = *rates.last().unwrap();
+        assert!(last > 5_500.0, "stopped at the first client-bound step: {rates:?}");
+        assert_eq!(rates.iter().filter(|r| **r > 5_500.0).count(), 1, "{rates:?}");
+        let cap = report.capacity.expect("the highest rate that passed");
+        assert!((5_000.0..=5_500.0).contains(&cap) && report.at_least, "{cap} {rates:?}");
+        assert_eq!(report.status, RunStatus::Completed);
+        let note = report.stopped_early.as_deref().unwrap();
+        assert!(
+            note.contains(&format!("the client was the limit at {} op/s", group(last))),
+            "{note}"
+        );
+        assert!(note.contains("3.1 %"), "{note}");
+        assert!(
+            report.render().contains("Note: the client was the limit"),
+            "{}",
+            report.render()
         );
     }
 

@@ -73,8 +73,8 @@ pub struct IntervalThread<S> {
 pub type OnSettled = Box<dyn FnOnce(Option<Duration>) + Send>;
 
 /// Called from the interval thread after each interval, with the measured window's totals so
-/// far (what the slow operations' thresholds follow).
-pub type OnTotals = Box<dyn FnMut(&[OpStats]) + Send>;
+/// far and the interval's own figures (what the slow operations' thresholds follow).
+pub type OnTotals = Box<dyn FnMut(&[OpStats], &[OpStats]) + Send>;
 
 impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
     /// With `on_settled`, the sink is asked after every warm-up interval whether warm-up may
@@ -140,7 +140,7 @@ impl<S: IntervalSink + Send + 'static> IntervalThread<S> {
                         t.add(o);
                     }
                     if let Some(f) = on_totals.as_mut() {
-                        f(&totals);
+                        f(&totals, &interval.ops);
                     }
                     if let Err(e) = sink.interval(&interval)
                         && error.is_none()

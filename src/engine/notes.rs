@@ -58,6 +58,6 @@ impl Notes {
     /// follow the window's totals.
     pub fn on_totals(&self) -> OnTotals {
         let slow = self.slow.clone();
-        Box::new(move |totals| slow.follow(totals))
+        Box::new(move |totals, interval| slow.follow(totals, interval))
     }
 }

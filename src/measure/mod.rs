@@ -13,6 +13,7 @@
 
 pub mod about;
 pub mod agree;
+pub mod audit;
 pub mod causes;
 pub mod commands;
 pub mod load;

@@ -64,6 +64,9 @@ impl RunResult {
         if let Some(s) = &self.slow {
             parts.push(s.render());
         }
+        if let Some(c) = &self.client {
+            parts.push(c.render());
+        }
         if let Some(p) = &self.server_profile {
             parts.push(p.render());
         }

@@ -261,6 +261,9 @@ pub struct RunResult {
     /// The measured operations over their type's p99 and what made them slow (`causes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow: Option<super::causes::Slow>,
+    /// Whether the client was the limit, and caplab's own figures (`audit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<super::audit::ClientAudit>,
     /// Successful share of the measured window's due operations, with faults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub availability: Option<f64>,

@@ -20,8 +20,8 @@ use crate::metrics::recorder::warmup_histogram;
 use crate::metrics::{Interval, OpStats};
 use crate::sla::Judge;
 use crate::steady::{self, Check, Settle};
-use crate::telemetry::Watch;
 use crate::telemetry::jmx_watch::JmxWatch;
+use crate::telemetry::{ClientSecond, Watch};
 
 /// What the user sees while a step runs.
 #[derive(Debug, Clone, Copy)]
@@ -144,10 +144,15 @@ impl IntervalSink for Outputs {
     fn interval(&mut self, iv: &Interval) -> Result<()> {
         let end = iv.start + iv.length;
         let jmx = self.jmx.as_mut().and_then(JmxWatch::tick);
-        let second = self
-            .watch
-            .as_mut()
-            .and_then(|w| w.tick(self.started + end, iv.length.as_secs_f64(), !iv.warmup, jmx.as_ref()));
+        let second = self.watch.as_mut().and_then(|w| {
+            w.tick(
+                self.started + end,
+                iv.length.as_secs_f64(),
+                !iv.warmup,
+                jmx.as_ref(),
+                client_second(iv),
+            )
+        });
         let jit = second.map(|s| s.jit_cpu_cores);
         let server = second.map(|s| (s.gc_pause_ms, s.server_cpu_cores));
         let compaction =
@@ -349,4 +354,12 @@ impl Outputs {
 fn p50_p99_ms(h: &Histogram<u64>) -> (Option<f64>, Option<f64>) {
     let ms = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6);
     (ms(0.5), ms(0.99))
+}
+/// What the client did in interval `iv`: operations sent that ended in it (warm-up ones too),
+/// and those a free worker sent late.
+fn client_second(iv: &Interval) -> ClientSecond {
+    ClientSecond {
+        sent: iv.ops.iter().map(|o| o.service.len() + o.warmup_ops).sum(),
+        late: iv.ops.iter().map(|o| o.client_late).sum(),
+    }
 }

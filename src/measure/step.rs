@@ -215,7 +215,8 @@ impl Step {
         result.finished_at = Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
         result.summary = Some(Summary::of(&names, &end.totals, end.measured_length(), end.abandoned));
         result.sla = verdict;
-        result.slow = super::causes::of_run(&names, &end, &server, &result.faults, started);
+        (result.slow, result.client) =
+            super::audit::of_run(&names, &end, &mut server, &result.faults, started, result.sla.as_mut());
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
         result.files.operations = end.ops_file.clone();
@@ -430,6 +431,7 @@ impl Step {
             started_ops: None,
             histograms: BTreeMap::new(),
             slow: None,
+            client: None,
             faults: Vec::new(),
             availability: None,
             merged: None,

@@ -4,9 +4,10 @@
 //! own shard (the same shard as the recorder's, so the lock is uncontended). A shard keeps what
 //! it is offered in a buffer allocated once; when more is offered than it holds, it keeps a
 //! uniform sample (reservoir sampling), and each kept operation stands for `offered / kept` of
-//! them. The interval thread sets the thresholds after each interval: half the measured window's
-//! p99 so far (none before the first measured interval), so that what is over the final p99 was
-//! almost surely offered; `Kept::missed` says how much was not.
+//! them. The interval thread sets the thresholds after each interval: half the lower of the
+//! measured window's p99 so far and the lowest p99 of any measured interval (none before the
+//! first), so that what is over the final p99 was offered unless the window's p99 ends under
+//! half of every interval's.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,6 +55,8 @@ pub struct SlowOps {
     t0: Instant,
     /// Per operation type, ns: an operation is offered when its response time is over it.
     thresholds: Vec<AtomicU64>,
+    /// Per operation type, ns: the lowest p99 of a measured interval so far.
+    lowest: Vec<AtomicU64>,
     shards: Vec<Mutex<Reservoir>>,
     per_shard: usize,
 }
@@ -73,6 +76,7 @@ impl SlowOps {
         SlowOps {
             t0,
             thresholds: (0..op_types).map(|_| AtomicU64::new(0)).collect(),
+            lowest: (0..op_types).map(|_| AtomicU64::new(u64::MAX)).collect(),
             shards: (0..shards)
                 .map(|i| {
                     Mutex::new(Reservoir {
@@ -130,12 +134,21 @@ impl SlowOps {
         }
     }
 
-    /// Sets each type's threshold to half the p99 of its measured response times so far (the
-    /// interval thread, after each interval, with the window's totals).
-    pub fn follow(&self, totals: &[OpStats]) {
-        for (t, o) in self.thresholds.iter().zip(totals) {
+    /// Sets each type's threshold to half the lower of its measured p99 so far and the lowest
+    /// p99 of a measured interval (the interval thread, after each interval, with the window's
+    /// totals and the interval's figures).
+    pub fn follow(&self, totals: &[OpStats], interval: &[OpStats]) {
+        for (t, ((o, i), low)) in self
+            .thresholds
+            .iter()
+            .zip(totals.iter().zip(interval).zip(&self.lowest))
+        {
+            if !i.response.is_empty() {
+                low.fetch_min(i.response.value_at_quantile(0.99), Ordering::Relaxed);
+            }
             if !o.response.is_empty() {
-                t.store(o.response.value_at_quantile(0.99) / 2, Ordering::Relaxed);
+                let p99 = o.response.value_at_quantile(0.99).min(low.load(Ordering::Relaxed));
+                t.store(p99 / 2, Ordering::Relaxed);
             }
         }
     }
@@ -185,7 +198,7 @@ mod tests {
                 .record(if i < 98 { 1_000_000 } else { 40_000_000 })
                 .unwrap();
         }
-        slow.follow(&totals);
+        slow.follow(&totals, &totals);
         slow.offer(0, &op(t0, 10, 1));
         slow.offer(
             1,
@@ -209,6 +222,27 @@ mod tests {
             .collect();
         assert_eq!(got, vec![(40, 25, true), (30, 30, false)]);
         assert!(kept.ops.iter().all(|o| o.weight == 1.0));
+    }
+
+    /// A window whose first seconds were slow: its p99 so far stays high, but a quiet interval's
+    /// lower p99 lowers the threshold, so the operations over the final p99 of a window that
+    /// settled are still offered.
+    #[test]
+    fn a_quiet_interval_lowers_the_threshold_below_a_slow_start() {
+        let t0 = Instant::now();
+        let slow = SlowOps::new(t0, 1, 1);
+        let mut slow_start = OpStats::default();
+        let mut quiet = OpStats::default();
+        for _ in 0..100 {
+            slow_start.response.record(40_000_000).unwrap();
+            quiet.response.record(4_000_000).unwrap();
+        }
+        slow.follow(std::slice::from_ref(&slow_start), std::slice::from_ref(&slow_start));
+        slow.offer(0, &op(t0, 0, 3));
+        assert_eq!(slow.take().offered, 0, "under half of 40 ms");
+        slow.follow(std::slice::from_ref(&slow_start), std::slice::from_ref(&quiet));
+        slow.offer(0, &op(t0, 0, 3));
+        assert_eq!(slow.take().offered, 1, "over half of the quiet interval's 4 ms");
     }
 
     /// More offered than a shard holds: it keeps a uniform sample, weighted to the offered

@@ -68,6 +68,10 @@ pub struct SlaVerdict {
     pub windows_failed: usize,
     pub objectives: Vec<ObjectiveResult>,
     pub windows: Vec<WindowVerdict>,
+    /// Why the failure was the client's rather than the cluster's, when it was (the run's
+    /// client audit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_bound: Option<String>,
 }
 
 /// The window being filled for one window length.
@@ -231,6 +235,7 @@ impl Judge {
             },
             objectives,
             windows: self.windows,
+            client_bound: None,
         }
     }
 
@@ -377,6 +382,11 @@ impl SlaVerdict {
         }
         if self.windows_judged == 0 {
             out.push_str("\n  no window was long enough to judge: measure for at least one whole window");
+        }
+        if let Some(why) = &self.client_bound {
+            out.push_str(&format!(
+                "\n  CLIENT-BOUND: {why}; the failure is caplab's, not the cluster's"
+            ));
         }
         for w in self.windows.iter().filter(|w| w.judged && !w.pass).take(5) {
             out.push_str(&format!("\n  {}", w.line()));

@@ -28,6 +28,16 @@ pub struct ServerSecond {
     pub jit_cpu_cores: f64,
     pub server_rss_mb: f64,
     pub client_cpu_cores: f64,
+    /// How long the client's runtime stalled in it (`engine::canary`), ms.
+    #[serde(default)]
+    pub client_stall_ms: f64,
+    /// Operations the client sent (and saw end) in it per CPU-second it used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ops_per_cpu_s: Option<f64>,
+    /// Operations a free worker sent more than 10 ms late in it: the client did not keep its
+    /// schedule.
+    #[serde(default)]
+    pub client_late_ops: u64,
     /// Whether it lies in the measured window.
     pub measured: bool,
     /// Over JMX (`jmx_watch`), when it is read: the heap in use, the compactions the nodes
@@ -41,6 +51,15 @@ pub struct ServerSecond {
     pub compaction_mb_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sstables_per_read: Option<f64>,
+}
+
+/// What the client did in an interval, for its second of the timeline.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ClientSecond {
+    /// Operations sent that ended in it.
+    pub sent: u64,
+    /// Of them, those a free worker sent more than 10 ms late.
+    pub late: u64,
 }
 
 /// Something that happened to a node while a run went on.

@@ -30,7 +30,7 @@ use gclog::{GcStats, epoch_ms};
 use jmx_watch::JmxSecond;
 
 use facts::us_per_flushed_op;
-pub use facts::{CompactionFacts, NodeEvent, NodeFacts, ServerFacts, ServerSecond};
+pub use facts::{ClientSecond, CompactionFacts, NodeEvent, NodeFacts, ServerFacts, ServerSecond};
 
 /// Sum of floats that is 0.0, not -0.0, when there are none (std's f64 sum starts at -0.0).
 pub(crate) fn total(values: impl Iterator<Item = f64>) -> f64 {
@@ -136,13 +136,15 @@ impl Watch {
     }
 
     /// Samples at the end of an interval of `length_s` seconds, with what JMX read over it
-    /// (`jmx`). A remote cluster's second without a JMX reading is no second of its timeline.
+    /// (`jmx`) and what the client did in it (`client`). A remote cluster's second without a
+    /// JMX reading is no second of its timeline.
     pub fn tick(
         &mut self,
         now: SystemTime,
         length_s: f64,
         measured: bool,
         jmx: Option<&JmxSecond>,
+        client: ClientSecond,
     ) -> Option<&ServerSecond> {
         if self.remote && jmx.is_none() {
             return None;
@@ -212,7 +214,10 @@ impl Watch {
         if let Some(c) = procfs::sample(std::process::id()) {
             s.client_cpu_cores = c.cpu_ticks().saturating_sub(self.client_last.cpu_ticks()) as f64 / self.tck / secs;
             self.client_last = c;
+            let cpu_s = s.client_cpu_cores * secs;
+            s.client_ops_per_cpu_s = (cpu_s > 0.0).then(|| client.sent as f64 / cpu_s);
         }
+        s.client_late_ops = client.late;
         self.timeline.push(s);
         self.timeline.last()
     }
@@ -355,7 +360,8 @@ mod tests {
     fn a_remote_cluster_s_seconds_are_what_jmx_read_of_them() {
         let mut w = Watch::remote();
         let now = SystemTime::now();
-        assert!(w.tick(now, 1.0, false, None).is_none(), "no reading, no second");
+        let client = ClientSecond { sent: 2000, late: 3 };
+        assert!(w.tick(now, 1.0, false, None, client).is_none(), "no reading, no second");
         let j = JmxSecond {
             length_s: 2.0,
             jit_s: 0.1,
@@ -367,13 +373,14 @@ mod tests {
             compacted_mb: Some(4.0),
             sstables_per_read: None,
         };
-        let s = w.tick(now, 2.0, true, Some(&j)).unwrap().clone();
+        let s = w.tick(now, 2.0, true, Some(&j), client).unwrap().clone();
         assert_eq!(
             (s.server_cpu_cores, s.jit_cpu_cores),
             (1.5, 0.05),
             "per second of what the readings cover"
         );
         assert_eq!((s.gc_pauses, s.gc_pause_ms), (2, 25.0));
+        assert_eq!(s.client_late_ops, 3, "the client's own second");
         assert_eq!(
             (
                 s.heap_used_mb,
