@@ -2,8 +2,8 @@
 # Slow operations explained, with a planted cause (issue 75's proof) and without: E1 inserts,
 # warm-up then a measured window, each run's `slow` shares from result.json.
 #   gc      a node with a 256 MiB heap at 3,000 op/s: GC pauses
-#   client  a default node pinned to CPU 0 at 2,000 op/s, caplab pinned to CPU 1 beside three
-#           busy loops there (only the client is starved)
+#   client  a default node pinned to CPU 0 at 2,000 op/s, caplab pinned to CPU 1 beside HOGS
+#           busy loops there (default 3; only the client is starved)
 #   none    the same, nothing planted
 # client and none are interleaved, RUNS each. (The fault proxy's delay on one node of three is
 # tests/faults_cluster.rs's delay_through_the_proxy.)
@@ -24,7 +24,7 @@ shares = ", ".join(f"{c['cause']} {100 * c['share']:.0f} %" for c in s["by_cause
 print(f"{sys.argv[2]}: p99 {t['response']['p99_ms']:.1f} ms, {s['over_p99']} over p99, {s['matched']} matched: {shares}")
 PY
 }
-hogs() { for _ in 1 2 3; do taskset -c 1 sh -c 'while :; do :; done' & done; }
+hogs() { for _ in $(seq "${HOGS:-3}"); do taskset -c 1 sh -c 'while :; do :; done' & done; }
 unhog() { pkill -f "while :; do :; done" || true; }
 trap 'unhog; "$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true' EXIT
 if [[ $parts == *gc* ]]; then

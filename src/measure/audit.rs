@@ -20,6 +20,12 @@ pub const LATE_SHARE: f64 = 0.01;
 pub const SLOW_SHARE: f64 = 0.5;
 pub const SLOW_MIN: usize = 10;
 
+/// A runtime stalled this share of the window or more has its delay in every percentile, the
+/// median too: said so, though it is not called the limit (a saturated machine stalls the client
+/// beside its server as much as a starved client does). Clean runs stalled 0.5–1.3 % of their
+/// window, runs beside three to eight busy loops 4.5–8.6 % (bench/results/slow-causes.md).
+pub const STALLED_SHARE: f64 = 0.03;
+
 /// The rule, as result.json and the summary state it.
 pub const RULE: &str = "client-bound when a free worker sent at least 1 % of the due operations more than 10 ms late (its own delay reaches the p99), or the client is named for at least half the operations over p99 (10 or more matched)";
 
@@ -147,6 +153,10 @@ impl ClientAudit {
             Some(why) => format!(
                 "THE CLIENT WAS THE LIMIT ({why}): what failed is caplab's, not the cluster's; give caplab more CPU (--threads, --client-cpus) or more loaders"
             ),
+            None if self.stalled_share >= STALLED_SHARE => format!(
+                "not called the limit, but its runtime stalled {:.1} % of the window, so its own delay is in every percentile, the median too",
+                self.stalled_share * 100.0
+            ),
             None => "not the limit".into(),
         };
         format!(
@@ -219,6 +229,17 @@ mod tests {
         let a = audit(&end(99, Vec::new()), &server(), None).unwrap();
         assert!(!a.bound, "{a:?}");
         assert!(a.render().ends_with("not the limit"), "{}", a.render());
+        // Stalled 3 % of the 10 s window: said, not called the limit.
+        let stalls = vec![Stall {
+            from_ns: 6_000_000_000,
+            to_ns: 6_300_000_000,
+        }];
+        let a = audit(&end(0, stalls), &server(), None).unwrap();
+        assert!(
+            !a.bound && a.render().contains("stalled 3.0 % of the window"),
+            "{}",
+            a.render()
+        );
     }
 
     #[test]
