@@ -22,7 +22,7 @@ pub const SLOW_MIN: usize = 10;
 
 /// A runtime stalled this share of the window or more has its delay in every percentile, the
 /// median too: said so, though it is not called the limit (a saturated machine stalls the client
-/// beside its server as much as a starved client does). Clean runs stalled 0.5–1.3 % of their
+/// beside its server as much as a starved client does). Clean runs stalled 0.4–1.3 % of their
 /// window, runs beside three to eight busy loops 4.5–8.6 % (bench/results/slow-causes.md).
 pub const STALLED_SHARE: f64 = 0.03;
 
