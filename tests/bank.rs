@@ -87,7 +87,7 @@ fn per_op(doc: &serde_json::Value, name: &str) -> u64 {
 fn accord_transfers_keep_every_branch_and_a_change_outside_them_is_found_exactly() {
     let _jvm = jvm_lock();
     let lab = cluster();
-    let clean = lab.dir("accord-clean");
+    let clean = lab.fresh("accord-clean");
     let o = ok(run(
         lab,
         &clean,
@@ -108,7 +108,7 @@ fn accord_transfers_keep_every_branch_and_a_change_outside_them_is_found_exactly
 
     // Another client adds 7 to account 13 (branch 1) in a transaction of its own while the bank
     // runs: the closing check finds that branch, 7 over, and the run fails.
-    let planted = lab.dir("accord-planted");
+    let planted = lab.fresh("accord-planted");
     let hosts = lab.cql();
     let args = bank_args(
         &hosts,
@@ -165,7 +165,7 @@ fn paxos_transfers_on_one_contended_branch_count_the_lost_races_apart_and_keep_t
     // than any transfer takes: there they overlap by construction (bench/results/test-margins.md,
     // bank-contention). One partition at 40 a second for the whole run times nearly every
     // transfer out: Paxos rounds that keep beating each other end in the server's CAS timeout.
-    let out = lab.dir("paxos");
+    let out = lab.fresh("paxos");
     let hosts = lab.cql();
     let mut args = bank_args(
         &hosts,
@@ -197,7 +197,8 @@ fn paxos_transfers_on_one_contended_branch_count_the_lost_races_apart_and_keep_t
 fn a_node_killed_in_the_middle_of_accord_transfers_loses_nothing() {
     let _jvm = jvm_lock();
     let lab = cluster();
-    let out = lab.dir("kill");
+    // Empty: a retried test runs again rather than being refused.
+    let out = lab.fresh("kill");
     ok(run(
         lab,
         &out,
