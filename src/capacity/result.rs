@@ -196,6 +196,40 @@ pub struct CapacityResult {
 }
 
 impl CapacityResult {
+    /// When the lowest failed rate above the capacity failed because of the client, not the
+    /// cluster, the capacity may be the client's limit: it is said to be a lower bound, with why.
+    /// The search itself goes on as planned (on shared cores an overloaded server makes the client
+    /// late too, so stopping at the first such step would stop at every overload).
+    pub fn mark_client_bound(&mut self) {
+        let cap = self.capacity.unwrap_or(0.0);
+        let Some(lowest) = self
+            .steps
+            .iter()
+            .filter(|s| !s.pass && s.rate > cap)
+            .map(|s| s.rate)
+            .min_by(f64::total_cmp)
+        else {
+            return;
+        };
+        let Some(why) = self
+            .steps
+            .iter()
+            .filter(|s| s.rate == lowest && !s.pass)
+            .find_map(|s| s.client_bound.clone())
+        else {
+            return;
+        };
+        self.at_least = self.capacity.is_some();
+        let note = format!(
+            "the client was the limit at {} op/s, the lowest rate that failed ({why}): the cluster's capacity may be higher; give caplab more CPU (--threads, --client-cpus) or more loaders",
+            group(lowest)
+        );
+        self.stopped_early = Some(match self.stopped_early.take() {
+            Some(other) => format!("{other}; {note}"),
+            None => note,
+        });
+    }
+
     /// The process exit code: 0 a capacity was found, 1 none (or the cluster failed), 130
     /// interrupted.
     pub fn exit_code(&self) -> u8 {

@@ -278,7 +278,7 @@ async fn search(
     report.capacity = plan.capacity();
     report.at_least = plan.capacity_is_a_lower_bound();
     report.stopped_early = plan.caveat();
-    client_bound(report);
+    report.mark_client_bound();
     if !confirm.is_zero() && report.capacity.is_some() {
         report.confirm_s = Some(confirm.as_secs_f64());
         if !confirm_capacity(plan, report, out, began, &mut step).await? {
@@ -287,40 +287,6 @@ async fn search(
     }
     report.status = RunStatus::Completed;
     save(report, out, began)
-}
-
-/// When the lowest failed rate above the capacity failed because of the client, not the
-/// cluster, the capacity may be the client's limit: it is said to be a lower bound, with why.
-/// The search itself goes on as planned (on shared cores an overloaded server makes the client
-/// late too, so stopping at the first such step would stop at every overload).
-fn client_bound(report: &mut CapacityResult) {
-    let cap = report.capacity.unwrap_or(0.0);
-    let Some(lowest) = report
-        .steps
-        .iter()
-        .filter(|s| !s.pass && s.rate > cap)
-        .map(|s| s.rate)
-        .min_by(f64::total_cmp)
-    else {
-        return;
-    };
-    let Some(why) = report
-        .steps
-        .iter()
-        .filter(|s| s.rate == lowest && !s.pass)
-        .find_map(|s| s.client_bound.clone())
-    else {
-        return;
-    };
-    report.at_least = report.capacity.is_some();
-    let note = format!(
-        "the client was the limit at {} op/s, the lowest rate that failed ({why}): the cluster's capacity may be higher; give caplab more CPU (--threads, --client-cpus) or more loaders",
-        group(lowest)
-    );
-    report.stopped_early = Some(match report.stopped_early.take() {
-        Some(other) => format!("{other}; {note}"),
-        None => note,
-    });
 }
 
 /// Holds the capacity found for the confirmation window; when it does not hold, steps down
