@@ -484,6 +484,19 @@ mod tests {
         (serde_json::from_value(json).unwrap(), tempfile::tempdir().unwrap())
     }
 
+    /// An adaptive search to 10 % with the probe, one repeat, no confirmation, each step run by
+    /// `step`: the report as it ended, and the directory holding its capacity.json.
+    async fn adaptive(
+        step: impl AsyncFnMut(f64, u32, String, bool) -> Result<(StepEnd, SearchStep)>,
+    ) -> (CapacityResult, tempfile::TempDir) {
+        let (mut report, out) = start();
+        let mut plan = Plan::adaptive(None, 0.1, true, 1);
+        search(&mut plan, &mut report, out.path(), Instant::now(), Duration::ZERO, step)
+            .await
+            .unwrap();
+        (report, out)
+    }
+
     /// A server that serves at most 10,000 op/s and meets the SLA up to 6,000.
     fn server(rate: f64, repeat: u32, status: RunStatus) -> (StepEnd, SearchStep) {
         let achieved = if rate == 0.0 { 10_000.0 } else { rate.min(10_000.0) };
@@ -517,22 +530,12 @@ mod tests {
 
     #[tokio::test]
     async fn the_probe_bounds_the_search_and_the_capacity_is_the_highest_rate_that_passed() {
-        let (mut report, out) = start();
-        let mut plan = Plan::adaptive(None, 0.1, true, 1);
         let mut rates = Vec::new();
-        search(
-            &mut plan,
-            &mut report,
-            out.path(),
-            Instant::now(),
-            Duration::ZERO,
-            async |rate, repeat, _, _| {
-                rates.push(rate);
-                Ok(server(rate, repeat, RunStatus::Completed))
-            },
-        )
-        .await
-        .unwrap();
+        let (report, out) = adaptive(async |rate, repeat, _, _| {
+            rates.push(rate);
+            Ok(server(rate, repeat, RunStatus::Completed))
+        })
+        .await;
         assert_eq!(rates[0], 0.0, "the probe first, flat out");
         assert_eq!(rates[1], 5_000.0, "then half the probe's throughput");
         assert!(rates.iter().all(|&r| r <= 10_000.0), "never above the probe: {rates:?}");
@@ -557,25 +560,15 @@ mod tests {
     /// a lower bound, with the client named, never the client's limit as the cluster's.
     #[tokio::test]
     async fn a_capacity_under_a_client_bound_failure_is_a_lower_bound() {
-        let (mut report, out) = start();
-        let mut plan = Plan::adaptive(None, 0.1, true, 1);
-        search(
-            &mut plan,
-            &mut report,
-            out.path(),
-            Instant::now(),
-            Duration::ZERO,
-            async |rate, repeat, _, _| {
-                let (end, mut step) = server(rate, repeat, RunStatus::Completed);
-                if rate > 5_500.0 {
-                    step.pass = false;
-                    step.client_bound = Some("3.1 % sent late by a free worker".into());
-                }
-                Ok((end, step))
-            },
-        )
-        .await
-        .unwrap();
+        let (report, _out) = adaptive(async |rate, repeat, _, _| {
+            let (end, mut step) = server(rate, repeat, RunStatus::Completed);
+            if rate > 5_500.0 {
+                step.pass = false;
+                step.client_bound = Some("3.1 % sent late by a free worker".into());
+            }
+            Ok((end, step))
+        })
+        .await;
         let cap = report.capacity.expect("the highest rate that passed");
         assert!(cap <= 5_500.0 && report.at_least, "{cap}");
         assert_eq!(report.status, RunStatus::Completed);
@@ -590,18 +583,7 @@ mod tests {
             report.render()
         );
         // A server-bound failure above the capacity leaves it as found.
-        let (mut report, out) = start();
-        let mut plan = Plan::adaptive(None, 0.1, true, 1);
-        search(
-            &mut plan,
-            &mut report,
-            out.path(),
-            Instant::now(),
-            Duration::ZERO,
-            async |rate, repeat, _, _| Ok(server(rate, repeat, RunStatus::Completed)),
-        )
-        .await
-        .unwrap();
+        let (report, _out) = adaptive(async |rate, repeat, _, _| Ok(server(rate, repeat, RunStatus::Completed))).await;
         assert!(
             !report.at_least && report.stopped_early.is_none(),
             "{:?}",
@@ -612,27 +594,17 @@ mod tests {
     #[tokio::test]
     async fn a_step_that_ends_the_search_leaves_its_status_and_no_capacity() {
         // Interrupted during the first rate after the probe.
-        let (mut report, out) = start();
-        let mut plan = Plan::adaptive(None, 0.1, true, 1);
         let mut n = 0;
-        search(
-            &mut plan,
-            &mut report,
-            out.path(),
-            Instant::now(),
-            Duration::ZERO,
-            async |rate, repeat, _, _| {
-                n += 1;
-                let status = if n == 2 {
-                    RunStatus::Interrupted
-                } else {
-                    RunStatus::Completed
-                };
-                Ok(server(rate, repeat, status))
-            },
-        )
-        .await
-        .unwrap();
+        let (report, out) = adaptive(async |rate, repeat, _, _| {
+            n += 1;
+            let status = if n == 2 {
+                RunStatus::Interrupted
+            } else {
+                RunStatus::Completed
+            };
+            Ok(server(rate, repeat, status))
+        })
+        .await;
         assert_eq!(n, 2, "nothing runs after the interrupted step");
         assert_eq!(
             (report.status, report.interrupted_by.as_deref(), report.capacity),
@@ -642,18 +614,7 @@ mod tests {
         assert_eq!(CapacityResult::load(out.path()).unwrap().status, RunStatus::Interrupted);
 
         // A probe that fails ends it before any rate.
-        let (mut report, out) = start();
-        let mut plan = Plan::adaptive(None, 0.1, true, 1);
-        search(
-            &mut plan,
-            &mut report,
-            out.path(),
-            Instant::now(),
-            Duration::ZERO,
-            async |rate, repeat, _, _| Ok(server(rate, repeat, RunStatus::Failed)),
-        )
-        .await
-        .unwrap();
+        let (report, _out) = adaptive(async |rate, repeat, _, _| Ok(server(rate, repeat, RunStatus::Failed))).await;
         assert_eq!((report.status, report.steps.len()), (RunStatus::Failed, 0));
         assert!(report.probe.is_some());
     }
