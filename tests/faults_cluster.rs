@@ -484,6 +484,8 @@ fn delay_through_the_proxy() {
             "20s",
             "--fault",
             "delay node2 at 5s for 10s by 200ms",
+            "--trace-slow",
+            "10%,150ms",
         ],
     ));
     let doc = result_json(&lab.home.join("delay"));
@@ -515,6 +517,32 @@ fn delay_through_the_proxy() {
     // The operations over p99 are named for the delay: they are the delayed ones, and a GC
     // pause would have to cover 100 ms of one to take its place.
     assert_top_cause(&doc, "fault", "delay node2");
+    delay_is_outside_the_server_in_traces(&doc, &lab.node_address(2));
+}
+
+/// The traces of the delayed operations (a tenth of operations sent traced, kept over 150 ms:
+/// about 100 of the 1,000 delayed) say where the 200 ms went: outside the server, whose
+/// session on node2 was short, the answer held by the proxy; and their cause is the delay. At
+/// least 80 % of the traces read, of 10 or more (the 20 slowest are read).
+fn delay_is_outside_the_server_in_traces(doc: &serde_json::Value, node2: &str) {
+    let tr = &doc["traces"];
+    let read: Vec<&serde_json::Value> = tr["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["told"] != "unread")
+        .collect();
+    let outside = read
+        .iter()
+        .filter(|o| o["told"] == "outside" && o["coordinator"] == node2)
+        .filter(|o| o["cause"].as_str().unwrap().contains("delay node2"))
+        .count();
+    eprintln!(
+        "traces: {outside} of {} read told outside the server, coordinated by node2, named for the delay",
+        read.len()
+    );
+    assert!(read.len() >= 10, "{tr:#}");
+    assert!(outside as f64 >= 0.8 * read.len() as f64, "{tr:#}");
 }
 
 /// At least 80 % of the run's operations over p99 were named for `cause` (issue 75's proof of

@@ -149,12 +149,17 @@ fn noting_scheduled_operations_allocates_nothing() {
             };
             recorder.record((i % 4) as usize, &c);
             slow.offer((i % 4) as usize, &c);
+            // Every hundredth as though sent traced (`--trace-slow 1%`).
+            if i % 100 == 0 {
+                slow.offer_traced((i % 4) as usize, &c, uuid::Uuid::from_u64_pair(i, 1));
+            }
         }
     });
     assert_eq!(slow.take().offered, 99_900, "every measured operation was offered");
+    assert_eq!(slow.take_traced().offered, 999, "every traced measured one too, apart");
     assert_eq!(
         n, 0,
-        "scheduling, recording and keeping slow operations allocated {n} times in 100,000 operations"
+        "scheduling, recording and keeping slow operations, traced ones too, allocated {n} times in 100,000 operations"
     );
     // A replay's schedule: a captured trace's own start times, 1 to 3 operations a millisecond,
     // looping.

@@ -119,6 +119,14 @@ fn bad_run_flags_are_refused() {
     );
     let ops = fails(lab.caplab(&["run", "--ops-parquet", env!("CARGO_MANIFEST_DIR")]));
     assert!(ops.contains("is a directory: give a file name"), "{ops}");
+    // Traces: a share that is not one, and a workload that cannot send traced operations.
+    assert!(bad(&["run", "--trace-slow", "2"]).contains("like 1% or 0.01"));
+    assert!(bad(&["run", "--trace-slow", "1%,later"]).contains("like 20ms"));
+    let bank = fails(lab.caplab(&["run", "--hosts", "x", "--workload", "bank-paxos", "--trace-slow", "1%"]));
+    assert!(
+        bank.contains("cannot send its operations traced") && bank.contains("drop --trace-slow"),
+        "{bank}"
+    );
     assert!(!lab.home.join("nodes").exists(), "no node was started");
 }
 

@@ -1,6 +1,8 @@
 //! The CQL connection to the cluster under test: contact points, datacenter, consistency,
 //! connections per host, compression, authentication, timeouts; and how driver errors are
-//! counted by kind.
+//! counted by kind; statements' traced twins (traced.rs).
+
+pub mod traced;
 
 use anyhow::{Result, bail};
 use scylla::client::PoolSize;

@@ -178,6 +178,21 @@ pub struct Tracked<W> {
     pub acks: std::sync::Arc<Acks>,
 }
 
+impl<W: Workload> Tracked<W> {
+    /// Notes the fate of operation `i` as its outcome tells it.
+    fn settled(&self, i: u64, outcome: &Outcome) {
+        if outcome.result.is_ok() {
+            // An operation reported as another type than its own is a conditional write's
+            // `<name>_not_applied`.
+            if outcome.op == self.inner.op_of(i) {
+                self.acks.acknowledged(i);
+            } else {
+                self.acks.not_applied(i);
+            }
+        }
+    }
+}
+
 impl<W: Workload> Workload for Tracked<W> {
     type Worker = W::Worker;
 
@@ -196,16 +211,19 @@ impl<W: Workload> Workload for Tracked<W> {
     async fn execute(&self, worker: &mut W::Worker, i: u64) -> Outcome {
         self.acks.sent(i);
         let outcome = self.inner.execute(worker, i).await;
-        if outcome.result.is_ok() {
-            // An operation reported as another type than its own is a conditional write's
-            // `<name>_not_applied`.
-            if outcome.op == self.inner.op_of(i) {
-                self.acks.acknowledged(i);
-            } else {
-                self.acks.not_applied(i);
-            }
-        }
+        self.settled(i, &outcome);
         outcome
+    }
+
+    fn traces(&self) -> bool {
+        self.inner.traces()
+    }
+
+    async fn execute_traced(&self, worker: &mut W::Worker, i: u64) -> (Outcome, Option<uuid::Uuid>) {
+        self.acks.sent(i);
+        let (outcome, trace) = self.inner.execute_traced(worker, i).await;
+        self.settled(i, &outcome);
+        (outcome, trace)
     }
 
     fn statements(&self) -> Vec<String> {

@@ -60,6 +60,73 @@ pub struct EngineConfig {
     pub shards: usize,
     /// Where every operation is written as a row (`--ops-parquet`), if anywhere.
     pub ops_file: Option<crate::metrics::ops::OpsTarget>,
+    /// Which measured operations are sent with the server's tracing on (`--trace-slow`).
+    pub trace: Option<TraceSample>,
+}
+
+/// The operations sent traced (`--trace-slow RATE[,THRESHOLD]`): a fixed fraction of them,
+/// chosen by a hash of the operation's number, so that which are traced has nothing to do with
+/// their type, time or worker; and the response time over which a traced operation keeps its
+/// trace (None: its type's p99 over the measured window, known when the window ends).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraceSample {
+    pub fraction: f64,
+    pub threshold: Option<Duration>,
+    /// Operation `i` is traced when its hash is under this.
+    cut: u64,
+}
+
+impl TraceSample {
+    pub fn new(fraction: f64, threshold: Option<Duration>) -> TraceSample {
+        let fraction = fraction.clamp(0.0, 1.0);
+        TraceSample {
+            fraction,
+            threshold,
+            cut: if fraction >= 1.0 {
+                u64::MAX
+            } else {
+                (fraction * u64::MAX as f64) as u64
+            },
+        }
+    }
+
+    /// `RATE[,THRESHOLD]` as `--trace-slow` takes it: a share (`1%`, `0.01`) and a length of
+    /// time (`20ms`).
+    pub fn parse(s: &str) -> Result<TraceSample, String> {
+        let (rate, threshold) = match s.split_once(',') {
+            Some((r, t)) => (r.trim(), Some(t.trim())),
+            None => (s.trim(), None),
+        };
+        let fraction = match rate.strip_suffix('%') {
+            Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+            None => rate.parse::<f64>(),
+        };
+        let fraction = match fraction {
+            Ok(f) if f > 0.0 && f <= 1.0 => f,
+            _ => {
+                return Err(format!(
+                    "'{rate}' is not a share of the operations to trace: write a percentage or a fraction above 0, like 1% or 0.01"
+                ));
+            }
+        };
+        let threshold = threshold
+            .map(|t| {
+                humantime::parse_duration(t).map_err(|_| {
+                    format!("'{t}' is not a response time to keep traces over: write a length of time, like 20ms")
+                })
+            })
+            .transpose()?;
+        Ok(TraceSample::new(fraction, threshold))
+    }
+
+    /// Whether operation `i` is sent traced: a splitmix64 hash against the cut, no state.
+    #[inline]
+    pub fn picks(&self, i: u64) -> bool {
+        let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) < self.cut || self.cut == u64::MAX
+    }
 }
 
 impl EngineConfig {
@@ -110,6 +177,33 @@ impl Asked {
 mod tests {
     use super::*;
 
+    /// The hash picks the share asked, whatever the operations' numbers: of a million in a
+    /// row, and of a million every 100th (a stride a workload's mix might follow), within four
+    /// standard errors of the share.
+    #[test]
+    fn a_trace_sample_picks_its_share_of_any_run_of_operations() {
+        for share in [0.01, 0.1, 0.5] {
+            let t = TraceSample::new(share, None);
+            let se = (share * (1.0 - share) / 1e6f64).sqrt();
+            for stride in [1u64, 100] {
+                let picked = (0..1_000_000u64).filter(|i| t.picks(i * stride)).count() as f64 / 1e6;
+                assert!((picked - share).abs() < 4.0 * se, "{share} every {stride}: {picked}");
+            }
+        }
+        assert!((0..1000).all(|i| TraceSample::new(1.0, None).picks(i)));
+    }
+
+    #[test]
+    fn trace_slow_takes_a_share_and_a_threshold() {
+        let t = TraceSample::parse("1%,20ms").unwrap();
+        assert_eq!((t.fraction, t.threshold), (0.01, Some(Duration::from_millis(20))));
+        assert_eq!(TraceSample::parse("0.05").unwrap().threshold, None);
+        for (bad, says) in [("0", "like 1% or 0.01"), ("150%", "like 1%"), ("1%,soon", "like 20ms")] {
+            let e = TraceSample::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn the_rate_asked_follows_the_shape_after_its_warm_up() {
         let cfg = |warmup, shape: Option<&str>| EngineConfig {
@@ -124,6 +218,7 @@ mod tests {
             drain_timeout: Duration::from_secs(2),
             shards: 1,
             ops_file: None,
+            trace: None,
         };
         let s = Duration::from_secs;
         let steps = cfg(Warmup::Time(s(2)), Some("steps:1k,3k/5s"));

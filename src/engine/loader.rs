@@ -126,6 +126,14 @@ impl<W: Workload> Workload for Sliced<W> {
         self.inner.execute(worker, self.slice.global(i)).await
     }
 
+    fn traces(&self) -> bool {
+        self.inner.traces()
+    }
+
+    async fn execute_traced(&self, worker: &mut W::Worker, i: u64) -> (Outcome, Option<uuid::Uuid>) {
+        self.inner.execute_traced(worker, self.slice.global(i)).await
+    }
+
     fn statements(&self) -> Vec<String> {
         self.inner.statements()
     }

@@ -29,11 +29,13 @@ pub mod testing;
 
 use std::future::Future;
 
+use uuid::Uuid;
+
 use crate::metrics::ErrorKind;
 pub use crate::metrics::ops::OpFacts;
 
 pub use anchor::{Anchor, StartAt};
-pub use config::{Asked, EngineConfig, Warmup};
+pub use config::{Asked, EngineConfig, TraceSample, Warmup};
 pub use intervals::IntervalSink;
 pub use loader::{LoaderSlice, Sliced};
 pub use run_end::{EndReason, RunEnd, Span};
@@ -64,6 +66,22 @@ pub trait Workload: Send + Sync + 'static {
     fn op_of(&self, i: u64) -> usize;
 
     fn execute<'a>(&'a self, worker: &'a mut Self::Worker, i: u64) -> impl Future<Output = Outcome> + Send + 'a;
+
+    /// Whether `execute_traced` sends operations with the server's tracing on
+    /// (`--trace-slow`); a run asking for traces of a workload that cannot is refused.
+    fn traces(&self) -> bool {
+        false
+    }
+
+    /// Executes operation `i` as `execute` does, with the server's tracing on, and gives the
+    /// trace's session id (None when the server gave none). By default it is not traced.
+    fn execute_traced<'a>(
+        &'a self,
+        worker: &'a mut Self::Worker,
+        i: u64,
+    ) -> impl Future<Output = (Outcome, Option<Uuid>)> + Send + 'a {
+        async move { (self.execute(worker, i).await, None) }
+    }
 
     /// The statements it sends, each once: what the operations file (`--ops-parquet`) names
     /// through `OpFacts::statement`.

@@ -50,6 +50,8 @@ pub struct RunEnd {
     pub ops_file: Option<crate::metrics::ops::OpsFile>,
     /// The measured operations kept as slow (`metrics::slow`), and the client's own stalls.
     pub slow: crate::metrics::slow::Kept,
+    /// The slow operations sent traced (`--trace-slow`), with their traces' ids.
+    pub traced: crate::metrics::slow::Kept,
     pub stalls: Vec<super::canary::Stall>,
 }
 

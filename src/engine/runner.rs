@@ -145,19 +145,24 @@ async fn worker<W: Workload>(
         // Flat out, the operation was taken just now: that is its send.
         let sent = if schedule.is_open() { clock::now() } else { intended };
         counters.sent.fetch_add(1, Ordering::Relaxed);
-        let outcome = workload.execute(&mut state, i).await;
-        note(
-            i,
-            &Completion {
-                op: outcome.op,
-                intended,
-                sent: Some(sent),
-                done: clock::now(),
-                result: outcome.result,
-                measured,
-                waited,
-            },
-        );
+        let (outcome, trace) = if measured && notes.traces(i) {
+            workload.execute_traced(&mut state, i).await
+        } else {
+            (workload.execute(&mut state, i).await, None)
+        };
+        let c = Completion {
+            op: outcome.op,
+            intended,
+            sent: Some(sent),
+            done: clock::now(),
+            result: outcome.result,
+            measured,
+            waited,
+        };
+        note(i, &c);
+        if let Some(id) = trace {
+            notes.slow.offer_traced(shard, &c, id);
+        }
     }
 }
 
@@ -325,6 +330,7 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     });
     let mut end = run_end(reason, finished.totals, measured, started_ops, &counters, ops_file);
     end.slow = notes.slow.take();
+    end.traced = notes.slow.take_traced();
     end.stalls = stalls;
     (end, finished.sink)
 }
@@ -355,6 +361,7 @@ fn run_end(
         },
         ops_file,
         slow: Default::default(),
+        traced: Default::default(),
         stalls: Vec::new(),
     }
 }
@@ -474,6 +481,7 @@ mod tests {
             drain_timeout: Duration::from_secs(2),
             shards: 4,
             ops_file: None,
+            trace: None,
         }
     }
 

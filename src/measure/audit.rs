@@ -196,6 +196,7 @@ mod tests {
             settled: None,
             ops_file: None,
             slow: Default::default(),
+            traced: Default::default(),
             stalls,
         }
     }

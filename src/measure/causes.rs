@@ -242,6 +242,16 @@ pub fn of_run(
     faults: &[FaultRecord],
     started: SystemTime,
 ) -> Option<Slow> {
+    explain(names, &end.totals, &end.slow, &evidence(end, server, faults, started)?)
+}
+
+/// What a run's operations are matched against; None when nothing was measured.
+pub fn evidence<'a>(
+    end: &'a RunEnd,
+    server: &'a ServerFacts,
+    faults: &'a [FaultRecord],
+    started: SystemTime,
+) -> Option<Evidence<'a>> {
     let span = end.measured?;
     let ms = |d: Duration| {
         (started + d)
@@ -250,14 +260,34 @@ pub fn of_run(
     };
     // A cluster caplab does not run has no nodes' logs, but its thread pools and compaction
     // seconds are still evidence.
-    let evidence = Evidence {
+    Some(Evidence {
         server: Some(server),
         stalls: &end.stalls,
         faults,
         t0_ms: ms(Duration::ZERO),
         window_ms: (ms(span.from), ms(span.to)),
-    };
-    explain(names, &end.totals, &end.slow, &evidence)
+    })
+}
+
+/// The top cause of each of `ops` with its detail ("GC pause: node1 Pause Young … 66 ms"), its
+/// excess counted over its type's median as for the slow operations.
+pub fn name_each(totals: &[OpStats], ops: &[SlowOp], ev: &Evidence) -> Vec<String> {
+    let (spans, _) = spans(ev);
+    let ms = |ns: i64| ev.t0_ms + ns as f64 / 1e6;
+    ops.iter()
+        .map(|o| {
+            let p50 = totals
+                .get(o.op as usize)
+                .map_or(0.0, |t| t.response.value_at_quantile(0.5) as f64 / 1e6);
+            let response = o.response_ns() as f64 / 1e6;
+            let excess = if response > p50 { response - p50 } else { response };
+            let (cause, detail, _) = match_one(&spans, o, ms(o.from_ns), ms(o.done_ns), excess);
+            match detail.is_empty() {
+                true => cause.label().to_string(),
+                false => format!("{}: {detail}", cause.label()),
+            }
+        })
+        .collect()
 }
 
 /// One operation's top cause, its detail, and every cause that explained it.
@@ -440,6 +470,7 @@ mod tests {
             error: false,
             waited: true,
             weight: 1.0,
+            trace: None,
         }
     }
 

@@ -51,6 +51,12 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     common.conn.options(Vec::new(), common.load.threads)?; // checks --consistency before anything starts
     let choice = Choice::of(&common.workload)?;
     refuse_validation(common, &choice)?;
+    if args.trace_slow.is_some() && matches!(choice, Choice::Bank(..)) {
+        bail!(
+            "--trace-slow: the {} workload cannot send its operations traced (E1's, a profile's and a replay's can): drop --trace-slow",
+            choice.name()
+        );
+    }
     common.metrics.check()?;
     let (rate, warmup, duration, ops, in_flight) = match &choice {
         Choice::Replay(trace, replay) => {
@@ -83,6 +89,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
             shape: rate.shape.clone(),
             concurrency: in_flight.unwrap_or(common.load.concurrency as usize),
             ops_file,
+            trace: args.trace_slow,
             ..common.load().engine(rate.per_s, duration, ops, warmup)
         },
         threads: common.load.threads,

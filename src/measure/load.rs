@@ -42,6 +42,7 @@ impl Load {
                 4 * self.threads as usize
             },
             ops_file: None,
+            trace: None,
         }
     }
 }

@@ -8,7 +8,8 @@
 //! `populate` phase), on a target reached here (`target`);
 //! `signal` turns Ctrl-C, SIGTERM and SIGHUP into a clean stop; `out` names results directories
 //! and keeps secrets out of what is recorded; `validated` runs a step whose acknowledged writes
-//! `readback` then reads back (`--validate`). The command line only builds the settings and
+//! `readback` then reads back (`--validate`); `causes` and `audit` say why the slow operations
+//! were slow, and `traces` what the server's traces of them say (`--trace-slow`). The command line only builds the settings and
 //! prints what comes back; an experiment runs the same pieces once per variant.
 
 pub mod about;
@@ -21,6 +22,7 @@ pub mod options;
 pub mod out;
 pub mod phases;
 pub mod populate;
+pub mod rate;
 pub mod render;
 pub mod replay;
 pub mod result;
@@ -29,6 +31,7 @@ pub mod signal;
 pub mod sinks;
 pub mod step;
 pub mod target;
+pub mod traces;
 pub mod validated;
 pub mod workload;
 pub mod workload_options;

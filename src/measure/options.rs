@@ -6,9 +6,9 @@
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
+pub use super::rate::Rate;
 use super::{JmxOptions, Load, WorkloadOptions};
 use crate::client::{self, ClientOptions};
 use crate::cluster::nodetool::JmxTls;
@@ -434,41 +434,14 @@ pub struct RunOptions {
     /// time, operation, statement, partition or token, error, loader (docs/run.md).
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub ops_parquet: Option<Option<PathBuf>>,
+    /// Send this share of the measured operations with the server's tracing on (1%, 0.01),
+    /// and after the window read the traces of those slower than THRESHOLD (default: their
+    /// type's p99 over the window) from system_traces: the slowest 20, each told as time
+    /// outside the server, waiting for a replica, or inside the server (docs/run.md).
+    #[arg(long, value_name = "RATE[,THRESHOLD]", value_parser = crate::engine::TraceSample::parse)]
+    pub trace_slow: Option<crate::engine::TraceSample>,
     #[command(flatten)]
     pub common: DriveOptions,
-}
-
-/// `--rate` as written: a constant rate, or a shape (`engine::Shape`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rate {
-    /// The constant rate, or the shape's mean rate (0: flat out).
-    pub per_s: f64,
-    pub shape: Option<Arc<Shape>>,
-}
-
-impl Rate {
-    pub fn parse(s: &str) -> std::result::Result<Rate, String> {
-        Shape::parse(s).map(Rate::of)
-    }
-
-    /// A shape as a rate (a constant one is kept as its plain rate).
-    pub fn of(shape: Shape) -> Rate {
-        match shape.constant_rate() {
-            Some(per_s) => Rate { per_s, shape: None },
-            None => Rate {
-                per_s: shape.mean_rate(),
-                shape: Some(Arc::new(shape)),
-            },
-        }
-    }
-
-    /// The same at `factor` times the rate (a duet's half).
-    pub fn scaled(&self, factor: f64) -> Rate {
-        Rate {
-            per_s: self.per_s * factor,
-            shape: self.shape.as_ref().map(|s| Arc::new(s.scaled(factor))),
-        }
-    }
 }
 
 impl RunOptions {

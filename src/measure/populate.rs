@@ -73,6 +73,7 @@ pub async fn populate(
         ops: Some(total),
         warmup: Warmup::None,
         concurrency: how.concurrency.unwrap_or(base.concurrency),
+        trace: None,
         ..base.clone()
     };
     let progress = Progress {

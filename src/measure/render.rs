@@ -67,6 +67,9 @@ impl RunResult {
         if let Some(c) = &self.client {
             parts.push(c.render());
         }
+        if let Some(t) = &self.traces {
+            parts.push(t.render());
+        }
         if let Some(p) = &self.server_profile {
             parts.push(p.render());
         }

@@ -264,6 +264,9 @@ pub struct RunResult {
     /// Whether the client was the limit, and caplab's own figures (`audit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<super::audit::ClientAudit>,
+    /// The server's traces of slow operations sent traced (`--trace-slow`, `traces`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<super::traces::Traces>,
     /// Successful share of the measured window's due operations, with faults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub availability: Option<f64>,

@@ -78,6 +78,7 @@ impl Step {
         stop: Arc<Stop>,
     ) -> Result<RunResult> {
         let (ecfg, out) = (&self.engine, &self.out);
+        refuse_untraced(ecfg, workload.as_ref(), &about.name)?;
         let compacts = about.compacts();
         std::fs::create_dir_all(out)
             .with_context(|| format!("cannot create the results directory {}", out.display()))?;
@@ -217,6 +218,10 @@ impl Step {
         result.sla = verdict;
         (result.slow, result.client) =
             super::audit::of_run(&names, &end, &mut server, &result.faults, started, result.sla.as_mut());
+        if let (Some(sample), Some(session)) = (&ecfg.trace, &site.cql) {
+            let ev = super::causes::evidence(&end, &server, &result.faults, started);
+            result.traces = Some(super::traces::read(session, &names, &end, sample, ev.as_ref()).await);
+        }
         result.server = Some(server);
         result.started_ops = Some(end.started_ops);
         result.files.operations = end.ops_file.clone();
@@ -432,6 +437,7 @@ impl Step {
             histograms: BTreeMap::new(),
             slow: None,
             client: None,
+            traces: None,
             faults: Vec::new(),
             availability: None,
             merged: None,
@@ -445,6 +451,16 @@ impl Step {
 
 /// The measured window's steady-state verdict, from its seconds (given from the run's start;
 /// None when nothing was measured). A warm-up that reached its maximum leaves it not steady.
+/// A run that asks for traces of a workload that cannot send its operations traced.
+fn refuse_untraced<W: Workload>(ecfg: &EngineConfig, workload: &W, name: &str) -> Result<()> {
+    if ecfg.trace.is_some() && !workload.traces() {
+        anyhow::bail!(
+            "--trace-slow: the {name} workload cannot send its operations traced (E1's, a profile's and a replay's can): drop --trace-slow"
+        );
+    }
+    Ok(())
+}
+
 fn steady_state(
     end: &RunEnd,
     seconds: &mut [crate::steady::SecondFigures],

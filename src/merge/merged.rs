@@ -72,9 +72,10 @@ pub fn merged_result(loaders: &[Loader], dirs: &[PathBuf], base_ms: i64) -> Resu
     r.shape_parts = Vec::new();
     r.knee = None;
     // Each loader's slow operations are over its own p99, matched against what it saw, and its
-    // client audit is its own: both stay in the loaders' result.json.
+    // client audit and traces are its own: they stay in the loaders' result.json.
     r.slow = None;
     r.client = None;
+    r.traces = None;
     r.retries = results.iter().map(|x| x.retries).sum();
     r.started_ops = results.iter().map(|x| x.started_ops).sum();
     r.incomplete = loaders

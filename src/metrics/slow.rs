@@ -13,11 +13,17 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use uuid::Uuid;
+
 use super::OpStats;
 use super::recorder::{Completion, ns_since, response_from};
 
-/// Operations kept in all, across shards (about 48 bytes each).
+/// Operations kept in all, across shards (about 72 bytes each).
 pub const KEPT: usize = 1 << 16;
+
+/// Slow traced operations kept in all, across shards: their traces are read after the window,
+/// the slowest first.
+pub const TRACED_KEPT: usize = 4096;
 
 /// One slow operation: times in nanoseconds after the run's start.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,6 +41,8 @@ pub struct SlowOp {
     pub waited: bool,
     /// How many offered operations it stands for.
     pub weight: f64,
+    /// The server's trace of it, for an operation sent traced (`--trace-slow`).
+    pub trace: Option<Uuid>,
 }
 
 impl SlowOp {
@@ -59,6 +67,12 @@ pub struct SlowOps {
     lowest: Vec<AtomicU64>,
     shards: Vec<Mutex<Reservoir>>,
     per_shard: usize,
+    /// The slow operations sent traced, apart: a handful among many.
+    traced: Vec<Mutex<Reservoir>>,
+    traced_per_shard: usize,
+    /// A traced operation is kept when its response time is over this (ns), or when None,
+    /// over its type's threshold.
+    traced_over: Option<u64>,
 }
 
 /// What the shards kept, and for how many operations they stand.
@@ -73,21 +87,35 @@ impl SlowOps {
     pub fn new(t0: Instant, shards: usize, op_types: usize) -> SlowOps {
         let shards = shards.max(1);
         let per_shard = (KEPT / shards).max(64);
+        let traced_per_shard = (TRACED_KEPT / shards).max(16);
+        let reservoirs = |each: usize, salt: u64| -> Vec<Mutex<Reservoir>> {
+            (0..shards)
+                .map(|i| {
+                    Mutex::new(Reservoir {
+                        kept: Vec::with_capacity(each),
+                        offered: 0,
+                        rng: 0x9E37_79B9_7F4A_7C15 ^ (i as u64 + salt).wrapping_mul(0xBF58_476D_1CE4_E5B9),
+                    })
+                })
+                .collect()
+        };
         SlowOps {
             t0,
             thresholds: (0..op_types).map(|_| AtomicU64::new(0)).collect(),
             lowest: (0..op_types).map(|_| AtomicU64::new(u64::MAX)).collect(),
-            shards: (0..shards)
-                .map(|i| {
-                    Mutex::new(Reservoir {
-                        kept: Vec::with_capacity(per_shard),
-                        offered: 0,
-                        rng: 0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
-                    })
-                })
-                .collect(),
+            shards: reservoirs(per_shard, 1),
             per_shard,
+            traced: reservoirs(traced_per_shard, 1 + shards as u64),
+            traced_per_shard,
+            traced_over: None,
         }
+    }
+
+    /// Traced operations are kept when slower than `threshold` (`--trace-slow`'s), instead of
+    /// their type's threshold.
+    pub fn traced_over(mut self, threshold: Option<std::time::Duration>) -> SlowOps {
+        self.traced_over = threshold.map(|t| t.as_nanos() as u64);
+        self
     }
 
     fn ns(&self, at: Instant) -> i64 {
@@ -100,13 +128,38 @@ impl SlowOps {
         if !c.measured {
             return;
         }
-        let from = response_from(c);
-        let response = c.done.saturating_duration_since(from).as_nanos() as u64;
         let over = self.thresholds.get(c.op).map_or(0, |t| t.load(Ordering::Relaxed));
-        if response <= over {
+        if let Some(row) = self.row(c, over) {
+            keep(&self.shards[shard % self.shards.len()], row, self.per_shard);
+        }
+    }
+
+    /// Offers an operation sent traced, with its trace's id: kept apart (allocating nothing)
+    /// when slower than `--trace-slow`'s threshold, or its type's.
+    pub fn offer_traced(&self, shard: usize, c: &Completion, trace: Uuid) {
+        if !c.measured {
             return;
         }
-        let row = SlowOp {
+        let over = self
+            .traced_over
+            .unwrap_or_else(|| self.thresholds.get(c.op).map_or(0, |t| t.load(Ordering::Relaxed)));
+        if let Some(row) = self.row(c, over) {
+            let row = SlowOp {
+                trace: Some(trace),
+                ..row
+            };
+            keep(&self.traced[shard % self.traced.len()], row, self.traced_per_shard);
+        }
+    }
+
+    /// Completion `c` as a slow operation, when its response time is over `over` ns.
+    fn row(&self, c: &Completion, over: u64) -> Option<SlowOp> {
+        let from = response_from(c);
+        let response = c.done.saturating_duration_since(from).as_nanos() as u64;
+        if response <= over {
+            return None;
+        }
+        Some(SlowOp {
             op: c.op as u16,
             intended_ns: self.ns(c.intended),
             from_ns: self.ns(from),
@@ -115,23 +168,8 @@ impl SlowOps {
             error: c.result.is_err(),
             waited: c.waited,
             weight: 1.0,
-        };
-        let mut r = self.shards[shard % self.shards.len()]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        r.offered += 1;
-        if r.kept.len() < self.per_shard {
-            r.kept.push(row);
-            return;
-        }
-        // Algorithm R: the n-th offered replaces a kept one with probability kept / n.
-        r.rng ^= r.rng << 13;
-        r.rng ^= r.rng >> 7;
-        r.rng ^= r.rng << 17;
-        let j = (r.rng % r.offered) as usize;
-        if j < self.per_shard {
-            r.kept[j] = row;
-        }
+            trace: None,
+        })
     }
 
     /// Sets each type's threshold to half the lower of its measured p99 so far and the lowest
@@ -155,16 +193,45 @@ impl SlowOps {
 
     /// Everything kept, each operation weighted by what its shard was offered.
     pub fn take(&self) -> Kept {
-        let mut kept = Kept::default();
-        for shard in &self.shards {
-            let mut r = shard.lock().unwrap_or_else(|p| p.into_inner());
-            let weight = r.offered as f64 / r.kept.len().max(1) as f64;
-            kept.offered += r.offered;
-            kept.ops.extend(r.kept.drain(..).map(|o| SlowOp { weight, ..o }));
-            r.offered = 0;
-        }
-        kept
+        take(&self.shards)
     }
+
+    /// The slow traced operations kept, weighted as `take`'s.
+    pub fn take_traced(&self) -> Kept {
+        take(&self.traced)
+    }
+}
+
+/// Keeps `row` in `shard`, whose buffer holds `cap`: a uniform sample once it is full.
+fn keep(shard: &Mutex<Reservoir>, row: SlowOp, cap: usize) {
+    let mut r = shard.lock().unwrap_or_else(|p| p.into_inner());
+    r.offered += 1;
+    if r.kept.len() < cap {
+        r.kept.push(row);
+        return;
+    }
+    // Algorithm R: the n-th offered replaces a kept one with probability kept / n.
+    r.rng ^= r.rng << 13;
+    r.rng ^= r.rng >> 7;
+    r.rng ^= r.rng << 17;
+    let j = (r.rng % r.offered) as usize;
+    if j < cap {
+        r.kept[j] = row;
+    }
+}
+
+/// What `shards` kept, each operation weighted by what its shard was offered; the shards are
+/// left empty.
+fn take(shards: &[Mutex<Reservoir>]) -> Kept {
+    let mut kept = Kept::default();
+    for shard in shards {
+        let mut r = shard.lock().unwrap_or_else(|p| p.into_inner());
+        let weight = r.offered as f64 / r.kept.len().max(1) as f64;
+        kept.offered += r.offered;
+        kept.ops.extend(r.kept.drain(..).map(|o| SlowOp { weight, ..o }));
+        r.offered = 0;
+    }
+    kept
 }
 
 #[cfg(test)]
@@ -222,6 +289,35 @@ mod tests {
             .collect();
         assert_eq!(got, vec![(40, 25, true), (30, 30, false)]);
         assert!(kept.ops.iter().all(|o| o.weight == 1.0));
+    }
+
+    /// Traced operations are kept apart, with their trace, over `--trace-slow`'s threshold when
+    /// it gives one (whatever the type's threshold), over the type's threshold when not.
+    #[test]
+    fn traced_operations_are_kept_apart_over_their_own_threshold() {
+        let t0 = Instant::now();
+        let id = Uuid::from_u128(42);
+        let by_type = SlowOps::new(t0, 2, 1);
+        let floor = SlowOps::new(t0, 2, 1).traced_over(Some(Duration::from_millis(5)));
+        let mut totals = vec![OpStats::default()];
+        for _ in 0..100 {
+            totals[0].response.record(40_000_000).unwrap();
+        }
+        for s in [&by_type, &floor] {
+            s.follow(&totals, &totals);
+            s.offer_traced(1, &op(t0, 0, 10), id);
+            s.offer_traced(0, &op(t0, 5, 30), id);
+        }
+        let times = |k: Kept| -> Vec<(i64, Option<Uuid>)> {
+            k.ops.iter().map(|o| (o.response_ns() / 1_000_000, o.trace)).collect()
+        };
+        assert_eq!(times(by_type.take_traced()), vec![(30, Some(id))], "over half of 40 ms");
+        assert_eq!(
+            times(floor.take_traced()),
+            vec![(30, Some(id)), (10, Some(id))],
+            "over 5 ms"
+        );
+        assert_eq!(by_type.take().offered, 0, "the slow operations' own reservoir is apart");
     }
 
     /// A window whose first seconds were slow: its p99 so far stays high, but a quiet interval's

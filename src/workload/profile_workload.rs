@@ -32,6 +32,7 @@ use super::generate::{Generator, Role, Value, shape_of};
 use super::profile::{BatchKind, ColumnSpec, Distribution, Profile, RowCount};
 use super::schema;
 use super::values::{draw, mix};
+use crate::client::traced::traced;
 use crate::client::{classify, parse_consistency};
 use crate::engine::{Outcome, Workload};
 
@@ -43,6 +44,8 @@ struct Op {
     name: String,
     statement: PreparedStatement,
     batch: Option<Batch>,
+    /// The statement and batch sent when the operation is traced (`--trace-slow`).
+    traced: (PreparedStatement, Option<Batch>),
     /// Rows per operation, and how many of them go to each partition.
     rows: usize,
     per_partition: usize,
@@ -209,6 +212,7 @@ impl ProfileWorkload {
             });
             ops.push(Op {
                 name: name.clone(),
+                traced: (traced(&statement), batch.as_ref().map(traced)),
                 statement,
                 batch,
                 rows,
@@ -281,7 +285,15 @@ impl ProfileWorkload {
 
     /// Runs operation `op` on rows `first_row..` of `partition` (and of the partitions after
     /// it, for batches spread over several).
-    pub async fn execute_at(&self, buffers: &mut Buffers, op: usize, partition: u64, first_row: u64) -> Outcome {
+    /// Traced (`--trace-slow`) when `traced`: what it gives besides the outcome is the trace's id.
+    pub async fn execute_at(
+        &self,
+        buffers: &mut Buffers,
+        op: usize,
+        partition: u64,
+        first_row: u64,
+        trace: bool,
+    ) -> (Outcome, Option<uuid::Uuid>) {
         let o = &self.ops[op];
         let rows = &mut buffers[op];
         let per = o.per_partition as u64;
@@ -293,30 +305,42 @@ impl ProfileWorkload {
                 g.render(g.index(p, r + off), v);
             }
         }
-        let result = match &o.batch {
-            Some(b) => self
-                .session
-                .batch(b, &rows[..])
-                .await
-                .map(|_| (o.rows as u64, (o.rows / o.per_partition) as u64)),
-            None => match self.session.execute_unpaged(&o.statement, &rows[0]).await {
-                Ok(r) if o.read => Ok((r.into_rows_result().map(|r| r.rows_num() as u64).unwrap_or(0), 1)),
-                Ok(r) => match o.not_applied {
-                    Some(na) if !applied(r) => {
-                        return Outcome {
+        let (statement, batch) = if trace {
+            (&o.traced.0, &o.traced.1)
+        } else {
+            (&o.statement, &o.batch)
+        };
+        let (result, trace) = match batch {
+            Some(b) => match self.session.batch(b, &rows[..]).await {
+                Ok(r) => (Ok((o.rows as u64, (o.rows / o.per_partition) as u64)), r.tracing_id()),
+                Err(e) => (Err(e), None),
+            },
+            None => match self.session.execute_unpaged(statement, &rows[0]).await {
+                Ok(r) => {
+                    let trace = r.tracing_id();
+                    if o.read {
+                        (
+                            Ok((r.into_rows_result().map(|r| r.rows_num() as u64).unwrap_or(0), 1)),
+                            trace,
+                        )
+                    } else if let Some(na) = o.not_applied.filter(|_| !applied(r)) {
+                        let outcome = Outcome {
                             op: na,
                             result: Ok((0, 1)),
                         };
+                        return (outcome, trace);
+                    } else {
+                        (Ok((1, 1)), trace)
                     }
-                    _ => Ok((1, 1)),
-                },
-                Err(e) => Err(e),
+                }
+                Err(e) => (Err(e), None),
             },
         };
-        Outcome {
+        let outcome = Outcome {
             op,
             result: result.map_err(|e| classify(&e)),
-        }
+        };
+        (outcome, trace)
     }
 
     /// Operations needed to write every row of every partition with operation `op`, or only
@@ -384,7 +408,17 @@ impl Workload for ProfileWorkload {
     async fn execute(&self, w: &mut Buffers, i: u64) -> Outcome {
         let op = self.choose(i);
         let (p, r) = self.address(i, self.ops[op].per_partition as u64);
-        self.execute_at(w, op, p, r).await
+        self.execute_at(w, op, p, r, false).await.0
+    }
+
+    fn traces(&self) -> bool {
+        true
+    }
+
+    async fn execute_traced(&self, w: &mut Buffers, i: u64) -> (Outcome, Option<uuid::Uuid>) {
+        let op = self.choose(i);
+        let (p, r) = self.address(i, self.ops[op].per_partition as u64);
+        self.execute_at(w, op, p, r, true).await
     }
 
     fn statements(&self) -> Vec<String> {

@@ -30,6 +30,7 @@ use super::schema::{self, TableState};
 use super::spread::{self, MAX_TABLES, TablesMade};
 use super::values::{Distribution, fill_key, fill_text};
 use crate::client::classify;
+use crate::client::traced::Twin;
 use crate::engine::{Outcome, Workload};
 
 pub mod read_back;
@@ -261,8 +262,8 @@ pub struct E1 {
     session: Arc<Session>,
     opts: E1Options,
     /// One INSERT per table, and (batch) one batch of them per table.
-    inserts: Vec<PreparedStatement>,
-    batches: Vec<Batch>,
+    inserts: Vec<Twin<PreparedStatement>>,
+    batches: Vec<Twin<Batch>>,
     /// What making many tables took (None with one).
     made: Option<TablesMade>,
 }
@@ -331,10 +332,11 @@ impl E1 {
                         batch.append_statement(insert.clone());
                     }
                     batch.set_is_idempotent(true);
-                    batch
+                    Twin::new(batch)
                 })
                 .collect(),
         };
+        let inserts = inserts.into_iter().map(Twin::new).collect();
         Ok(E1 {
             session,
             made: (opts.tables > 1).then_some(made),
@@ -374,7 +376,10 @@ impl Workload for E1 {
     }
 
     fn statements(&self) -> Vec<String> {
-        self.inserts.iter().map(|p| p.get_statement().to_string()).collect()
+        self.inserts
+            .iter()
+            .map(|p| p.plain().get_statement().to_string())
+            .collect()
     }
 
     fn facts(&self, i: u64) -> crate::engine::OpFacts {
@@ -388,6 +393,21 @@ impl Workload for E1 {
     }
 
     async fn execute(&self, rows: &mut Vec<RowBuf>, i: u64) -> Outcome {
+        self.send(rows, i, false).await.0
+    }
+
+    fn traces(&self) -> bool {
+        true
+    }
+
+    async fn execute_traced(&self, rows: &mut Vec<RowBuf>, i: u64) -> (Outcome, Option<uuid::Uuid>) {
+        self.send(rows, i, true).await
+    }
+}
+
+impl E1 {
+    /// Sends operation `i`, traced or not, and gives its outcome and trace id.
+    async fn send(&self, rows: &mut [RowBuf], i: u64, traced: bool) -> (Outcome, Option<uuid::Uuid>) {
         let partition = i % self.opts.partitions;
         let first_row = (i / self.opts.partitions) * rows.len() as u64;
         for (k, r) in rows.iter_mut().enumerate() {
@@ -395,17 +415,19 @@ impl Workload for E1 {
         }
         let t = self.opts.table_of(partition);
         let result = match self.opts.kind {
-            E1Workload::Insert => self
-                .session
-                .execute_unpaged(&self.inserts[t], &rows[0])
-                .await
-                .map(|_| ()),
-            E1Workload::Batch => self.session.batch(&self.batches[t], &rows[..]).await.map(|_| ()),
+            E1Workload::Insert => {
+                self.session
+                    .execute_unpaged(self.inserts[t].get(traced), &rows[0])
+                    .await
+            }
+            E1Workload::Batch => self.session.batch(self.batches[t].get(traced), &*rows).await,
         };
-        Outcome {
+        let trace = result.as_ref().ok().and_then(|r| r.tracing_id());
+        let outcome = Outcome {
             op: 0,
-            result: result.map(|()| (rows.len() as u64, 1)).map_err(|e| classify(&e)),
-        }
+            result: result.map(|_| (rows.len() as u64, 1)).map_err(|e| classify(&e)),
+        };
+        (outcome, trace)
     }
 }
 

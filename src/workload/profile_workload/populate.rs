@@ -38,6 +38,6 @@ impl Workload for Populate {
                 result: Ok((0, 0)),
             };
         }
-        self.inner.execute_at(w, self.op, p, first_row).await
+        self.inner.execute_at(w, self.op, p, first_row, false).await.0
     }
 }

@@ -7,6 +7,7 @@
 //! sets its options on them: nothing is built per operation. With `keyspace`, everything goes to
 //! that keyspace instead of the trace's own, whose schema is copied there first if it is missing.
 
+mod bound;
 pub mod reads;
 mod rename;
 pub mod trace;
@@ -14,9 +15,6 @@ pub mod trace;
 use anyhow::{Context, Result, bail};
 use scylla::client::session::Session;
 use scylla::response::PagingState;
-use scylla::serialize::SerializationError;
-use scylla::serialize::row::{RowSerializationContext, SerializeRow};
-use scylla::serialize::writers::RowWriter;
 use scylla::statement::batch::{Batch, BatchStatement, BatchType};
 use scylla::statement::prepared::PreparedStatement;
 use serde::{Deserialize, Serialize};
@@ -25,6 +23,7 @@ use std::sync::Arc;
 
 use crate::client::classify;
 use crate::engine::{Outcome, Workload};
+use bound::{BatchRows, Row};
 pub use trace::Trace;
 use trace::{Sent, Value};
 
@@ -74,37 +73,6 @@ impl ReplayOptions {
 fn round(speed: f64) -> f64 {
     let scale = 10f64.powi(2 - speed.abs().log10().floor() as i32);
     (speed * scale).round() / scale
-}
-
-/// A row of values as the application bound them: the driver's bytes, written as they are.
-struct Row<'a>(&'a [Value]);
-
-impl SerializeRow for Row<'_> {
-    fn serialize(&self, ctx: &RowSerializationContext<'_>, writer: &mut RowWriter) -> Result<(), SerializationError> {
-        if ctx.columns().len() != self.0.len() {
-            return Err(SerializationError::new(std::io::Error::other(format!(
-                "the statement takes {} values, the trace holds {}",
-                ctx.columns().len(),
-                self.0.len()
-            ))));
-        }
-        for v in self.0 {
-            let cell = writer.make_cell_writer();
-            match v {
-                Some(bytes) => {
-                    cell.set_value(bytes).map_err(SerializationError::new)?;
-                }
-                None => {
-                    cell.set_null();
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// A trace ready to replay on a session.
@@ -404,6 +372,21 @@ impl Workload for Replay {
     }
 
     async fn execute(&self, w: &mut ReplayWorker, i: u64) -> Outcome {
+        self.send(w, i, false).await.0
+    }
+
+    fn traces(&self) -> bool {
+        true
+    }
+
+    async fn execute_traced(&self, w: &mut ReplayWorker, i: u64) -> (Outcome, Option<uuid::Uuid>) {
+        self.send(w, i, true).await
+    }
+}
+
+impl Replay {
+    /// Sends entry `i` with its own options, traced or not; its outcome and trace id.
+    async fn send(&self, w: &mut ReplayWorker, i: u64, trace: bool) -> (Outcome, Option<uuid::Uuid>) {
         let e = self.entry(i);
         let op = self.op_of(i);
         let result = match e.sent {
@@ -413,6 +396,7 @@ impl Workload for Replay {
                 p.set_consistency(e.consistency);
                 p.set_serial_consistency(e.serial);
                 p.set_timestamp(e.timestamp);
+                p.set_tracing(trace);
                 match e.page_size {
                     Some(size) => {
                         p.set_page_size(size);
@@ -429,54 +413,24 @@ impl Workload for Replay {
                 batch.set_consistency(e.consistency);
                 batch.set_serial_consistency(e.serial);
                 batch.set_timestamp(e.timestamp);
+                batch.set_tracing(trace);
                 let rows: &[Box<[Value]>] = &e.rows;
                 self.session.batch(batch, BatchRows(rows)).await
             }
         };
+        let mut traced = None;
         let result = result.map(|answer| {
+            traced = answer.tracing_id();
             if let Some(reads) = &mut w.reads {
                 reads.note(i, op, answer);
             }
         });
         let statements = e.rows.len() as u64;
-        Outcome {
+        let outcome = Outcome {
             op,
             result: result.map(|_| (statements, 1)).map_err(|err| classify(&err)),
-        }
-    }
-}
-
-/// A batch's rows of values, one per statement.
-struct BatchRows<'a>(&'a [Box<[Value]>]);
-
-impl scylla::serialize::batch::BatchValues for BatchRows<'_> {
-    type BatchValuesIter<'r>
-        = BatchRowsIter<'r>
-    where
-        Self: 'r;
-
-    fn batch_values_iter(&self) -> BatchRowsIter<'_> {
-        BatchRowsIter(self.0.iter())
-    }
-}
-
-struct BatchRowsIter<'a>(std::slice::Iter<'a, Box<[Value]>>);
-
-impl<'a> scylla::serialize::batch::BatchValuesIterator<'a> for BatchRowsIter<'a> {
-    fn serialize_next(
-        &mut self,
-        ctx: &RowSerializationContext<'_>,
-        writer: &mut RowWriter,
-    ) -> Option<Result<(), SerializationError>> {
-        self.0.next().map(|r| Row(r).serialize(ctx, writer))
-    }
-
-    fn is_empty_next(&mut self) -> Option<bool> {
-        self.0.next().map(|r| r.is_empty())
-    }
-
-    fn skip_next(&mut self) -> Option<()> {
-        self.0.next().map(|_| ())
+        };
+        (outcome, traced)
     }
 }
 
