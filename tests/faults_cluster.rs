@@ -290,6 +290,13 @@ fn pause_at_quorum() {
     let page = common::browse(&lab.home.join("pause/report.html"));
     page.assert_clean();
     assert_eq!(page.check["faults"].as_u64(), Some(1), "{}", page.check);
+    // The slowest operations over p99 are marked on the latency timeline, as result.json lists them.
+    let listed = doc["slow"]["slowest"].as_array().unwrap().len() as u64;
+    assert!(
+        listed > 0 && page.check["slow"].as_u64() == Some(listed),
+        "{}",
+        page.check
+    );
 }
 
 /// Every acknowledged write of the run in `doc` was read back as written at `consistency`;

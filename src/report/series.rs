@@ -105,6 +105,9 @@ pub struct RunSeries {
     /// (start, end, label) of each fault (`--fault`), Unix seconds; the end is the window's
     /// when it was not undone within it.
     pub faults: Vec<(f64, f64, String)>,
+    /// (intended start, response ms, what made it slow) of the slowest operations over p99 and
+    /// of the slow traced ones (`--trace-slow`), Unix seconds: marks on the latency timeline.
+    pub slow: Vec<(f64, f64, String)>,
     /// Response time (every due operation) and service time, all operation types; then the
     /// response time of each operation type when there are several.
     pub distribution: Vec<Curve>,
@@ -262,6 +265,7 @@ impl RunSeries {
             sla: Vec::new(),
             steady: Vec::new(),
             faults: Vec::new(),
+            slow: Vec::new(),
             distribution: Vec::new(),
         };
         // The log's intervals come in order, each as its untagged histogram (every operation's
@@ -362,25 +366,40 @@ impl RunSeries {
                 });
             }
         }
-        if let (Ok(anchor), Some(from)) = (
-            humantime::parse_rfc3339_weak(&r.started_at),
-            r.warmup.as_ref().and_then(|w| w.length_s),
-        ) {
-            let window = anchor
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_secs_f64()
-                + from;
-            let window_end = window + r.summary.as_ref().map_or(0.0, |s| s.operation_time_s);
-            for f in &r.faults {
-                if let Some(start) = f.start_s {
-                    let end = f.end_s.map_or(window_end, |e| window + e);
-                    s.faults.push((window + start, end, f.fault.clone()));
-                }
-            }
-        }
+        window_marks(&r, &mut s);
         s.distribution = distributions(&r);
         Ok((r, s))
+    }
+}
+
+/// What is marked on a run's time charts at its place in the measured window: each fault's
+/// span, and the slowest operations (over p99, and traced ones).
+fn window_marks(r: &RunResult, s: &mut RunSeries) {
+    if let (Ok(anchor), Some(from)) = (
+        humantime::parse_rfc3339_weak(&r.started_at),
+        r.warmup.as_ref().and_then(|w| w.length_s),
+    ) {
+        let window = anchor
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64()
+            + from;
+        let window_end = window + r.summary.as_ref().map_or(0.0, |s| s.operation_time_s);
+        for f in &r.faults {
+            if let Some(start) = f.start_s {
+                let end = f.end_s.map_or(window_end, |e| window + e);
+                s.faults.push((window + start, end, f.fault.clone()));
+            }
+        }
+        for o in r.slow.iter().flat_map(|x| &x.slowest) {
+            let what = format!("{}: {} {}", o.op, o.cause.label(), o.detail);
+            s.slow.push((window + o.at_s, o.response_ms, what));
+        }
+        for o in r.traces.iter().flat_map(|x| &x.ops) {
+            let what = format!("{} (traced): {}", o.operation, o.said);
+            s.slow.push((window + o.at_s, o.response_ms, what));
+        }
+        s.slow.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
 }
 

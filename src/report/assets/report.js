@@ -114,14 +114,18 @@
       var s = runs[0];
       var n = s.t.length;
       var gcT = s.gc.map(function (p) { return p[0]; }), gcMs = s.gc.map(function (p) { return p[1]; });
+      var slowT = s.slow.map(function (p) { return p[0]; }), slowMs = s.slow.map(function (p) { return p[1]; });
+      caplabCheck.slow = s.slow.length;
       var lat = uPlot.join([
         [s.t, positive(s.p50), positive(s.p99), positive(s.p999), positive(s.max), positive(s.service_p99)],
         [gcT, positive(gcMs)],
+        [slowT, positive(slowMs)],
       ]);
       var latency = chart("chart-latency", timeOpts("Response time per " + s.bucket_s + " s (log scale)", "ms", [
         line("p50", COLORS[0], { value: msValue }), line("p99", COLORS[4], { value: msValue }),
         line("p99.9", COLORS[1], { value: msValue }), line("max", "#444", { value: msValue, width: 1 }),
         line("service p99", COLORS[2], { value: msValue, dash: [5, 4] }), dots("GC pause", "#d62728", 8),
+        dots("slow operation (its cause below)", "#9467bd", 6),
       ], true, { hooks: hooks([segmentHook(s.steady, "p50", COLORS[0], false), segmentHook(s.steady, "p99", COLORS[4], false), faultHook(s.faults)]) }), lat, n);
       // The GC pauses as drawn: (time, ms) of every point of the pause series.
       if (latency) caplabCheck.gc = latency.data[0].map(function (x, i) { return [x, latency.data[6][i]]; })
