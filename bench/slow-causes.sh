@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Slow operations explained, with a planted cause (issue 75's proof) and without: E1 inserts,
 # warm-up then a measured window, each run's `slow` shares from result.json.
-#   gc      a node with a 256 MiB heap at 3,000 op/s: GC pauses
+#   gc      a node with a GC_HEAP heap (default 256M) at 3,000 op/s of E1 rows whose values are
+#           GC_VALUE characters (default 10): GC pauses
 #   client  a default node pinned to CPU 0 at 2,000 op/s, caplab pinned to CPU 1 beside HOGS
 #           busy loops there (default 3; only the client is starved)
 #   none    the same, nothing planted
@@ -28,9 +29,10 @@ hogs() { for _ in $(seq "${HOGS:-3}"); do taskset -c 1 sh -c 'while :; do :; don
 unhog() { pkill -f "while :; do :; done" || true; }
 trap 'unhog; "$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true' EXIT
 if [[ $parts == *gc* ]]; then
-fresh_node --heap 256M
+fresh_node --heap "${GC_HEAP:-256M}"
 for r in $(seq "$runs"); do
-  "$CAPLAB" run --rate 3000 --warmup 20s --duration 30s -q --no-history --out "$work/gc-$r" >/dev/null
+  "$CAPLAB" run --rate 3000 --value-size "${GC_VALUE:-10}" --warmup 20s --duration 30s -q --no-history \
+    --out "$work/gc-$r" >/dev/null
   show "$work/gc-$r" "gc $r"
 done
 fi
