@@ -378,6 +378,8 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
             "2s",
             "--give-up-after",
             "3s",
+            "--trace-slow",
+            "100%,0ms",
         ],
     ));
     wait_for_seconds(&out, 3);
@@ -413,6 +415,15 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
         ok_ops + errors,
         "failures are in the response times"
     );
+    // Every answered operation was sent traced and kept; their traces could not be read from a
+    // dead node, and that is said, within the time above.
+    let tr = &doc["traces"];
+    assert_eq!(
+        (tr["read"].as_u64(), tr["unread"].as_u64()),
+        (Some(0), Some(20)),
+        "{tr}"
+    );
+    assert!(!tr["unread_why"].as_str().unwrap_or("").is_empty(), "{tr}");
 }
 
 /// Operations a second as the CSV counts them (completions; one row a second for one type).

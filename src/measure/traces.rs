@@ -28,6 +28,9 @@ const EVENTS_KEPT: usize = 60;
 const ROUNDS: usize = 4;
 const ROUND_WAIT: Duration = Duration::from_millis(500);
 
+/// The longest reading all the traces may take (a cluster that went away answers nothing).
+const READ_FOR: Duration = Duration::from_secs(10);
+
 /// How each traced operation is told, as result.json and the page say it.
 pub const RULE: &str = "an operation is 'outside the server' when at least half its response time passed outside the \
      coordinator's traced session (response time less the session's duration: the client, the network, or a \
@@ -121,16 +124,22 @@ pub async fn read(
     slow.truncate(READ_MOST);
     let mut given: Vec<Option<Given>> = vec![None; slow.len()];
     let mut why = None;
-    for round in 0..ROUNDS {
+    let deadline = tokio::time::Instant::now() + READ_FOR;
+    'rounds: for round in 0..ROUNDS {
         // The server writes a trace's events a moment after it answers.
         tokio::time::sleep(ROUND_WAIT).await;
         let mut waiting = false;
         for (o, g) in slow.iter().zip(given.iter_mut()).filter(|(_, g)| g.is_none()) {
-            match session.get_tracing_info(&o.trace.expect("traced")).await {
-                Ok(info) => *g = Some(of_info(info)),
-                Err(TracingError::EmptyResults) if round + 1 < ROUNDS => waiting = true,
-                Err(e) => {
+            let id = o.trace.expect("traced");
+            match tokio::time::timeout_at(deadline, session.get_tracing_info(&id)).await {
+                Ok(Ok(info)) => *g = Some(of_info(info)),
+                Ok(Err(TracingError::EmptyResults)) if round + 1 < ROUNDS => waiting = true,
+                Ok(Err(e)) => {
                     why.get_or_insert_with(|| e.to_string());
+                }
+                Err(_) => {
+                    why = Some(format!("reading the traces took over {} s", READ_FOR.as_secs()));
+                    break 'rounds;
                 }
             }
         }
