@@ -292,10 +292,10 @@ impl Traces {
             self.fraction * 100.0,
             self.over,
             self.read,
-            if self.unread > 0 {
-                format!(" ({} not given)", self.unread)
-            } else {
-                String::new()
+            match (self.unread, &self.unread_why) {
+                (0, _) => String::new(),
+                (n, Some(why)) => format!(" ({n} not given: {why})"),
+                (n, None) => format!(" ({n} not given)"),
             },
             if told.is_empty() {
                 "none".into()
