@@ -472,6 +472,27 @@ fn a_cluster_caplab_does_not_run_is_read_over_cql_and_jmx() {
     // Its window's GC is what those seconds counted.
     let paused: u64 = seconds.iter().map(|s| s["gc_pauses"].as_u64().unwrap()).sum();
     assert_eq!(server["gc_count"].as_u64(), Some(paused), "{server}");
+    // The slow operations are matched against those seconds' pauses: one named for GC says it
+    // was read over JMX, and that where in each second they fell is not known is said.
+    let slow = &doc["slow"];
+    assert!(
+        slow["not_watched"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("where in each second GC pauses fell"),
+        "{slow}"
+    );
+    let gc_named = slow["slowest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["cause"] == "gc_pause");
+    assert!(
+        gc_named
+            .clone()
+            .all(|o| o["detail"].as_str().unwrap().contains("over JMX")),
+        "{slow}"
+    );
     let page = common::browse(&out.join("report.html"));
     page.assert_clean();
     assert_eq!(

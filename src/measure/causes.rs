@@ -119,6 +119,9 @@ struct Span {
     from: f64,
     to: f64,
     detail: String,
+    /// At most this much of the span covers an operation: a second's GC pauses read over JMX,
+    /// whose place within the second is not known.
+    cap: Option<f64>,
 }
 
 /// A cause's spans, sorted by start.
@@ -143,7 +146,7 @@ impl Spans {
         for s in self.spans[first..].iter().take_while(|s| s.from < to) {
             let (a, b) = (s.from.max(until), s.to.min(to));
             if b > a {
-                covered += b - a;
+                covered += (b - a).min(s.cap.unwrap_or(f64::INFINITY));
                 until = b;
             }
             let own = s.to.min(to) - s.from.max(from);
@@ -326,7 +329,12 @@ fn match_one(spans: &[Spans], o: &SlowOp, from: f64, to: f64, excess: f64) -> (C
 
 /// Every cause's spans from the evidence, and what was not there to match against.
 fn spans(ev: &Evidence) -> (Vec<Spans>, Vec<String>) {
-    let span = |from: f64, to: f64, detail: String| Span { from, to, detail };
+    let span = |from: f64, to: f64, detail: String| Span {
+        from,
+        to,
+        detail,
+        cap: None,
+    };
     let mut not_watched = Vec::new();
     let (mut gc, mut safepoints, mut flushes, mut pending, mut compaction) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -352,8 +360,31 @@ fn spans(ev: &Evidence) -> (Vec<Spans>, Vec<String>) {
                 }
             }
         }
-        None => not_watched
-            .push("GC pauses, safepoints and flushes (no node's logs: a cluster caplab does not run here)".into()),
+        None => {
+            // A cluster caplab does not run: each second's GC pauses over JMX, where that is all
+            // there is. They may have covered an operation in flight that second for at most
+            // their total: an upper bound, since where in the second they fell is not known.
+            for s in ev
+                .server
+                .iter()
+                .flat_map(|s| &s.timeline)
+                .filter(|s| s.gc_pause_ms > 0.0)
+            {
+                let to = s.at_ms as f64;
+                gc.push(Span {
+                    cap: Some(s.gc_pause_ms),
+                    ..span(
+                        to - s.length_s * 1e3,
+                        to,
+                        format!("{} over JMX, {:.0} ms that second", plural(s.gc_pauses), s.gc_pause_ms),
+                    )
+                });
+            }
+            not_watched.push(
+                "where in each second GC pauses fell, safepoints and flushes (no node's logs: a cluster caplab does not run here)"
+                    .into(),
+            );
+        }
     }
     if let Some(server) = ev.server {
         for s in server
@@ -410,6 +441,11 @@ fn spans(ev: &Evidence) -> (Vec<Spans>, Vec<String>) {
     (all, not_watched)
 }
 
+/// "1 GC pause", "3 GC pauses".
+fn plural(n: usize) -> String {
+    format!("{n} GC pause{}", if n == 1 { "" } else { "s" })
+}
+
 impl Slow {
     /// The summary's lines: the shares, then the slowest few.
     pub fn render(&self) -> String {
@@ -454,9 +490,9 @@ mod tests {
     use super::*;
     use crate::faults::impact::Period;
     use crate::faults::spec::Action;
-    use crate::telemetry::NodeFacts;
     use crate::telemetry::flush::{Flush, FlushStats};
     use crate::telemetry::gclog::{GcStats, Pause};
+    use crate::telemetry::{NodeFacts, ServerSecond};
 
     /// An operation of type 0 in flight from `from` to `to`, ms after the run's start (epoch 0).
     fn op(from: f64, to: f64) -> SlowOp {
@@ -659,6 +695,31 @@ mod tests {
         let slow = explain(&["insert".into()], &totals(), &kept, &ev).unwrap();
         assert_eq!(slow.not_watched.len(), 2, "{:?}", slow.not_watched);
         assert!(slow.render().contains("unexplained 100 %"), "{}", slow.render());
+    }
+
+    /// A cluster caplab does not run has only each second's GC pauses, over JMX: an operation in
+    /// flight that second is named for them when their total could cover half its excess, and
+    /// not when it could not; that the pauses' place is not known is said.
+    #[test]
+    fn a_remote_clusters_gc_seconds_name_what_they_could_have_covered() {
+        let mut s = server(Vec::new());
+        s.timeline = vec![ServerSecond {
+            at_ms: 2000,
+            length_s: 1.0,
+            gc_pause_ms: 40.0,
+            gc_pauses: 2,
+            ..ServerSecond::default()
+        }];
+        // Excesses of about 49 and 199 ms over the 1 ms median, both in flight in the second:
+        // 40 ms covers half of the first, not of the second.
+        let slow = explained(vec![op(1300.0, 1350.0), op(1500.0, 1700.0)], &s, &[], &[]);
+        assert_eq!(causes(&slow), [Cause::GcPause, Cause::Unexplained], "{slow:?}");
+        assert_eq!(slow.slowest[1].detail, "2 GC pauses over JMX, 40 ms that second");
+        assert!(
+            slow.not_watched[0].starts_with("where in each second GC pauses fell"),
+            "{:?}",
+            slow.not_watched
+        );
     }
 
     /// A simulated minute at 1,000 op/s (service times log-normal, median 1 ms) with GC pauses
