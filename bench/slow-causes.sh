@@ -22,7 +22,9 @@ show() {
 import json, sys
 r = json.load(open(sys.argv[1])); s = r["slow"]; t = r["summary"]["total"]
 shares = ", ".join(f"{c['cause']} {100 * c['share']:.0f} %" for c in s["by_cause"])
-print(f"{sys.argv[2]}: p99 {t['response']['p99_ms']:.1f} ms, {s['over_p99']} over p99, {s['matched']} matched: {shares}")
+c = r.get("client") or {}
+print(f"{sys.argv[2]}: p99 {t['response']['p99_ms']:.1f} ms, {s['over_p99']} over p99, {s['matched']} matched: {shares}; "
+      f"client stalled {100 * c.get('stalled_share', 0):.2f} %, p50 {t['response']['median_ms']:.2f} ms")
 PY
 }
 hogs() { for _ in $(seq "${HOGS:-3}"); do taskset -c 1 sh -c 'while :; do :; done' & done; }
