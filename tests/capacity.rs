@@ -119,7 +119,7 @@ fn the_adaptive_search_reports_what_it_found() {
     let Some(capacity) = cap["capacity"].as_f64() else {
         let why = cap["stopped_early"].as_str();
         assert_eq!(why, Some("no rate passed, down to the lowest worth trying"), "{cap:#}");
-        return no_rate_passed_is_reported(lab, &o, &cap, &dir("adaptive"));
+        return no_rate_passed_is_reported(lab, &o, &cap, &dir("adaptive"), Some(&history_db));
     };
     assert!(stdout(&o).contains("Capacity: "), "{}", stdout(&o));
     assert!(cap["highest_achieved_rate"].as_f64().unwrap() >= capacity * 0.97);
@@ -211,14 +211,23 @@ fn the_adaptive_search_reports_what_it_found() {
 const SHORT_STEPS: [&str; 7] = ["--warmup", "1s", "--measure", "2s", "--confirm", "0s", "-q"];
 
 /// No rate met the SLA: every step failed, the search says so and exits 1, and the history
-/// records it (the record whose results are under `out`) with no capacity.
-fn no_rate_passed_is_reported(lab: &Lab, o: &std::process::Output, cap: &serde_json::Value, out: &str) {
+/// records it (the record whose results are under `out`) with no capacity: the history the
+/// search was given (`history`), or the lab's own.
+fn no_rate_passed_is_reported(
+    lab: &Lab,
+    o: &std::process::Output,
+    cap: &serde_json::Value,
+    out: &str,
+    history: Option<&str>,
+) {
     let steps = cap["steps"].as_array().unwrap();
     assert!(!steps.is_empty() && steps.iter().all(|s| s["pass"] == false), "{cap:#}");
     assert!(cap["capacity"].is_null() && cap["confirmed"].is_null(), "{cap:#}");
     assert!(stdout(o).contains("Capacity: none found"), "{}", stdout(o));
     assert_eq!(o.status.code(), Some(1), "no capacity: exit 1");
-    let history: serde_json::Value = serde_json::from_str(&stdout(&ok(lab.caplab(&["history", "--json"])))).unwrap();
+    let mut asked = vec!["history", "--json"];
+    asked.extend(history.map(|h| ["--history", h]).into_iter().flatten());
+    let history: serde_json::Value = serde_json::from_str(&stdout(&ok(lab.caplab(&asked)))).unwrap();
     let search = history.as_array().unwrap().iter().find(|s| {
         let dir = s["last"]["dir"].as_str().unwrap_or_default();
         s["key"]["kind"] == "capacity" && dir.starts_with(out)
@@ -249,7 +258,7 @@ fn a_sweep_where_no_rate_meets_the_sla_says_so() {
     ];
     let o = lab.caplab(&[&asked[..], &SHORT_STEPS].concat());
     let cap = result_json_named(Path::new(&out), "capacity.json");
-    no_rate_passed_is_reported(lab, &o, &cap, &out);
+    no_rate_passed_is_reported(lab, &o, &cap, &out, None);
 }
 
 /// A sweep, as E3: each rate twice, priced. Short steps with a loose SLA: p99 under 2 s, as

@@ -169,7 +169,10 @@ fn fault_run(lab: &Lab, hosts: &str, name: &str, extra: &[&str]) -> Output {
         "2s",
         "-q",
     ];
-    let o = lab.home.join(name).to_str().unwrap().to_string();
+    // A retry starts from an empty results directory, as the first try did.
+    let out = lab.home.join(name);
+    let _ = std::fs::remove_dir_all(&out);
+    let o = out.to_str().unwrap().to_string();
     lab.caplab(&[&base[..], keyspace, &["--out", o.as_str()], extra].concat())
 }
 

@@ -53,8 +53,9 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
     refuse_validation(common, &choice)?;
     if args.trace_slow.is_some() && matches!(choice, Choice::Bank(..)) {
         bail!(
-            "--trace-slow: the {} workload cannot send its operations traced (E1's, a profile's and a replay's can): drop --trace-slow",
-            choice.name()
+            "--trace-slow: the {} workload {}",
+            choice.name(),
+            super::traces::UNTRACED
         );
     }
     common.metrics.check()?;

@@ -449,18 +449,16 @@ impl Step {
     }
 }
 
-/// The measured window's steady-state verdict, from its seconds (given from the run's start;
-/// None when nothing was measured). A warm-up that reached its maximum leaves it not steady.
 /// A run that asks for traces of a workload that cannot send its operations traced.
 fn refuse_untraced<W: Workload>(ecfg: &EngineConfig, workload: &W, name: &str) -> Result<()> {
     if ecfg.trace.is_some() && !workload.traces() {
-        anyhow::bail!(
-            "--trace-slow: the {name} workload cannot send its operations traced (E1's, a profile's and a replay's can): drop --trace-slow"
-        );
+        anyhow::bail!("--trace-slow: the {name} workload {}", super::traces::UNTRACED);
     }
     Ok(())
 }
 
+/// The measured window's steady-state verdict, from its seconds (given from the run's start;
+/// None when nothing was measured). A warm-up that reached its maximum leaves it not steady.
 fn steady_state(
     end: &RunEnd,
     seconds: &mut [crate::steady::SecondFigures],

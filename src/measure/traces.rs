@@ -18,6 +18,10 @@ use super::causes::Evidence;
 use crate::engine::{RunEnd, TraceSample};
 use crate::metrics::slow::SlowOp;
 
+/// Why a workload that cannot trace refuses `--trace-slow`, and the fix.
+pub const UNTRACED: &str =
+    "cannot send its operations traced (E1's, a profile's and a replay's can): drop --trace-slow";
+
 /// Traces read at most, the slowest operations first.
 pub const READ_MOST: usize = 20;
 
@@ -52,11 +56,36 @@ pub struct Traces {
     /// Why the first unread one was not read, as the driver said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unread_why: Option<String>,
-    /// Of those read, how many were told each way (`outside`, `replica`, `server`).
-    pub by_where: BTreeMap<String, usize>,
+    /// Of those read, how many were told each way.
+    pub by_where: BTreeMap<Told, usize>,
     pub rule: String,
     /// The traced operations read, slowest first.
     pub ops: Vec<TracedOp>,
+}
+
+/// Where a traced operation's time went (`RULE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Told {
+    /// Half its response or more passed outside the coordinator's session.
+    Outside,
+    /// The coordinator's longest step ended at a replica's reply and covered half the session.
+    Replica,
+    Server,
+    /// The server gave no trace.
+    Unread,
+}
+
+impl Told {
+    /// As the summary says it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Told::Outside => "outside the server",
+            Told::Replica => "waiting for a replica",
+            Told::Server => "inside the server",
+            Told::Unread => "not given",
+        }
+    }
 }
 
 /// One slow operation's trace.
@@ -73,7 +102,7 @@ pub struct TracedOp {
     pub server_ms: Option<f64>,
     pub outside_ms: Option<f64>,
     /// `outside`, `replica` or `server` (RULE), or `unread`.
-    pub told: String,
+    pub told: Told,
     /// Where its time went, in words.
     pub said: String,
     /// What the slow operations' matching names for it (`causes`), as for those over p99.
@@ -166,10 +195,10 @@ pub async fn read(
         }
     }
     let mut by_where = BTreeMap::new();
-    for o in ops.iter().filter(|o| o.told != "unread") {
-        *by_where.entry(o.told.clone()).or_insert(0) += 1;
+    for o in ops.iter().filter(|o| o.told != Told::Unread) {
+        *by_where.entry(o.told).or_insert(0) += 1;
     }
-    let read = ops.iter().filter(|o| o.told != "unread").count();
+    let read = ops.iter().filter(|o| o.told != Told::Unread).count();
     Traces {
         fraction: sample.fraction,
         threshold_ms: sample.threshold.map(|t| t.as_secs_f64() * 1e3),
@@ -221,7 +250,7 @@ pub fn tell(o: &SlowOp, name: &str, given: Option<&Given>) -> TracedOp {
         coordinator: None,
         server_ms: None,
         outside_ms: None,
-        told: "unread".into(),
+        told: Told::Unread,
         said: "the server gave no trace (not yet written, or expired)".into(),
         cause: String::new(),
         events: Vec::new(),
@@ -253,26 +282,26 @@ pub fn tell(o: &SlowOp, name: &str, given: Option<&Given>) -> TracedOp {
         .max_by(|a, b| a.0.total_cmp(&b.0));
     (t.told, t.said) = if outside >= 0.5 * response_ms {
         (
-            "outside".into(),
+            Told::Outside,
             format!("{outside:.1} of {response_ms:.1} ms outside the coordinator's session ({server_ms:.1} ms)"),
         )
     } else {
         match gap {
             Some((ms, _, after)) if ms >= 0.5 * server_ms && reply_from(&after.activity).is_some() => (
-                "replica".into(),
+                Told::Replica,
                 format!(
                     "{ms:.1} of {server_ms:.1} ms in the server waiting for {}'s reply",
                     reply_from(&after.activity).unwrap_or("?")
                 ),
             ),
             Some((ms, before, after)) => (
-                "server".into(),
+                Told::Server,
                 format!(
                     "{server_ms:.1} ms in the server; its longest step {ms:.1} ms, from '{}' to '{}'",
                     before.activity, after.activity
                 ),
             ),
-            None => ("server".into(), format!("{server_ms:.1} ms in the server")),
+            None => (Told::Server, format!("{server_ms:.1} ms in the server")),
         }
     };
     t.coordinator = coordinator;
@@ -286,7 +315,11 @@ impl Traces {
     /// The summary's lines: how the traces were told, then the slowest few.
     pub fn render(&self) -> String {
         let threshold = self.threshold_ms.map_or("p99".to_string(), |t| format!("{t} ms"));
-        let told: Vec<String> = self.by_where.iter().map(|(w, n)| format!("{} {n}", words(w))).collect();
+        let told: Vec<String> = self
+            .by_where
+            .iter()
+            .map(|(w, n)| format!("{} {n}", w.words()))
+            .collect();
         let mut o = format!(
             "Traced slow operations        : {:.2} % sent traced, {} over {threshold}, {} traces read{}: {}",
             self.fraction * 100.0,
@@ -319,16 +352,6 @@ impl Traces {
             ));
         }
         o
-    }
-}
-
-/// How a way of telling an operation reads in the summary.
-pub fn words(told: &str) -> &str {
-    match told {
-        "outside" => "outside the server",
-        "replica" => "waiting for a replica",
-        "server" => "inside the server",
-        other => other,
     }
 }
 
@@ -377,7 +400,7 @@ mod tests {
             ],
         );
         let t = tell(&op(200.0), "insert", Some(&g));
-        assert_eq!(t.told, "outside");
+        assert_eq!(t.told, Told::Outside);
         assert!(t.said.starts_with("199.0 of 200.0 ms outside"), "{}", t.said);
         assert_eq!((t.server_ms, t.outside_ms), (Some(1.0), Some(199.0)));
     }
@@ -401,7 +424,7 @@ mod tests {
         let mut g = g;
         g.events.sort_by(|a, b| a.ms.total_cmp(&b.ms));
         let t = tell(&op(125.0), "insert", Some(&g));
-        assert_eq!(t.told, "replica", "{}", t.said);
+        assert_eq!(t.told, Told::Replica, "{}", t.said);
         assert!(t.said.contains("waiting for 127.0.0.3's reply"), "{}", t.said);
         assert!(t.said.starts_with("117.0 of 120.0 ms"), "{}", t.said);
     }
@@ -416,7 +439,7 @@ mod tests {
             ],
         );
         let t = tell(&op(52.0), "insert", Some(&g));
-        assert_eq!(t.told, "server");
+        assert_eq!(t.told, Told::Server);
         assert!(
             t.said.contains("from 'Parsing' to 'Adding to e1_insert memtable'"),
             "{}",
@@ -430,7 +453,7 @@ mod tests {
     fn the_wait_before_the_first_event_is_a_step() {
         let g = given(12.0, vec![ev(9.0, "127.0.0.1", "Determining replicas for mutation")]);
         let t = tell(&op(13.0), "insert", Some(&g));
-        assert_eq!(t.told, "server");
+        assert_eq!(t.told, Told::Server);
         assert!(
             t.said
                 .contains("longest step 9.0 ms, from 'the session's start' to 'Determining"),
@@ -442,7 +465,7 @@ mod tests {
     #[test]
     fn no_trace_is_said_as_such() {
         let t = tell(&op(30.0), "insert", None);
-        assert_eq!((t.told.as_str(), t.server_ms), ("unread", None));
+        assert_eq!((t.told, t.server_ms), (Told::Unread, None));
         assert_eq!(t.trace, uuid::Uuid::from_u128(7).to_string());
     }
 
