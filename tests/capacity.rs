@@ -25,7 +25,8 @@ fn a_single_run_is_judged_window_by_window() {
     let _jvm = jvm_lock();
     let lab = node();
     let hosts = lab.cql();
-    let dir = |name: &str| lab.home.join(name).to_str().unwrap().to_string();
+    // Each run's results directory starts empty (a retry finds its first try's).
+    let dir = |name: &str| lab.fresh(name);
 
     // A single run, judged: a loose SLA passes (exit 0), an impossible one fails (exit 1),
     // and both keep their results with per-window verdicts. A fresh node's first seconds beside
@@ -284,6 +285,9 @@ fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted() {
         "--target",
         "10k",
     ];
+    // The default results directory, under the working directory, starts empty (a retry finds
+    // its first try's).
+    let _ = std::fs::remove_dir_all(lab.home.join("caplab-results"));
     let o = lab
         .spawn(&Args::new(&[&quick[..], &priced, &["--hosts", hosts]].concat()))
         .wait_with_output()

@@ -58,6 +58,9 @@ fn captured() -> &'static (Lab, Captured) {
         common::signal(&capture, "INT");
         let o = capture.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(130), "{}", stdout(&o));
+        // A capture that wrote no trace fails the set-up, so a retry sets it up anew instead of
+        // finding a lab without one.
+        assert!(trace.exists(), "no trace written: {}", stdout(&o));
         let app = serde_json::from_str(&std::fs::read_to_string(said).unwrap()).unwrap();
         Captured {
             trace: trace.to_str().unwrap().to_string(),
