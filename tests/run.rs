@@ -69,19 +69,20 @@ fn rows_removed_behind_its_back_are_found(lab: &Lab, out: &Path) {
     assert_eq!((v["missing"].as_u64(), v["wrong"].as_u64()), (Some(7), Some(1)), "{v}");
 }
 
-/// Every batch was sent traced and kept (`--trace-slow 100%,0ms`): the slowest 20 have their
-/// traces read from system_traces after the window, slowest first, each coordinated by the
-/// node, its session within its response time, with its events; the summary and the page say
-/// so. A trace the server has not written within the reading's 2 s is said as not given; on a
-/// loaded machine a few may be, so 15 of 20 must be read.
+/// A tenth of the batches were sent traced, and all of those kept (`--trace-slow 10%,0ms`): the
+/// slowest 20 have their traces read from system_traces after the window, slowest first, each
+/// coordinated by the node, its session within its response time, with its events; the summary
+/// and the page say so. A trace the server has not written within the reading's 2 s is said as
+/// not given; on a loaded machine a few may be, so 15 of 20 must be read.
 fn traces_are_read(doc: &serde_json::Value, text: &str, node: &str, out: &Path) {
     let tr = &doc["traces"];
     let ops = tr["ops"].as_array().unwrap();
     assert_eq!(ops.len(), 20, "{tr:#}");
     assert!(tr["read"].as_u64().unwrap() >= 15, "{tr:#}");
+    // About 150 of the 1,500 batches (binomial: 100 is over 4 standard deviations below).
     assert!(
-        tr["over"].as_u64().unwrap() >= 1_000,
-        "every batch kept: {}",
+        tr["over"].as_u64().unwrap() >= 100,
+        "every traced batch kept: {}",
         tr["over"]
     );
     let responses: Vec<f64> = ops.iter().map(|o| o["response_ms"].as_f64().unwrap()).collect();
@@ -97,7 +98,7 @@ fn traces_are_read(doc: &serde_json::Value, text: &str, node: &str, out: &Path) 
         );
     }
     assert!(
-        text.contains("Traced slow operations        : 100.00 % sent traced"),
+        text.contains("Traced slow operations        : 10.00 % sent traced"),
         "{text}"
     );
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -315,7 +316,7 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         "most seconds have operations: {csv}"
     );
 
-    // batch: 5 s at 300 batches/s of 10 rows, on two client threads, every batch sent traced.
+    // batch: 5 s at 300 batches/s of 10 rows, on two client threads, a tenth sent traced.
     let out = lab.home.join("results-batch");
     let run = ok(lab.caplab(&[
         "run",
@@ -334,7 +335,7 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         "--validate",
         "50%",
         "--trace-slow",
-        "100%,0ms",
+        "10%,0ms",
         "--out",
         out.to_str().unwrap(),
     ]));
@@ -379,7 +380,7 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
             "--give-up-after",
             "3s",
             "--trace-slow",
-            "100%,0ms",
+            "5%,0ms",
         ],
     ));
     wait_for_seconds(&out, 3);
@@ -415,8 +416,9 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
         ok_ops + errors,
         "failures are in the response times"
     );
-    // Every answered operation was sent traced and kept; their traces could not be read from a
-    // dead node, and that is said, within the time above.
+    // A twentieth of the operations were sent traced and all kept (about 150 in the 3 s on
+    // disk before the kill); their traces could not be read from a dead node, and that is said,
+    // within the time above.
     let tr = &doc["traces"];
     assert_eq!(
         (tr["read"].as_u64(), tr["unread"].as_u64()),
