@@ -137,16 +137,17 @@ pub async fn read(
     sample: &TraceSample,
     ev: Option<&Evidence<'_>>,
 ) -> Traces {
-    let over = |o: &SlowOp| {
-        let threshold = match sample.threshold {
-            Some(t) => t.as_nanos() as u64,
-            None => end
-                .totals
-                .get(o.op as usize)
-                .map_or(0, |t| t.response.value_at_quantile(0.99)),
-        };
-        o.response_ns() as u64 > threshold
-    };
+    // Each type's threshold, once: the one asked, or its p99 over the window.
+    let thresholds: Vec<u64> = end
+        .totals
+        .iter()
+        .map(|t| {
+            sample
+                .threshold
+                .map_or_else(|| t.response.value_at_quantile(0.99), |d| d.as_nanos() as u64)
+        })
+        .collect();
+    let over = |o: &SlowOp| o.response_ns() as u64 > thresholds.get(o.op as usize).copied().unwrap_or(0);
     let mut slow: Vec<&SlowOp> = end.traced.ops.iter().filter(|o| o.trace.is_some() && over(o)).collect();
     let weight: f64 = slow.iter().map(|o| o.weight).sum();
     slow.sort_by_key(|o| std::cmp::Reverse(o.response_ns()));
@@ -181,11 +182,12 @@ pub async fn read(
         .iter()
         .zip(given)
         .map(|(o, g)| {
-            let t = tell(o, names.get(o.op as usize).map_or("?", |n| n.as_str()), g.as_ref());
-            TracedOp {
-                at_s: t.at_s - from_s,
-                ..t
-            }
+            tell(
+                o,
+                names.get(o.op as usize).map_or("?", |n| n.as_str()),
+                from_s,
+                g.as_ref(),
+            )
         })
         .collect();
     if let Some(ev) = ev {
@@ -239,12 +241,13 @@ fn reply_from(activity: &str) -> Option<&str> {
     Some(addr.rsplit_once(':').map_or(addr, |(host, _)| host))
 }
 
-/// Operation `o` (of type `name`) told from its trace, when the server gave one.
-pub fn tell(o: &SlowOp, name: &str, given: Option<&Given>) -> TracedOp {
+/// Operation `o` (of type `name`) told from its trace, when the server gave one; `from_s` is
+/// where the measured window starts (seconds after the run's start).
+pub fn tell(o: &SlowOp, name: &str, from_s: f64, given: Option<&Given>) -> TracedOp {
     let response_ms = o.response_ns() as f64 / 1e6;
     let mut t = TracedOp {
         operation: name.to_string(),
-        at_s: o.intended_ns as f64 / 1e9,
+        at_s: o.intended_ns as f64 / 1e9 - from_s,
         response_ms,
         trace: o.trace.map_or(String::new(), |u| u.to_string()),
         coordinator: None,
@@ -399,7 +402,7 @@ mod tests {
                 ev(0.9, "127.0.0.1", "Appending to commitlog"),
             ],
         );
-        let t = tell(&op(200.0), "insert", Some(&g));
+        let t = tell(&op(200.0), "insert", 0.0, Some(&g));
         assert_eq!(t.told, Told::Outside);
         assert!(t.said.starts_with("199.0 of 200.0 ms outside"), "{}", t.said);
         assert_eq!((t.server_ms, t.outside_ms), (Some(1.0), Some(199.0)));
@@ -423,7 +426,7 @@ mod tests {
         );
         let mut g = g;
         g.events.sort_by(|a, b| a.ms.total_cmp(&b.ms));
-        let t = tell(&op(125.0), "insert", Some(&g));
+        let t = tell(&op(125.0), "insert", 0.0, Some(&g));
         assert_eq!(t.told, Told::Replica, "{}", t.said);
         assert!(t.said.contains("waiting for 127.0.0.3's reply"), "{}", t.said);
         assert!(t.said.starts_with("117.0 of 120.0 ms"), "{}", t.said);
@@ -438,7 +441,7 @@ mod tests {
                 ev(48.0, "127.0.0.1", "Adding to e1_insert memtable"),
             ],
         );
-        let t = tell(&op(52.0), "insert", Some(&g));
+        let t = tell(&op(52.0), "insert", 0.0, Some(&g));
         assert_eq!(t.told, Told::Server);
         assert!(
             t.said.contains("from 'Parsing' to 'Adding to e1_insert memtable'"),
@@ -452,7 +455,7 @@ mod tests {
     #[test]
     fn the_wait_before_the_first_event_is_a_step() {
         let g = given(12.0, vec![ev(9.0, "127.0.0.1", "Determining replicas for mutation")]);
-        let t = tell(&op(13.0), "insert", Some(&g));
+        let t = tell(&op(13.0), "insert", 0.0, Some(&g));
         assert_eq!(t.told, Told::Server);
         assert!(
             t.said
@@ -464,7 +467,7 @@ mod tests {
 
     #[test]
     fn no_trace_is_said_as_such() {
-        let t = tell(&op(30.0), "insert", None);
+        let t = tell(&op(30.0), "insert", 0.0, None);
         assert_eq!((t.told, t.server_ms), (Told::Unread, None));
         assert_eq!(t.trace, uuid::Uuid::from_u128(7).to_string());
     }
