@@ -300,8 +300,23 @@ fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted() {
     assert_eq!(results.len(), 1, "{results:?}");
     let sweep = &results[0];
     let cap = result_json_named(sweep, "capacity.json");
+    let said = stdout(&o);
     assert_eq!(cap["mode"], "sweep");
-    assert_eq!(cap["steps"].as_array().unwrap().len(), 4);
+    // Each rate runs until a repeat fails (a 2 s step at 1,000 op/s on a loaded machine may fall
+    // short of 97 % of its rate): the steps are the repeats each rate ran, and what is priced is
+    // the highest rate that passed both.
+    let rates = cap["rates"].as_array().unwrap();
+    let ran: u64 = rates.iter().map(|r| r["repeats_run"].as_u64().unwrap()).sum();
+    assert_eq!(rates.len(), 2, "{said}");
+    assert_eq!(cap["steps"].as_array().unwrap().len() as u64, ran, "{said}");
+    let capacity = cap["capacity"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("500 op/s within a 2 s p99 passes: {said}"));
+    let passed = rates
+        .iter()
+        .filter(|r| r["pass"] == true)
+        .map(|r| r["rate"].as_f64().unwrap());
+    assert_eq!(passed.reduce(f64::max), Some(capacity), "{cap:#}");
     assert!(!stderr(&o).contains("no report page"), "{}", stderr(&o));
     // (The page escapes the links' slashes, as HTML allows.)
     let page = std::fs::read_to_string(sweep.join("report.html"))
@@ -316,14 +331,25 @@ fn a_sweep_prices_capacity_and_a_fresh_node_is_restarted() {
             "a link to {step}"
         );
     }
-    assert_eq!(cap["capacity"].as_f64(), Some(1000.0));
-    assert_eq!(cap["at_least"], true, "the highest rate of the sweep passed: {cap:#}");
-    assert!(stdout(&o).contains("Capacity: at least 1,000 op/s"), "{}", stdout(&o));
-    assert_eq!(cap["cost"]["nodes_for_target"].as_f64(), Some(30.0));
+    // Only the sweep's highest rate passing makes the capacity a lower bound.
+    let top = capacity == 1000.0;
+    assert_eq!(cap["at_least"], top, "{cap:#}");
+    let at_least = if top { "at least " } else { "" };
     assert!(
-        stdout(&o).contains("1.7280/h per 1k op/s of capacity; 10,000 op/s needs 30 nodes"),
-        "{}",
-        stdout(&o)
+        said.contains(&format!(
+            "Capacity: {at_least}{} op/s",
+            if top { "1,000" } else { "500" }
+        )),
+        "{said}"
+    );
+    // 3 nodes at 0.576/h carry `capacity` op/s: 1.728/h per `capacity`, 10k op/s needs
+    // 10,000 / (capacity / 3) nodes.
+    let nodes = (30_000.0 / capacity).ceil();
+    assert_eq!(cap["cost"]["nodes_for_target"].as_f64(), Some(nodes));
+    let per_1k = format!("{:.4}/h per 1k op/s of capacity", 1728.0 / capacity);
+    assert!(
+        said.contains(&format!("{per_1k}; 10,000 op/s needs {nodes:.0} nodes")),
+        "{said}"
     );
 
     // --fresh-node wipes and restarts the node before the step.

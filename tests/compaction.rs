@@ -44,7 +44,7 @@ fn compaction_of(lab: &Lab, ks: &str, table: &str) -> BTreeMap<String, String> {
 /// warm-up unless `extra` says otherwise.
 fn run(lab: &Lab, out: &str, ks: &str, workload: &str, extra: &[&str]) -> std::process::Output {
     let hosts = lab.cql();
-    let dir = lab.dir(out);
+    let dir = lab.fresh(out);
     let mut base = vec!["run", "--hosts", &hosts, "-q"];
     for (flag, value) in [("--warmup", "0s"), ("--duration", "2s"), ("--rate", "500")] {
         if !extra.contains(&flag) {

@@ -33,7 +33,7 @@ fn identical_variants_do_not_differ_and_calibrate_the_machine() {
         ),
     )
     .unwrap();
-    let out = lab.home.join("aa-out");
+    let out = lab.out("aa-out");
     let o = ok(lab.caplab(&[
         "experiment",
         "--calibrate",
@@ -267,7 +267,7 @@ fn a_certain_difference_is_found_and_an_interrupted_experiment_resumes() {
         ),
     )
     .unwrap();
-    let out = lab.home.join("rates-out");
+    let out = lab.out("rates-out");
     // Interrupted as the second step starts.
     let child = lab.spawn(&Args::new(&[
         "experiment",

@@ -374,7 +374,7 @@ fn kill_at_one_in_a_capacity_search() {
     // A capacity search whose every step carries a kill: at ONE, with the token-aware client,
     // every row has two more replicas and the driver sends to them, so only what was in flight
     // on node3 when it died fails.
-    let out = lab.home.join("capacity-kill");
+    let out = lab.out("capacity-kill");
     let o = lab.caplab(&[
         "capacity",
         "--hosts",

@@ -37,7 +37,7 @@ fn f(v: &serde_json::Value) -> f64 {
 fn a_rare_slow_read_delays_only_itself() {
     let _jvm = jvm_lock();
     let lab = lab();
-    let out = lab.home.join("hol");
+    let out = lab.out("hol");
     // bench/profiles/rare-slow-read.yaml with scans of 40,000 rows: 1,000 op/s with 256 in
     // flight, each worker lane of the old engine came round every 256 ms, and a scan must take
     // longer than that and than the inserts' lag bound below, on a fast day too
@@ -76,10 +76,14 @@ fn a_rare_slow_read_delays_only_itself() {
     // cores (tens of milliseconds on a loaded machine: bench/results/test-margins.md,
     // fidelity-insert-lateness), never by the time a scan takes (an insert queued behind one
     // would wait most of its 100+ ms).
+    // A client starved for longer than that (a loaded machine) makes its lateness its own: an
+    // insert may be as late as the client's own worst delay (a free worker woken late), never
+    // later.
     let lag = f(&insert["max_lag_ms"]);
+    let own = f(&insert["max_client_lag_ms"]);
     assert!(
-        lag < 100.0,
-        "an insert started {lag:.1} ms late (slowest scan {slowest_scan:.0} ms): {insert}"
+        lag < 100.0 || lag <= own + 1.0,
+        "an insert started {lag:.1} ms late, the client's own worst {own:.1} ms (slowest scan {slowest_scan:.0} ms): {insert}"
     );
     let (resp, serv) = (f(&insert["response"]["max_ms"]), f(&insert["service"]["max_ms"]));
     assert!(

@@ -324,7 +324,7 @@ fn signals_stop_a_run_once_and_keep_it() {
     let lab = lab();
     let hosts = lab.cql();
     let run = |name: &str| {
-        let out = lab.home.join(name);
+        let out = lab.out(name);
         let args = [
             "run",
             "--hosts",

@@ -199,7 +199,7 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     // insert: 10 s at 1,000 ops/s, after 5 s of warm-up for the freshly started (cold) node,
     // every acknowledged write read back afterwards. (At 2,000 ops/s, beside another test
     // file's three nodes, the fresh node answered 17,129 of 20,000 in time, twice.)
-    let out = lab.home.join("results-insert");
+    let out = lab.out("results-insert");
     let run = ok(lab.caplab(&[
         "run",
         "--hosts",
@@ -317,7 +317,7 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
     );
 
     // batch: 5 s at 300 batches/s of 10 rows, on two client threads, a tenth sent traced.
-    let out = lab.home.join("results-batch");
+    let out = lab.out("results-batch");
     let run = ok(lab.caplab(&[
         "run",
         "--warmup",
@@ -367,7 +367,7 @@ fn a_node_dying_mid_run_ends_it_with_results_on_disk() {
     let lab = Lab::new("run-node-dies");
     ok(lab.start(&[]));
     let pid = common::node_pid(&lab) as i32;
-    let out = lab.home.join("results");
+    let out = lab.out("results");
     let child = lab.spawn(&lab.run_args(
         "results",
         &[
@@ -448,7 +448,7 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
     // ramp's own length, every operation its schedule intended in it due. (500 to 2,500 left
     // 1,153 of 6,000 not sent once: a cold node beside another file's starting node answered in
     // 300 ms, and 256 in flight then carry 850 op/s.)
-    let out = lab.home.join("ramp");
+    let out = lab.out("ramp");
     // (With --sla a window that fell short of the ramp by 3 % fails the run, exit 1: a stall
     // on a busy machine may do that, and the windows are what is checked below.)
     let o = lab.caplab(&[
@@ -536,7 +536,7 @@ fn a_ramp_and_a_trace_offer_each_second_what_they_ask() {
     // measured for its length, every intended operation due.
     let trace = lab.home.join("trace.csv");
     std::fs::write(&trace, "second,rate\n0,1000\n1,0\n2,2000\n").unwrap();
-    let out = lab.home.join("trace");
+    let out = lab.out("trace");
     let o = ok(lab.caplab(&[
         "run",
         "--hosts",
@@ -754,7 +754,7 @@ fn tls_runs_encrypt_and_check_the_server_certificate() {
 /// The insert table holds the first run's rows; --truncate empties it first, so the table then
 /// holds this run's rows alone and the read-back says it started from nothing.
 fn truncate_empties_the_table_first(lab: &Lab, hosts: &str) {
-    let out = lab.home.join("results-truncated");
+    let out = lab.out("results-truncated");
     let o = ok(lab.caplab(&[
         "run",
         "--hosts",
@@ -792,7 +792,7 @@ fn truncate_empties_the_table_first(lab: &Lab, hosts: &str) {
 /// the same run again finds them and creates none.
 fn many_tables_share_the_writes(lab: &Lab, hosts: &str) {
     let run = |name: &str, more: &[&str]| {
-        let out = lab.home.join(name);
+        let out = lab.out(name);
         let args = [
             "run",
             "--hosts",

@@ -63,7 +63,7 @@ fn a_profiled_run_shows_the_write_path_of_the_measured_window_only() {
     let _jvm = jvm_lock();
     let lab = Lab::new("profile");
     ok(lab.start(&[]));
-    let out = lab.home.join("profiled");
+    let out = lab.out("profiled");
     // A long warm-up (10 s) before a 5 s window: a profile that included the warm-up would
     // hold about three times the samples the window's server CPU accounts for.
     let o = ok(lab.caplab(&[

@@ -31,7 +31,7 @@ fn a_fresh_node_warms_up_and_the_automatic_warm_up_waits_for_it() {
     let lab = Lab::new("steady");
     let hosts = lab.cql();
     let run = |name: &str, extra: &[&str]| {
-        let out = lab.home.join(name);
+        let out = lab.out(name);
         let base = ["run", "--hosts", &hosts, "-q", "--out", out.to_str().unwrap()];
         let o = ok(lab.caplab(&[&base[..], extra].concat()));
         (result_json(&out), stdout(&o), out)

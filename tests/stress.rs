@@ -22,7 +22,7 @@ fn cassandra_stress_profiles_run_as_written() {
     std::fs::write(&blog, BLOGPOSTS).unwrap();
     std::fs::write(&types, TYPESTEST).unwrap();
     let run = |profile: &std::path::Path, name: &str, extra: &[&str]| {
-        let out = lab.home.join(name);
+        let out = lab.out(name);
         let mut args = vec![
             "run",
             "--warmup",

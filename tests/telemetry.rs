@@ -48,7 +48,7 @@ fn a_run_reports_the_servers_gc_and_cpu_for_its_window() {
     let _jvm = jvm_lock();
     let lab = node();
     let hosts = lab.cql();
-    let out = lab.home.join("r");
+    let out = lab.out("r");
     let run = |extra: &[&str]| {
         // One results directory, replaced by each run (--force), read after each.
         let base = [
@@ -170,7 +170,7 @@ fn live_metrics_reach_a_real_prometheus() {
     let endpoint = format!("{}:9500", lab.address);
     let prom = Prometheus::start(&lab.home.join("prometheus"), &lab.address, &[&endpoint]);
     let push = format!("http://{}/api/v1/write", prom.addr);
-    let out = lab.home.join("live");
+    let out = lab.out("live");
     let mut child = lab.spawn(&common::Args::new(&[
         "run",
         "--hosts",
@@ -675,7 +675,7 @@ fn jmx_over_tls_with_a_password_and_a_client_certificate() {
     let _jvm = jvm_lock();
     let lab = node();
     let tls = TlsJmx::start(lab, lab.jmx_port + 5);
-    let out = lab.home.join("tls-r");
+    let out = lab.out("tls-r");
     let store = |name: &str| tls.dir.join(name).display().to_string();
     let run = |length: &[&str], extra: &[&str]| {
         let mut cmd = common::caplab_command();

@@ -64,7 +64,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
         // Deletes leave fewer than the 20 populated rows; rewrites keep most of them.
         ("tombstones", 0.5, Rows::Between(10, 20)),
     ] {
-        let out = lab.home.join(format!("r-{name}"));
+        let out = lab.out(&format!("r-{name}"));
         let o = ok(lab.caplab(&[
             "run",
             "--warmup",
@@ -141,7 +141,7 @@ fn built_in_profiles_read_what_they_wrote_in_the_weighted_mix() {
 /// `caplab run` of built-in `name` on the shared node, quietly, into a directory of its own.
 fn run_workload(lab: &Lab, name: &str, extra: &[&str]) -> serde_json::Value {
     let hosts = lab.cql();
-    let out = lab.home.join(format!("c5-{name}"));
+    let out = lab.out(&format!("c5-{name}"));
     let base = ["run", "--warmup", "0s", "--hosts", &hosts, "--workload", name, "-q"];
     ok(lab.caplab(&[&base[..], extra, &["--out", out.to_str().unwrap()]].concat()));
     result_json(&out)
@@ -344,7 +344,7 @@ fn keyvalue_rows_changed_behind_caplabs_back_are_found(lab: &Lab, hosts: &str, o
 /// The positive control: increments taken away from three counter rows and added to one by
 /// another client are found by `caplab validate`, exactly those rows, and it exits 1.
 fn counters_changed_behind_caplabs_back_are_found(lab: &Lab, hosts: &str) {
-    let out = lab.home.join("c5-counter");
+    let out = lab.out("c5-counter");
     runtime().block_on(async {
         let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
         let pages = keys(&s, "SELECT page FROM caplab_profiles.page_views LIMIT 4").await;
@@ -375,7 +375,7 @@ fn vector_search_and_its_recall() {
     let _jvm = jvm_lock();
     let lab = node();
     let hosts = &lab.cql();
-    let out = lab.home.join("c5-vector");
+    let out = lab.out("c5-vector");
     let args = ["run", "--warmup", "0s", "--hosts", hosts, "--workload", "vector", "-q"];
     let more = [
         "--partitions",
@@ -415,7 +415,7 @@ fn vector_search_and_its_recall() {
     );
 
     for (limit, name) in [(300, "all"), (5, "five")] {
-        let out = lab.home.join(format!("vector-{name}"));
+        let out = lab.out(&format!("vector-{name}"));
         let file = include_str!("../workloads/vector.yaml")
             .replace("name: vector", "name: vector-control\nkeyspace: recall_control")
             .replace("clusters: 64", "clusters: 1")
@@ -459,7 +459,7 @@ fn two_loaders_split_the_key_space() {
     .unwrap();
     let count = |table: &str| count_rows(hosts, table);
     let as_loader = |slice: &str, what: &[&str]| {
-        let out = lab.home.join(format!("r-loader-{}", slice.replace('/', "of")));
+        let out = lab.out(&format!("r-loader-{}", slice.replace('/', "of")));
         let mut args = vec![
             "run",
             "--warmup",
@@ -511,7 +511,7 @@ fn profiles_run_as_files_with_partitions_of_their_shape() {
     let shown = stdout(&ok(lab.caplab(&["workloads", "show", "timeseries"])));
     let file = lab.home.join("my-timeseries.yaml");
     std::fs::write(&file, shown).unwrap();
-    let out = lab.home.join("r-file");
+    let out = lab.out("r-file");
     ok(lab.caplab(&[
         "run",
         "--warmup",
@@ -536,7 +536,7 @@ fn profiles_run_as_files_with_partitions_of_their_shape() {
          slice: {cql: \"SELECT * FROM t WHERE k = ? AND c >= ? AND c < ?\", range: 5}\n  \
          whole: {cql: \"SELECT * FROM t WHERE k = ?\"}\npopulate: write\n";
     std::fs::write(&shapes, shapes_yaml).unwrap();
-    let out = lab.home.join("r-shapes");
+    let out = lab.out("r-shapes");
     let args = [
         "run",
         "--warmup",
@@ -596,7 +596,7 @@ fn a_profile_file_s_rows_changed_behind_caplabs_back_are_found() {
          get: {cql: \"SELECT v FROM kv WHERE k = ?\", weight: 1}\n",
     )
     .unwrap();
-    let out = lab.home.join("r-control");
+    let out = lab.out("r-control");
     ok(lab.caplab(&[
         "run",
         "--warmup",
@@ -664,7 +664,7 @@ fn e1_runs_as_profiles() {
     for (name, ops, rows) in [("insert", "300", 300), ("batch", "50", 500)] {
         let file = lab.home.join(format!("{name}.yaml"));
         std::fs::write(&file, stdout(&ok(lab.caplab(&["workloads", "show", name])))).unwrap();
-        let out = lab.home.join(format!("r-e1-{name}"));
+        let out = lab.out(&format!("r-e1-{name}"));
         let args = [
             "run",
             "--warmup",
@@ -690,7 +690,7 @@ fn a_profile_the_server_shows_wrong_is_refused_with_its_schema_dropped() {
     let _jvm = jvm_lock();
     let lab = node();
     let hosts = &lab.cql();
-    let out = lab.home.join("r-wrong");
+    let out = lab.out("r-wrong");
     let bad = lab.home.join("bad.yaml");
     std::fs::write(
         &bad,

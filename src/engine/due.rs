@@ -55,6 +55,10 @@ pub struct Due {
     /// Warm-up ends when the sink settles (or at its maximum): until then nothing is measured.
     pub auto: bool,
     pub interval: Duration,
+    /// A trace played once: every operation of it is sent, however late.
+    pub whole_trace: bool,
+    /// How long the end waits for workers still busy (`EngineConfig::drain_timeout`).
+    pub drain: Duration,
 }
 
 impl Due {
@@ -140,6 +144,8 @@ impl Due {
             ops: cfg.ops,
             auto: matches!(cfg.warmup, Warmup::Auto { .. }),
             interval: cfg.interval,
+            whole_trace: schedule.shape.as_ref().is_some_and(|s| s.operations().is_some()),
+            drain: cfg.drain_timeout,
         };
         let auto_max = cfg.warmup.auto_max();
         let warmup_end = match cfg.warmup {

@@ -136,7 +136,13 @@ async fn worker<W: Workload>(
                     break;
                 }
                 let now = clock::now();
-                if now >= u + END_GRACE {
+                // A trace played once is its operations: each goes out however late (its
+                // lateness is in its latency), unless a stop came or the drain would cut it off.
+                let grace = match (due.whole_trace, stop.requested_at()) {
+                    (true, None) => due.drain / 2,
+                    _ => END_GRACE,
+                };
+                if now >= u + grace {
                     give_up(i, intended, measured, now);
                     break;
                 }
@@ -994,6 +1000,62 @@ mod tests {
             "the window is the schedule's, not the drain's: {:?}",
             end.measured_length()
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_trace_played_once_sends_every_operation_however_late_its_end() {
+        // A trace of 3,000 operations over 3 s (one a millisecond); the server stalls for 500 ms
+        // from 2.8 s, past the end of the trace: the operations due then go out late, with their
+        // lateness in their latency, and none is given up. A timed run given up the same
+        // operations (`a_stall_at_the_very_end_shows_in_the_percentiles`).
+        let counts: Vec<(u64, u64)> = (0..3000).map(|ms| (ms, 1)).collect();
+        let shape = Arc::new(crate::engine::Shape::of_times(&counts, 1.0, false, "t".into()).unwrap());
+        let c = EngineConfig {
+            rate: shape.mean_rate(),
+            shape: Some(shape.clone()),
+            ..cfg(0.0, 4, 3)
+        };
+        // The server, stalled from 2.8 s after the anchor for 500 ms.
+        let stalled = || {
+            Arc::new(Stalling {
+                t0: clock::now() + Duration::from_millis(50),
+                stall_at: Duration::from_millis(2800),
+                stall: Duration::from_millis(500),
+                ..Stalling::steady(Duration::from_micros(200))
+            })
+        };
+        let w = stalled();
+        let (end, _) = run(
+            w,
+            &c,
+            Anchor::after(Duration::from_millis(50)),
+            Stop::new(),
+            Collect(Vec::new()),
+        )
+        .await;
+        let t = &end.totals[0];
+        assert_eq!(t.errors[ErrorKind::NotSent as usize], 0, "nothing given up");
+        assert_eq!((t.ok, t.due()), (3000, 3000), "every operation of the trace sent once");
+        assert!(ms(t.response.max()) > 450.0, "the stall is in the latency");
+        // A stop still gives up what was not sent by then.
+        let w = stalled();
+        let stop = Stop::new();
+        let stopper = stop.clone();
+        tokio::spawn(async move {
+            // 2.95 s into the schedule, while the server stalls.
+            tokio::time::sleep(Duration::from_millis(3000)).await;
+            stopper.request();
+        });
+        let (end, _) = run(
+            w,
+            &c,
+            Anchor::after(Duration::from_millis(50)),
+            stop,
+            Collect(Vec::new()),
+        )
+        .await;
+        let t = &end.totals[0];
+        assert!(t.errors[ErrorKind::NotSent as usize] > 0, "a stop gives up the rest");
     }
 
     #[tokio::test(start_paused = true)]

@@ -114,6 +114,12 @@ impl Lab {
         dir.to_str().unwrap().to_string()
     }
 
+    /// An empty directory `name` in the lab's home, for a run's `--out`: a retried test finds
+    /// none of its first try's results there (which a run would refuse to replace).
+    pub fn out(&self, name: &str) -> std::path::PathBuf {
+        std::path::PathBuf::from(self.fresh(name))
+    }
+
     /// The path of `name` in the lab's home, as a flag's value.
     pub fn dir(&self, name: &str) -> String {
         self.home.join(name).to_str().unwrap().to_string()
