@@ -11,9 +11,8 @@ use common::{Lab, jvm_lock, ok, stdout};
 /// joins a side only once shown within the effect (40 %) of that end, so the old level is a
 /// delay too: beside other test files an undelayed run's p50 rises from a fraction of a
 /// millisecond to several, which no ratio of undelayed runs is within the effect of; 50 ms plus
-/// that is. The effect is wide because a run whose client is starved for a third of its 2 s moves
-/// its p50 by half (two such rounds left a probe ×0.999 its end but open after 10 rounds at 25 %),
-/// and the change is three times it. Up to 10 rounds a comparison (the default), for the rare
+/// that is. The effect is wide because a run whose client is starved for part of its 2 s moves its
+/// p50 by up to half, and the change is three times it. Up to 10 rounds a comparison (the default), for the rare
 /// starved run; the rounds past a decision are never run, so a quiet day pays nothing
 /// (bench/results/test-margins.md, bisect-delays).
 const VALUES: &str = "50ms,50000us,50000000ns,150ms,150000us,150000000ns";
