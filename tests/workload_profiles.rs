@@ -224,11 +224,21 @@ fn counters_add_up_to_the_increments_acknowledged() {
     let hosts = lab.cql();
     // Counters: the views add up to the increments acknowledged, plus at most those that
     // failed (a timed-out increment may have been applied; it is never retried); --validate
-    // judges every row touched against those bounds.
+    // judges every row touched against those bounds. From an empty table (--truncate), so a
+    // retried test counts only its own increments.
     let doc = run_workload(
         lab,
         "counter",
-        &["--partitions", "100", "-n", "2000", "--rate", "1000", "--validate"],
+        &[
+            "--partitions",
+            "100",
+            "-n",
+            "2000",
+            "--rate",
+            "1000",
+            "--validate",
+            "--truncate",
+        ],
     );
     let (increments, _, _) = op(&doc, "increment");
     let failed = doc["summary"]["total"]["error_total"].as_u64().unwrap() as i64;
@@ -344,7 +354,8 @@ fn keyvalue_rows_changed_behind_caplabs_back_are_found(lab: &Lab, hosts: &str, o
 /// The positive control: increments taken away from three counter rows and added to one by
 /// another client are found by `caplab validate`, exactly those rows, and it exits 1.
 fn counters_changed_behind_caplabs_back_are_found(lab: &Lab, hosts: &str) {
-    let out = lab.out("c5-counter");
+    // The counter run's results, above.
+    let out = lab.home.join("c5-counter");
     runtime().block_on(async {
         let s = SessionBuilder::new().known_node(hosts).build().await.unwrap();
         let pages = keys(&s, "SELECT page FROM caplab_profiles.page_views LIMIT 4").await;
