@@ -3,8 +3,9 @@
 # warm-up then a measured window, each run's `slow` shares from result.json.
 #   gc      a node with a GC_HEAP heap (default 256M) at 3,000 op/s of E1 rows whose values are
 #           GC_VALUE characters (default 10): GC pauses
-#   client  a default node pinned to CPU 0 at 2,000 op/s, caplab pinned to CPU 1 beside HOGS
-#           busy loops there (default 3; only the client is starved)
+#   client  a node pinned to CPU 0 (started with NODE_ARGS too, e.g. "--heap 1G --gc zgc") at
+#           2,000 op/s, caplab pinned to CPU 1 beside HOGS busy loops there (default 3; only the
+#           client is starved)
 #   none    the same, nothing planted
 # client and none are interleaved, RUNS each. (The fault proxy's delay on one node of three is
 # tests/faults_cluster.rs's delay_through_the_proxy.)
@@ -24,7 +25,8 @@ r = json.load(open(sys.argv[1])); s = r["slow"]; t = r["summary"]["total"]
 shares = ", ".join(f"{c['cause']} {100 * c['share']:.0f} %" for c in s["by_cause"])
 c = r.get("client") or {}
 print(f"{sys.argv[2]}: p99 {t['response']['p99_ms']:.1f} ms, {s['over_p99']} over p99, {s['matched']} matched: {shares}; "
-      f"client stalled {100 * c.get('stalled_share', 0):.2f} %, p50 {t['response']['median_ms']:.2f} ms")
+      f"client stalled {100 * c.get('stalled_share', 0):.2f} %, waited for a CPU {100 * (c.get('cpu_wait_share') or 0):.2f} %, "
+      f"p50 {t['response']['median_ms']:.2f} ms")
 PY
 }
 hogs() { for _ in $(seq "${HOGS:-3}"); do taskset -c 1 sh -c 'while :; do :; done' & done; }
@@ -39,7 +41,8 @@ for r in $(seq "$runs"); do
 done
 fi
 [[ $parts == *client* ]] || exit 0
-fresh_node --cpus 0
+# shellcheck disable=SC2086 # NODE_ARGS is flags, split as written
+fresh_node --cpus 0 ${NODE_ARGS:-}
 trap 'unhog; "$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true' EXIT
 "$CAPLAB" run --rate 2000 --warmup 60s --duration 10s -q --no-history --out "$work/jit" >/dev/null
 for r in $(seq "$runs"); do

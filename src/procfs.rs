@@ -218,9 +218,63 @@ fn task_ticks(task: &Path) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// How long the calling thread has waited for a CPU on a run queue, in nanoseconds, all its
+/// life (the second field of /proc/thread-self/schedstat). The file is opened once per thread and
+/// read again in place, so a read allocates nothing; None where the kernel keeps no schedstat.
+#[derive(Default)]
+pub struct RunQueueWait {
+    open: Option<(std::thread::ThreadId, std::fs::File)>,
+}
+
+impl RunQueueWait {
+    /// The thread read, and its wait so far.
+    pub fn read(&mut self) -> Option<(std::thread::ThreadId, u64)> {
+        use std::os::unix::fs::FileExt;
+        let me = std::thread::current().id();
+        if self.open.as_ref().is_none_or(|(t, _)| *t != me) {
+            self.open = std::fs::File::open("/proc/thread-self/schedstat").ok().map(|f| (me, f));
+        }
+        let (_, file) = self.open.as_ref()?;
+        let mut buf = [0u8; 96];
+        let n = file.read_at(&mut buf, 0).ok()?;
+        let text = std::str::from_utf8(&buf[..n]).ok()?;
+        Some((me, text.split_whitespace().nth(1)?.parse().ok()?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread kept from a CPU by busy threads has its wait grow by about what it did not run.
+    #[test]
+    fn a_threads_run_queue_wait_grows_only_while_it_is_kept_from_a_cpu() {
+        let mut rq = RunQueueWait::default();
+        let Some((_, before)) = rq.read() else {
+            return eprintln!("no schedstat on this kernel: nothing to read");
+        };
+        // Busy threads, three for each CPU this thread may run on, beside it for 300 ms.
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let busy: Vec<_> = (0..3 * cpus)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || while !stop.load(std::sync::atomic::Ordering::Relaxed) {})
+            })
+            .collect();
+        let began = std::time::Instant::now();
+        while began.elapsed() < std::time::Duration::from_millis(300) {}
+        let (_, crowded) = rq.read().unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        busy.into_iter().for_each(|b| b.join().unwrap());
+        // Four threads a CPU: this one ran about a quarter of the 300 ms and waited most of the
+        // rest; asserted at a third of it, for a scheduler that favours the thread already running.
+        assert!(
+            crowded - before > 100_000_000,
+            "waited {} ms among busy threads",
+            (crowded - before) / 1_000_000
+        );
+    }
 
     #[test]
     fn this_process_uses_cpu_and_memory() {

@@ -53,6 +53,8 @@ pub struct RunEnd {
     /// The slow operations sent traced (`--trace-slow`), with their traces' ids.
     pub traced: crate::metrics::slow::Kept,
     pub stalls: Vec<super::canary::Stall>,
+    /// The client's thread's waits for a CPU, tick by tick (`engine::canary`).
+    pub waits: Vec<super::canary::Wait>,
 }
 
 impl RunEnd {

@@ -302,7 +302,7 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     drain(&mut workers, clock::now().max(span_end) + cfg.drain_timeout).await;
     // Before the wait for the interval thread: in a test's paused time, a timer still pending
     // would move the clock on while the runtime waits for another thread.
-    let stalls = canary.finish();
+    let (stalls, waits) = canary.finish();
     let started_ops = counters.sent.load(Ordering::Relaxed);
     record_unsent(workload.as_ref(), &notes, &due, &counters, span_end);
     let warm = due.warmup_end(&counters);
@@ -338,6 +338,7 @@ pub async fn run<W: Workload, S: IntervalSink + Send + 'static>(
     end.slow = notes.slow.take();
     end.traced = notes.slow.take_traced();
     end.stalls = stalls;
+    end.waits = waits;
     (end, finished.sink)
 }
 
@@ -369,6 +370,7 @@ fn run_end(
         slow: Default::default(),
         traced: Default::default(),
         stalls: Vec::new(),
+        waits: Vec::new(),
     }
 }
 

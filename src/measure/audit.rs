@@ -1,5 +1,6 @@
 //! Whether the client was the limit (result.json `client`): caplab's own part in a run — its
-//! operations per CPU-second, the time its runtime stalled (`engine::canary`), the operations a
+//! operations per CPU-second, the time its runtime stalled and its thread waited for a CPU
+//! (`engine::canary`), the operations a
 //! free worker sent late, and the share of the slow operations named for it (`causes`) — and
 //! the rule that calls a run client-bound, which the service level's verdict and a capacity
 //! search heed: a failure that is the client's is not the cluster's.
@@ -40,6 +41,10 @@ pub struct ClientAudit {
     pub stalls: usize,
     pub stalled_ms: f64,
     pub stalled_share: f64,
+    /// The share of the window its runtime's thread waited for a CPU (ticks with 1 ms or more
+    /// of it; None where the kernel keeps no schedstat, and in results from before it was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_share: Option<f64>,
     /// Due operations a free worker sent more than 10 ms late, and their share.
     pub late_ops: u64,
     pub late_share: f64,
@@ -63,6 +68,15 @@ pub fn audit(end: &RunEnd, server: &ServerFacts, slow: Option<&Slow>) -> Option<
         .collect();
     let stalled_ms = within.iter().map(|s| (s.to_ns - s.from_ns) as f64 / 1e6).sum::<f64>();
     let window_ms = span.length().as_secs_f64() * 1e3;
+    let waited_ms: f64 = end
+        .waits
+        .iter()
+        .filter(|w| w.to_ns > from && w.to_ns <= to)
+        .map(|w| w.waited_ns as f64 / 1e6)
+        .sum();
+    let cpu_wait_share = crate::procfs::RunQueueWait::default()
+        .read()
+        .map(|_| waited_ms / window_ms.max(1e-9));
     let due: u64 = end.totals.iter().map(|t| t.response.len()).sum();
     let sent: u64 = end.totals.iter().map(|t| t.service.len()).sum();
     let late_ops: u64 = end.totals.iter().map(|t| t.client_late).sum();
@@ -91,6 +105,7 @@ pub fn audit(end: &RunEnd, server: &ServerFacts, slow: Option<&Slow>) -> Option<
         stalls: within.len(),
         stalled_ms,
         stalled_share: stalled_ms / window_ms.max(1e-9),
+        cpu_wait_share,
         late_ops,
         late_share,
         slow_share,
@@ -159,8 +174,11 @@ impl ClientAudit {
             ),
             None => "not the limit".into(),
         };
+        let waited = self.cpu_wait_share.map_or(String::new(), |w| {
+            format!(", waited for a CPU {:.2} % of it", w * 100.0)
+        });
         format!(
-            "Client (caplab)               : {per_cpu}, stalled {:.2} % of the window ({} stalls over 2 ms), {:.2} % sent late by a free worker{slow}: {verdict}",
+            "Client (caplab)               : {per_cpu}, stalled {:.2} % of the window ({} stalls over 2 ms){waited}, {:.2} % sent late by a free worker{slow}: {verdict}",
             self.stalled_share * 100.0,
             self.stalls,
             self.late_share * 100.0
@@ -198,6 +216,7 @@ mod tests {
             slow: Default::default(),
             traced: Default::default(),
             stalls,
+            waits: Vec::new(),
         }
     }
 

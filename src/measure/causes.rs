@@ -6,17 +6,20 @@
 //! - an operation's excess is its response time less its type's median;
 //! - a cause explains it when, while it was in flight, the cause covered at least half its
 //!   excess (`COVERS`);
-//! - stops come first, the one that covered most: a GC pause of any node, another safepoint, the
-//!   client's own stall (its runtime woke late, `engine::canary`, or a free worker sent it late);
+//! - stops come first, the one that covered most (a tie goes to the server's): a GC pause of any
+//!   node, another safepoint, the client's own stall (its runtime woke late or its thread waited
+//!   for a CPU, `engine::canary`, or a free worker sent it late);
 //! - then what went on at the server, in this order: a fault of the schedule, tasks pending in
 //!   the nodes' thread pools in that second, a memtable flush, a compaction;
 //! - otherwise it is unexplained: no cause caplab watches covered it.
 
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
+pub use super::evidence::{Cause, Evidence, evidence};
+use super::evidence::{Spans, spans};
 use crate::engine::RunEnd;
-use crate::engine::canary::{STALL, Stall};
+use crate::engine::canary::STALL;
 use crate::faults::FaultRecord;
 use crate::metrics::OpStats;
 use crate::metrics::slow::{Kept, SlowOp};
@@ -26,54 +29,10 @@ use crate::telemetry::ServerFacts;
 pub const COVERS: f64 = 0.5;
 
 /// The matching rule, as result.json and the summary state it.
-pub const RULE: &str = "an operation over its type's p99 is explained by a cause that covered at least half its excess over the median while it was in flight: first the stop that covered most (GC pause, other safepoint, the client's own stall), else a fault, pending thread-pool tasks, a flush or a compaction, in that order";
+pub const RULE: &str = "an operation over its type's p99 is explained by a cause that covered at least half its excess over the median while it was in flight: first the stop that covered most (GC pause, other safepoint, the client's own stall or wait for a CPU; a tie goes to the server's), else a fault, pending thread-pool tasks, a flush or a compaction, in that order";
 
 /// Operations listed with their cause, slowest first.
 const LISTED: usize = 10;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    GcPause,
-    Safepoint,
-    Client,
-    Fault,
-    Pending,
-    Flush,
-    Compaction,
-    Unexplained,
-}
-
-impl Cause {
-    const ALL: [Cause; 8] = [
-        Cause::GcPause,
-        Cause::Safepoint,
-        Cause::Client,
-        Cause::Fault,
-        Cause::Pending,
-        Cause::Flush,
-        Cause::Compaction,
-        Cause::Unexplained,
-    ];
-
-    /// Whether it stops operations outright (else it slows them while it goes on).
-    fn stops(self) -> bool {
-        matches!(self, Cause::GcPause | Cause::Safepoint | Cause::Client)
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Cause::GcPause => "GC pause",
-            Cause::Safepoint => "safepoint",
-            Cause::Client => "client",
-            Cause::Fault => "fault",
-            Cause::Pending => "pending tasks",
-            Cause::Flush => "flush",
-            Cause::Compaction => "compaction",
-            Cause::Unexplained => "unexplained",
-        }
-    }
-}
 
 /// result.json `slow`: the slow operations and what made them slow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,62 +70,6 @@ pub struct SlowOne {
     pub detail: String,
     /// Every cause that covered half its excess.
     pub causes: Vec<Cause>,
-}
-
-/// One span of a cause, epoch ms.
-#[derive(Debug, Clone)]
-struct Span {
-    from: f64,
-    to: f64,
-    detail: String,
-    /// At most this much of the span covers an operation: a second's GC pauses read over JMX,
-    /// whose place within the second is not known.
-    cap: Option<f64>,
-}
-
-/// A cause's spans, sorted by start.
-struct Spans {
-    cause: Cause,
-    spans: Vec<Span>,
-    longest: f64,
-}
-
-impl Spans {
-    fn new(cause: Cause, mut spans: Vec<Span>) -> Spans {
-        spans.sort_by(|a, b| a.from.total_cmp(&b.from));
-        let longest = spans.iter().map(|s| s.to - s.from).fold(0.0, f64::max);
-        Spans { cause, spans, longest }
-    }
-
-    /// How much of `[from, to)` the spans cover (overlaps counted once), and the span that
-    /// covered most.
-    fn cover(&self, from: f64, to: f64) -> (f64, Option<&Span>) {
-        let first = self.spans.partition_point(|s| s.from < from - self.longest);
-        let (mut covered, mut until, mut best) = (0.0, from, None::<(&Span, f64)>);
-        for s in self.spans[first..].iter().take_while(|s| s.from < to) {
-            let (a, b) = (s.from.max(until), s.to.min(to));
-            if b > a {
-                covered += (b - a).min(s.cap.unwrap_or(f64::INFINITY));
-                until = b;
-            }
-            let own = s.to.min(to) - s.from.max(from);
-            if own > 0.0 && best.is_none_or(|(_, o)| own > o) {
-                best = Some((s, own));
-            }
-        }
-        (covered, best.map(|(s, _)| s))
-    }
-}
-
-/// What the slow operations are matched against.
-pub struct Evidence<'a> {
-    pub server: Option<&'a ServerFacts>,
-    pub stalls: &'a [Stall],
-    pub faults: &'a [FaultRecord],
-    /// Epoch ms of the run's start (the engine's times count from it) and of the measured
-    /// window's start and end.
-    pub t0_ms: f64,
-    pub window_ms: (f64, f64),
 }
 
 /// The slow operations explained; None when nothing was measured.
@@ -248,30 +151,6 @@ pub fn of_run(
     explain(names, &end.totals, &end.slow, &evidence(end, server, faults, started)?)
 }
 
-/// What a run's operations are matched against; None when nothing was measured.
-pub fn evidence<'a>(
-    end: &'a RunEnd,
-    server: &'a ServerFacts,
-    faults: &'a [FaultRecord],
-    started: SystemTime,
-) -> Option<Evidence<'a>> {
-    let span = end.measured?;
-    let ms = |d: Duration| {
-        (started + d)
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0.0, |t| t.as_secs_f64() * 1e3)
-    };
-    // A cluster caplab does not run has no nodes' logs, but its thread pools and compaction
-    // seconds are still evidence.
-    Some(Evidence {
-        server: Some(server),
-        stalls: &end.stalls,
-        faults,
-        t0_ms: ms(Duration::ZERO),
-        window_ms: (ms(span.from), ms(span.to)),
-    })
-}
-
 /// The top cause of each of `ops` with its detail ("GC pause: node1 Pause Young … 66 ms"), its
 /// excess counted over its type's median as for the slow operations.
 pub fn name_each(totals: &[OpStats], ops: &[SlowOp], ev: &Evidence) -> Vec<String> {
@@ -319,131 +198,12 @@ fn match_one(spans: &[Spans], o: &SlowOp, from: f64, to: f64, excess: f64) -> (C
     let top = found
         .iter()
         .filter(|f| f.0.stops())
-        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
         .or_else(|| found.iter().filter(|f| !f.0.stops()).min_by_key(|f| f.0));
     match top {
         Some((cause, _, detail)) => (*cause, detail.clone(), causes),
         None => (Cause::Unexplained, String::new(), causes),
     }
-}
-
-/// Every cause's spans from the evidence, and what was not there to match against.
-fn spans(ev: &Evidence) -> (Vec<Spans>, Vec<String>) {
-    let span = |from: f64, to: f64, detail: String| Span {
-        from,
-        to,
-        detail,
-        cap: None,
-    };
-    let mut not_watched = Vec::new();
-    let (mut gc, mut safepoints, mut flushes, mut pending, mut compaction) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    match ev.server.filter(|s| !s.nodes.is_empty()) {
-        Some(server) => {
-            for n in &server.nodes {
-                for p in &n.gc.pauses {
-                    let to = p.at_ms as f64;
-                    gc.push(span(to - p.ms, to, format!("{} {} {:.0} ms", n.name, p.kind, p.ms)));
-                }
-                for p in &n.gc.safepoints {
-                    let to = p.at_ms as f64;
-                    safepoints.push(span(
-                        to - p.ms,
-                        to,
-                        format!("{} {} {:.1} ms", n.name, p.operation, p.ms),
-                    ));
-                }
-                for f in &n.flushes.flushes {
-                    let to = f.at_ms as f64;
-                    let what = format!("{} flush of {} ({:.0} ms)", n.name, f.table, f.ms);
-                    flushes.push(span(to - f.ms, to, what));
-                }
-            }
-        }
-        None => {
-            // A cluster caplab does not run: each second's GC pauses over JMX, where that is all
-            // there is. They may have covered an operation in flight that second for at most
-            // their total: an upper bound, since where in the second they fell is not known.
-            for s in ev
-                .server
-                .iter()
-                .flat_map(|s| &s.timeline)
-                .filter(|s| s.gc_pause_ms > 0.0)
-            {
-                let to = s.at_ms as f64;
-                gc.push(Span {
-                    cap: Some(s.gc_pause_ms),
-                    ..span(
-                        to - s.length_s * 1e3,
-                        to,
-                        format!("{} over JMX, {:.0} ms that second", plural(s.gc_pauses), s.gc_pause_ms),
-                    )
-                });
-            }
-            not_watched.push(
-                "where in each second GC pauses fell, safepoints and flushes (no node's logs: a cluster caplab does not run here)"
-                    .into(),
-            );
-        }
-    }
-    if let Some(server) = ev.server {
-        for s in server
-            .timeline
-            .iter()
-            .filter(|s| s.compaction_mb_per_s.is_some_and(|c| c > 0.0))
-        {
-            let to = s.at_ms as f64;
-            let mb = s.compaction_mb_per_s.unwrap_or_default();
-            compaction.push(span(to - s.length_s * 1e3, to, format!("compaction at {mb:.1} MiB/s")));
-        }
-    }
-    match ev
-        .server
-        .and_then(|s| s.pools.as_ref())
-        .filter(|p| p.not_collected.is_none())
-    {
-        Some(pools) => {
-            for s in pools.timeline.iter().filter(|s| s.pending > 0) {
-                let to = s.at_ms as f64;
-                let which: Vec<String> = s.pending_by_pool.iter().map(|(k, v)| format!("{k} {v}")).collect();
-                pending.push(span(to - 1e3, to, format!("pending: {}", which.join(", "))));
-            }
-        }
-        None => not_watched.push("thread pools (not read)".into()),
-    }
-    let faults = ev
-        .faults
-        .iter()
-        .filter_map(|f| {
-            let at = |s: f64| ev.window_ms.0 + s * 1e3;
-            let from = at(f.start_s?);
-            let to = f.end_s.map_or(ev.window_ms.1, at);
-            Some(span(from, to, f.fault.clone()))
-        })
-        .collect();
-    let client = ev
-        .stalls
-        .iter()
-        .map(|s| {
-            let (from, to) = (ev.t0_ms + s.from_ns as f64 / 1e6, ev.t0_ms + s.to_ns as f64 / 1e6);
-            span(from, to, format!("the client's runtime stalled {:.1} ms", to - from))
-        })
-        .collect();
-    let all = vec![
-        Spans::new(Cause::GcPause, gc),
-        Spans::new(Cause::Safepoint, safepoints),
-        Spans::new(Cause::Client, client),
-        Spans::new(Cause::Fault, faults),
-        Spans::new(Cause::Pending, pending),
-        Spans::new(Cause::Flush, flushes),
-        Spans::new(Cause::Compaction, compaction),
-    ];
-    (all, not_watched)
-}
-
-/// "1 GC pause", "3 GC pauses".
-fn plural(n: usize) -> String {
-    format!("{n} GC pause{}", if n == 1 { "" } else { "s" })
 }
 
 impl Slow {
@@ -488,6 +248,7 @@ impl Slow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::canary::{Stall, Wait};
     use crate::faults::impact::Period;
     use crate::faults::spec::Action;
     use crate::telemetry::flush::{Flush, FlushStats};
@@ -591,9 +352,20 @@ mod tests {
     }
 
     fn explained(ops: Vec<SlowOp>, server: &ServerFacts, stalls: &[Stall], faults: &[FaultRecord]) -> Slow {
+        explained_with(ops, server, stalls, &[], faults)
+    }
+
+    fn explained_with(
+        ops: Vec<SlowOp>,
+        server: &ServerFacts,
+        stalls: &[Stall],
+        waits: &[Wait],
+        faults: &[FaultRecord],
+    ) -> Slow {
         let ev = Evidence {
             server: Some(server),
             stalls,
+            waits,
             faults,
             t0_ms: 0.0,
             window_ms: (0.0, 10_000.0),
@@ -669,6 +441,51 @@ mod tests {
         );
     }
 
+    /// A client kept from its CPU in pieces: ticks of 10 ms in which its thread waited 8 ms
+    /// explain an operation in flight through five of them to its end (40 of its 50 ms excess),
+    /// though no wake came late enough to be a stall; a tick covers at most its wait. A GC pause
+    /// covering as much wins the tie. An operation through one tick's wait alone is not the
+    /// client's, nor one whose waits broke off before its end: only the run of waits through
+    /// the end held its answer.
+    #[test]
+    fn waits_for_a_cpu_name_the_client_and_a_pause_as_long_wins_the_tie() {
+        let ticks = |from_ms: i64, n: i64| -> Vec<Wait> {
+            (0..n)
+                .map(|k| Wait {
+                    from_ns: (from_ms + 10 * k) * 1_000_000,
+                    to_ns: (from_ms + 10 * (k + 1)) * 1_000_000,
+                    waited_ns: 8_000_000,
+                })
+                .collect()
+        };
+        let mut waits = ticks(1000, 5);
+        waits.extend(ticks(3000, 5));
+        waits.extend(ticks(5000, 1));
+        waits.extend(ticks(7000, 3));
+        waits.extend(ticks(7040, 1));
+        let s = server(vec![node(&[(3050.0, 40.0)], &[])]);
+        let ops = vec![
+            op(1000.0, 1050.0),
+            op(3000.0, 3050.0),
+            op(5000.0, 5050.0),
+            op(7000.0, 7050.0),
+        ];
+        let slow = explained_with(ops, &s, &[], &waits, &[]);
+        assert_eq!(
+            causes(&slow),
+            [Cause::Client, Cause::GcPause, Cause::Unexplained, Cause::Unexplained]
+        );
+        assert_eq!(
+            slow.slowest
+                .iter()
+                .filter(|o| o.causes.contains(&Cause::Client))
+                .count(),
+            2
+        );
+        let named = slow.slowest.iter().find(|o| o.cause == Cause::Client).unwrap();
+        assert!(named.detail.contains("waited 8.0 ms for a CPU"), "{}", named.detail);
+    }
+
     #[test]
     fn kept_operations_stand_for_what_their_shard_was_offered() {
         let s = server(vec![node(&[(1040.0, 40.0)], &[])]);
@@ -684,6 +501,7 @@ mod tests {
         let ev = Evidence {
             server: None,
             stalls: &[],
+            waits: &[],
             faults: &[],
             t0_ms: 0.0,
             window_ms: (0.0, 10_000.0),
@@ -786,6 +604,7 @@ mod tests {
                 let ev = Evidence {
                     server: Some(&server),
                     stalls: &[],
+                    waits: &[],
                     faults: &[],
                     t0_ms: 0.0,
                     window_ms: (0.0, 60_000.0),

@@ -8,7 +8,7 @@
 //! `populate` phase), on a target reached here (`target`);
 //! `signal` turns Ctrl-C, SIGTERM and SIGHUP into a clean stop; `out` names results directories
 //! and keeps secrets out of what is recorded; `validated` runs a step whose acknowledged writes
-//! `readback` then reads back (`--validate`); `causes` and `audit` say why the slow operations
+//! `readback` then reads back (`--validate`); `causes` (against the `evidence`) and `audit` say why the slow operations
 //! were slow, and `traces` what the server's traces of them say (`--trace-slow`). The command line only builds the settings and
 //! prints what comes back; an experiment runs the same pieces once per variant.
 
@@ -17,6 +17,7 @@ pub mod agree;
 pub mod audit;
 pub mod causes;
 pub mod commands;
+pub mod evidence;
 pub mod load;
 pub mod options;
 pub mod out;
