@@ -153,8 +153,13 @@ fn slow_operations_are_explained(doc: &serde_json::Value, text: &str, due: u64) 
         "{}",
         doc["client"]
     );
+    // The client's thread's waits for a CPU, read from the kernel's schedstat (Linux keeps it).
+    let waited = doc["client"]["cpu_wait_share"].as_f64();
+    assert!(waited.is_some_and(|w| (0.0..=1.0).contains(&w)), "{}", doc["client"]);
     assert!(
-        text.contains("Slow operations (> p99)") && text.contains("Client (caplab)"),
+        text.contains("Slow operations (> p99)")
+            && text.contains("Client (caplab)")
+            && text.contains("waited for a CPU"),
         "{text}"
     );
 }

@@ -7,10 +7,12 @@
 //! - a cause explains it when, while it was in flight, the cause covered at least half its
 //!   excess (`COVERS`);
 //! - stops come first, the one that covered most (a tie goes to the server's): a GC pause of any
-//!   node, another safepoint, the client's own stall (its runtime woke late or its thread waited
-//!   for a CPU, `engine::canary`, or a free worker sent it late);
-//! - then what went on at the server, in this order: a fault of the schedule, tasks pending in
-//!   the nodes' thread pools in that second, a memtable flush, a compaction;
+//!   node, another safepoint, the client's own stall (its runtime woke late, `engine::canary`,
+//!   or a free worker sent it late);
+//! - then what went on meanwhile, in this order: a fault of the schedule, the client's thread
+//!   waiting for a CPU (`engine::canary`: it slows what the client does rather than stopping
+//!   it, and where the answer was meanwhile is not known), tasks pending in the nodes' thread
+//!   pools in that second, a memtable flush, a compaction;
 //! - otherwise it is unexplained: no cause caplab watches covered it.
 
 use serde::{Deserialize, Serialize};
@@ -29,7 +31,7 @@ use crate::telemetry::ServerFacts;
 pub const COVERS: f64 = 0.5;
 
 /// The matching rule, as result.json and the summary state it.
-pub const RULE: &str = "an operation over its type's p99 is explained by a cause that covered at least half its excess over the median while it was in flight: first the stop that covered most (GC pause, other safepoint, the client's own stall or wait for a CPU; a tie goes to the server's), else a fault, pending thread-pool tasks, a flush or a compaction, in that order";
+pub const RULE: &str = "an operation over its type's p99 is explained by a cause that covered at least half its excess over the median while it was in flight: first the stop that covered most (GC pause, other safepoint, the client's own stall; a tie goes to the server's), else a fault, the client's thread waiting for a CPU, pending thread-pool tasks, a flush or a compaction, in that order";
 
 /// Operations listed with their cause, slowest first.
 const LISTED: usize = 10;
@@ -179,29 +181,30 @@ fn match_one(spans: &[Spans], o: &SlowOp, from: f64, to: f64, excess: f64) -> (C
         Some(sent) if o.waited && sent - o.intended_ns > STALL.as_nanos() as i64 => (sent - o.intended_ns) as f64 / 1e6,
         _ => 0.0,
     };
-    let mut found: Vec<(Cause, f64, String)> = Vec::new();
+    // (cause, covered, detail, rank among what went on meanwhile; None: a stop)
+    let mut found: Vec<(Cause, f64, String, Option<u8>)> = Vec::new();
     for s in spans {
         let (mut covered, best) = s.cover(from, to);
         let mut detail = best.map(|b| b.detail.clone()).unwrap_or_default();
-        if s.cause == Cause::Client && own_lag > covered {
+        if s.cause == Cause::Client && s.rank.is_none() && own_lag > covered {
             covered = own_lag;
             detail = format!("sent {own_lag:.1} ms late by a free worker");
         }
         if covered >= COVERS * excess {
-            found.push((s.cause, covered, detail));
+            found.push((s.cause, covered, detail, s.rank));
         }
     }
     if o.sent_ns.is_none() {
-        found.push((Cause::Client, excess, "never sent: the client fell behind".into()));
+        found.push((Cause::Client, excess, "never sent: the client fell behind".into(), None));
     }
     let causes: Vec<Cause> = found.iter().map(|f| f.0).collect();
     let top = found
         .iter()
-        .filter(|f| f.0.stops())
+        .filter(|f| f.3.is_none())
         .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
-        .or_else(|| found.iter().filter(|f| !f.0.stops()).min_by_key(|f| f.0));
+        .or_else(|| found.iter().filter(|f| f.3.is_some()).min_by_key(|f| f.3));
     match top {
-        Some((cause, _, detail)) => (*cause, detail.clone(), causes),
+        Some((cause, _, detail, _)) => (*cause, detail.clone(), causes),
         None => (Cause::Unexplained, String::new(), causes),
     }
 }
@@ -443,12 +446,13 @@ mod tests {
 
     /// A client kept from its CPU in pieces: ticks of 10 ms in which its thread waited 8 ms
     /// explain an operation in flight through five of them to its end (40 of its 50 ms excess),
-    /// though no wake came late enough to be a stall; a tick covers at most its wait. A GC pause
-    /// covering as much wins the tie. An operation through one tick's wait alone is not the
-    /// client's, nor one whose waits broke off before its end: only the run of waits through
-    /// the end held its answer.
+    /// though no wake came late enough to be a stall; a tick covers at most its wait. A stop that
+    /// covers half the excess comes first (a GC pause), and so does a fault of the schedule: a
+    /// wait slows the client, and where the answer was meanwhile is not known. An operation
+    /// through one tick's wait alone is not the client's, nor one whose waits broke off before
+    /// its end: only the run of waits through the end held its answer.
     #[test]
-    fn waits_for_a_cpu_name_the_client_and_a_pause_as_long_wins_the_tie() {
+    fn waits_for_a_cpu_name_the_client_after_stops_and_faults() {
         let ticks = |from_ms: i64, n: i64| -> Vec<Wait> {
             (0..n)
                 .map(|k| Wait {
@@ -458,29 +462,29 @@ mod tests {
                 })
                 .collect()
         };
-        let mut waits = ticks(1000, 5);
-        waits.extend(ticks(3000, 5));
-        waits.extend(ticks(5000, 1));
-        waits.extend(ticks(7000, 3));
-        waits.extend(ticks(7040, 1));
-        let s = server(vec![node(&[(3050.0, 40.0)], &[])]);
-        let ops = vec![
-            op(1000.0, 1050.0),
-            op(3000.0, 3050.0),
-            op(5000.0, 5050.0),
-            op(7000.0, 7050.0),
-        ];
-        let slow = explained_with(ops, &s, &[], &waits, &[]);
+        let mut waits = Vec::new();
+        for (from, n) in [(1000, 5), (3000, 5), (5000, 1), (7000, 3), (7040, 1), (9000, 5)] {
+            waits.extend(ticks(from, n));
+        }
+        let s = server(vec![node(&[(3050.0, 30.0)], &[])]);
+        let ops = [1000.0, 3000.0, 5000.0, 7000.0, 9000.0].map(|at| op(at, at + 50.0));
+        let slow = explained_with(ops.to_vec(), &s, &[], &waits, &[fault(9.0, 9.1)]);
         assert_eq!(
             causes(&slow),
-            [Cause::Client, Cause::GcPause, Cause::Unexplained, Cause::Unexplained]
+            [
+                Cause::Client,
+                Cause::GcPause,
+                Cause::Unexplained,
+                Cause::Unexplained,
+                Cause::Fault
+            ]
         );
         assert_eq!(
             slow.slowest
                 .iter()
                 .filter(|o| o.causes.contains(&Cause::Client))
                 .count(),
-            2
+            3
         );
         let named = slow.slowest.iter().find(|o| o.cause == Cause::Client).unwrap();
         assert!(named.detail.contains("waited 8.0 ms for a CPU"), "{}", named.detail);

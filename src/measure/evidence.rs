@@ -76,6 +76,8 @@ pub(super) struct Spans {
     /// for a CPU delay an operation when its answer waits with them, not while the server still
     /// has it.
     trailing: bool,
+    /// None for a stop; else its rank among the causes that went on meanwhile (lower first).
+    pub(super) rank: Option<u8>,
 }
 
 impl Spans {
@@ -87,6 +89,7 @@ impl Spans {
             spans,
             longest,
             trailing: false,
+            rank: (!cause.stops()).then_some(10 * cause as u8),
         }
     }
 
@@ -292,8 +295,10 @@ pub(super) fn spans(ev: &Evidence) -> (Vec<Spans>, Vec<String>) {
         Spans::new(Cause::GcPause, gc),
         Spans::new(Cause::Safepoint, safepoints),
         Spans::new(Cause::Client, client),
+        // After a fault, before pending tasks.
         Spans {
             trailing: true,
+            rank: Some(10 * Cause::Fault as u8 + 5),
             ..Spans::new(Cause::Client, waits.collect())
         },
         Spans::new(Cause::Fault, faults),
