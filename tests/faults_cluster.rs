@@ -249,7 +249,7 @@ fn pause_at_quorum() {
     // these 2 shared cores are saturated at 1,500 op/s before any fault (median 480 ms).
     // Recovery is 5 in-band seconds in a row, and single seconds leave the band (p99 over the
     // baseline's highest) now and then, so recovery can take several times 5 s
-    // (bench/results/test-margins.md, faults-pause-recovery). The window leaves 22 s after the
+    // (bench/results/test-margins.md, faults-pause-recovery). The window leaves 32 s after the
     // pause.
     let o = ok(run(
         "pause",
@@ -259,11 +259,13 @@ fn pause_at_quorum() {
             "--rate",
             "300",
             "--duration",
-            "35s",
+            "45s",
             "--fault",
             "pause node2 at 8s for 5s",
             "--keyspace",
             "rf3_pause",
+            // An empty table, as a retried test's first try left it full.
+            "--truncate",
             "--validate",
         ],
     ));
@@ -276,8 +278,8 @@ fn pause_at_quorum() {
     assert!((7.5..9.5).contains(&secs("start_s").unwrap()), "{f}");
     assert!((12.5..14.5).contains(&secs("end_s").unwrap()), "{f}");
     assert!(secs("detect_s").unwrap() <= 2.0, "seen within 2 s: {f}");
-    let recover = secs("recover_s").expect("recovered within the window");
-    assert!(recover < 17.0, "{f}");
+    // Five in-band seconds in a row began within the 32 s after the pause.
+    assert!(secs("recover_s").is_some(), "recovered within the window: {f}");
     // Detected means some second while it was paused had operations delayed past the band
     // (p99 over twice the baseline's) or failing.
     assert!(f["band"]["baseline_seconds"].as_u64().unwrap() >= 5, "{f}");
@@ -340,6 +342,8 @@ fn kill_at_all() {
             "kill node3 at 5s for 5s",
             "--keyspace",
             "rf3_kill",
+            // An empty table, as a retried test's first try left it full.
+            "--truncate",
             "--validate",
         ],
     ));

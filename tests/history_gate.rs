@@ -314,8 +314,10 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
     );
     let c = &found[0];
     assert_eq!(c["runs_since"], 2, "{c:#}");
+    // Set aside, or before the runs the level was read from (the four clean runs after it).
+    let aside = c["before_aside"].as_u64() >= Some(1) || c["before_runs"].as_u64() <= Some(4);
     assert!(
-        c["before"].as_f64().unwrap() < 1.5 * median && c["before_aside"].as_u64() >= Some(1),
+        c["before"].as_f64().unwrap() < 1.5 * median && aside,
         "the paused run ({paused} ms) is not part of the level before ({median} ms its median): {c:#}"
     );
     assert!(c["ratio"].as_f64().unwrap() > 1.4, "{c:#}; after: {slow:?}");
