@@ -264,8 +264,6 @@ fn pause_at_quorum() {
             "pause node2 at 8s for 5s",
             "--keyspace",
             "rf3_pause",
-            // An empty table, as a retried test's first try left it full.
-            "--truncate",
             "--validate",
         ],
     ));
@@ -342,8 +340,6 @@ fn kill_at_all() {
             "kill node3 at 5s for 5s",
             "--keyspace",
             "rf3_kill",
-            // An empty table, as a retried test's first try left it full.
-            "--truncate",
             "--validate",
         ],
     ));
