@@ -248,7 +248,7 @@ mod tests {
 
     /// A thread kept from a CPU by busy threads has its wait grow by about what it did not run.
     #[test]
-    fn a_threads_run_queue_wait_grows_only_while_it_is_kept_from_a_cpu() {
+    fn a_threads_run_queue_wait_grows_while_busy_threads_keep_it_from_a_cpu() {
         let mut rq = RunQueueWait::default();
         let Some((_, before)) = rq.read() else {
             return eprintln!("no schedstat on this kernel: nothing to read");

@@ -74,6 +74,7 @@ pub fn audit(end: &RunEnd, server: &ServerFacts, slow: Option<&Slow>) -> Option<
         .filter(|w| w.to_ns > from && w.to_ns <= to)
         .map(|w| w.waited_ns as f64 / 1e6)
         .sum();
+    // No waits kept is a share of 0 where the kernel keeps schedstat, and unknown where not.
     let cpu_wait_share = crate::procfs::RunQueueWait::default()
         .read()
         .map(|_| waited_ms / window_ms.max(1e-9));
