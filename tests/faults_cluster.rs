@@ -153,10 +153,17 @@ impl Drop for StartAgain<'_> {
 /// A run on the 3 nodes, RF 3, in keyspace rf3 unless `extra` names another (a fresh one, for
 /// reading back exactly this run's writes).
 fn fault_run(lab: &Lab, hosts: &str, name: &str, extra: &[&str]) -> Output {
-    let keyspace = match extra.iter().position(|a| *a == "--keyspace") {
-        Some(_) => [].as_slice(),
+    // A run that names its keyspace gets one of its own per process, so a retry (a new process)
+    // starts from empty tables, as the first try did, without a TRUNCATE before it.
+    let mut extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+    let keyspace = match extra.iter().position(|a| a == "--keyspace") {
+        Some(i) => {
+            extra[i + 1] = format!("{}_{}", extra[i + 1], std::process::id());
+            [].as_slice()
+        }
         None => ["--keyspace", "rf3"].as_slice(),
     };
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let base = [
         "run",
         "--hosts",
@@ -173,7 +180,7 @@ fn fault_run(lab: &Lab, hosts: &str, name: &str, extra: &[&str]) -> Output {
     let out = lab.home.join(name);
     let _ = std::fs::remove_dir_all(&out);
     let o = out.to_str().unwrap().to_string();
-    lab.caplab(&[&base[..], keyspace, &["--out", o.as_str()], extra].concat())
+    lab.caplab(&[&base[..], keyspace, &["--out", o.as_str()], &extra].concat())
 }
 
 /// The error of one QUORUM write to rf3 coordinated by the node at `hosts` (None: it succeeded).

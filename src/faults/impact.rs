@@ -46,6 +46,8 @@ impl Tally {
 /// What happened to a fault when it ran (times from the run's anchor, in seconds).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Happened {
+    /// When its schedule said it was due (the measured window's start plus its `at`).
+    pub due_s: Option<f64>,
     pub began_s: Option<f64>,
     /// When it was undone (SIGCONT sent, or the node started again).
     pub ended_s: Option<f64>,
@@ -166,6 +168,21 @@ impl FaultRecord {
     }
 }
 
+/// Seconds a fault may begin after its time before its record says so: a blocking call or a
+/// starved client that holds caplab's process up moves the fault, and what it is judged against.
+pub const LATE_S: f64 = 1.0;
+
+/// Why a fault began later than its schedule said, when it did.
+fn late(h: &Happened, began: f64) -> Option<String> {
+    let late = began - h.due_s?;
+    (late > LATE_S).then(|| {
+        format!(
+            "began {late:.1} s after its time (more than {LATE_S} s): caplab's process was held up, or an \
+             upgrade before it was still under way; its figures are from when it began"
+        )
+    })
+}
+
 /// Seconds to the millisecond (what the clocks measure), so results read 5.3, not 5.300000000000001.
 fn ms(s: f64) -> f64 {
     (s * 1e3).round() / 1e3
@@ -240,6 +257,7 @@ pub fn assess(
             let Some(start) = h.began_s else {
                 return r;
             };
+            r.note = late(h, start);
             let end = h.ended_s.filter(|e| *e <= window_to);
             let until = end.unwrap_or(window_to);
             r.during = Period::of(tallies.iter().filter(|t| t.mid() >= start && t.mid() < until));
@@ -248,7 +266,7 @@ pub fn assess(
                 r.after = Period::of(tallies.iter().filter(|t| t.mid() >= end && t.mid() < next));
             }
             let Some(b) = &band else {
-                r.note = Some(format!(
+                r.note = Some(r.note.take().map_or_else(String::new, |n| n + "; ") + &format!(
                     "fewer than {MIN_BASELINE} measured seconds before the first fault: no baseline to judge detection \
                      and recovery against (start the fault later)"
                 ));
@@ -459,6 +477,34 @@ mod tests {
         assert_eq!(r.after.availability, Some(1.0));
         assert_eq!(r.sla_windows_failed, Some(1), "the window of 10-20 s only");
         assert!(r.render().contains("recovered 2.7 s after its end"), "{}", r.render());
+    }
+
+    #[test]
+    fn a_fault_that_began_late_says_by_how_much() {
+        let t = calm(30, 1000);
+        let at = |due: f64, began: f64| Happened {
+            due_s: Some(due),
+            ..happened(began, began + 5.0)
+        };
+        let faults = vec![
+            (
+                "pause node2 at 8s for 5s".into(),
+                Action::Pause,
+                "node2".into(),
+                at(8.0, 13.4),
+            ),
+            (
+                "pause node3 at 20s for 5s".into(),
+                Action::Pause,
+                "node3".into(),
+                at(20.0, 20.9),
+            ),
+        ];
+        let r = assess(&faults, &t, (0.0, 30.0), None);
+        let note = r[0].note.as_deref().unwrap_or_default();
+        assert!(note.starts_with("began 5.4 s after its time"), "{note}");
+        assert!(r[0].render().contains(note), "{}", r[0].render());
+        assert_eq!(r[1].note, None, "0.9 s late is within {LATE_S} s");
     }
 
     #[test]

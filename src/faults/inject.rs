@@ -49,6 +49,7 @@ enum Left {
 /// One fault's times, on the wall clock.
 #[derive(Debug, Clone, Default)]
 struct Times {
+    due: Option<SystemTime>,
     began: Option<SystemTime>,
     ended: Option<SystemTime>,
     back: Option<SystemTime>,
@@ -154,6 +155,7 @@ impl Injector {
 
     async fn run(self: Arc<Self>, i: usize, window_start: SystemTime) {
         let f = self.faults[i].clone();
+        self.set(i, |t| t.due = Some(window_start + f.at));
         sleep_until(window_start + f.at).await;
         // Upgrades go one node at a time: one whose time comes while another is under way waits
         // until that node is back (and begins then).
@@ -384,6 +386,7 @@ impl Injector {
                     f.action,
                     f.node.clone(),
                     Happened {
+                        due_s: s(t.due),
                         began_s: s(t.began),
                         ended_s: s(t.ended),
                         back_s: s(t.back),
