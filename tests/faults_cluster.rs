@@ -563,7 +563,9 @@ fn delay_is_outside_the_server_in_traces(doc: &serde_json::Value, node2: &str) {
 }
 
 /// At least 80 % of the run's operations over p99 were named for `cause` (issue 75's proof of
-/// a planted cause), and the slowest for it, in words that name `detail`.
+/// a planted cause), and the slowest listed include its operations, each in words that name
+/// `detail`. Not that the very slowest is its: a stall before the fault on a loaded machine can
+/// outlast a 200 ms delay (bench/results/test-margins.md, faults-slowest-listed).
 fn assert_top_cause(doc: &serde_json::Value, cause: &str, detail: &str) {
     let slow = &doc["slow"];
     let share = slow["by_cause"]
@@ -574,9 +576,13 @@ fn assert_top_cause(doc: &serde_json::Value, cause: &str, detail: &str) {
         .map_or(0.0, |c| c["share"].as_f64().unwrap());
     eprintln!("{cause}: {share:.3} of the operations over p99 ({})", slow["by_cause"]);
     assert!(share >= 0.8, "{slow:#}");
-    let slowest = &slow["slowest"][0];
-    assert_eq!(slowest["cause"], cause, "{slow:#}");
-    assert!(slowest["detail"].as_str().unwrap().contains(detail), "{slow:#}");
+    let listed = slow["slowest"].as_array().unwrap();
+    let named: Vec<&serde_json::Value> = listed.iter().filter(|o| o["cause"] == cause).collect();
+    assert!(!named.is_empty(), "{slow:#}");
+    assert!(
+        named.iter().all(|o| o["detail"].as_str().unwrap().contains(detail)),
+        "{slow:#}"
+    );
 }
 
 /// Every operation's service time (ms, as recorded) in the intervals of `log` that start in
