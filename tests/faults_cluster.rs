@@ -275,6 +275,17 @@ fn pause_at_quorum() {
         ],
     ));
     let doc = result_json(&lab.home.join("pause"));
+    // Reached through node1 alone, the cluster is three nodes, in its history series too.
+    assert_eq!(doc["environment"]["cluster_nodes"], 3, "{}", doc["environment"]);
+    let series = common::history_json(lab, &[]);
+    let named = |s: &serde_json::Value| s["name"].as_str().unwrap_or_default().to_string();
+    let paused = series
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(named)
+        .find(|n| n.contains("at 300 op/s"));
+    assert!(paused.as_ref().is_some_and(|n| n.contains(", 3 nodes, ")), "{series}");
     // The negative control of --validate: a pause at QUORUM loses no acknowledged write, read
     // back at QUORUM once node2 is back.
     lost_nothing(&doc, "Quorum");

@@ -54,7 +54,7 @@ pub struct SeriesKey {
     /// run starts a series of its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values: Option<u32>,
-    /// Nodes caplab ran, or the contact points given.
+    /// The cluster's nodes (`Environment::nodes`).
     pub nodes: usize,
     /// The client host's class: cores, and memory rounded to whole GiB.
     pub client_cores: usize,
@@ -470,11 +470,7 @@ fn series_of(r: &RunResult, kind: &str, rate: f64, loaders: String) -> SeriesKey
         jvm_opts: node.map(|n| n.jvm_opts.clone()).unwrap_or_default(),
         jit: node.filter(|n| !n.jit.is_tiered()).map(|n| n.jit.to_string()),
         values: (r.config.values > 1).then_some(r.config.values),
-        nodes: if r.environment.local_nodes.is_empty() {
-            r.config.client.hosts.len()
-        } else {
-            r.environment.local_nodes.len()
-        },
+        nodes: r.environment.nodes(r.config.client.hosts.len()),
         client_cores: r.environment.cores,
         client_ram_gib: (r.environment.ram_bytes as f64 / (1u64 << 30) as f64).round() as u64,
     }

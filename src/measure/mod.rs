@@ -6,6 +6,7 @@
 //! generates load, whatever a step's rate. The
 //! workload is chosen and prepared here (`workload`, from `workload_options`; a profile's
 //! `populate` phase), on a target reached here (`target`);
+//! `environment` is where a run ran (host, boot, the cluster's size);
 //! `signal` turns Ctrl-C, SIGTERM and SIGHUP into a clean stop; `out` names results directories
 //! and keeps secrets out of what is recorded; `validated` runs a step whose acknowledged writes
 //! `readback` then reads back (`--validate`); `causes` (against the `evidence`) and `audit` say why the slow operations
@@ -17,6 +18,7 @@ pub mod agree;
 pub mod audit;
 pub mod causes;
 pub mod commands;
+pub mod environment;
 pub mod evidence;
 pub mod load;
 pub mod options;

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::client::ClientOptions;
-use crate::cluster::node::NodeState;
 use crate::engine::EndReason;
 use hdrhistogram::Histogram;
 
+pub use super::environment::Environment;
 use super::sinks::Incomplete;
 use crate::metrics::{OpStats, hdrlog::Encoded, hdrlog::TagKind, recorder::new_histogram, summary::Summary};
 use crate::sla::{Sla, SlaVerdict};
@@ -159,22 +159,6 @@ pub struct RunConfig {
     /// The text values were written with (`workload::values::TEXT_VERSION`; 1 before it was kept).
     #[serde(default = "one")]
     pub values: u32,
-}
-
-/// Where the step ran.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Environment {
-    pub client_host: String,
-    pub cores: usize,
-    pub ram_bytes: u64,
-    pub kernel: String,
-    /// The client host's boot (new at every boot; absent from results written before it was
-    /// kept): with the host and the day, the sitting the history files the result under.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub boot_id: String,
-    pub cassandra_release_version: Option<String>,
-    /// The local nodes the load went to (their configuration, logs and process).
-    pub local_nodes: Vec<NodeState>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

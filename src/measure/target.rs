@@ -60,6 +60,7 @@ impl Site {
                     n
                 })
                 .collect(),
+            cluster_nodes: self.cql.as_ref().map(|s| s.get_cluster_state().get_nodes_info().len()),
         }
     }
 }
