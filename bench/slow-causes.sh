@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Slow operations explained, with a planted cause (issue 75's proof) and without: E1 inserts,
 # warm-up then a measured window, each run's `slow` shares from result.json.
-#   gc      a node with a GC_HEAP heap (default 256M) at 3,000 op/s of E1 rows whose values are
-#           GC_VALUE characters (default 10): GC pauses
+#   gc      a node with a GC_HEAP heap (default 256M) at GC_RATE op/s (default 3,000) of E1 rows whose values are
+#           GC_VALUE characters (default 10): GC pauses (GC_ARGS: more node flags, e.g.
+#           "--gc parallel"; on a fast machine the plant that makes GC the tail is
+#           GC_RATE=5000 GC_VALUE=200 GC_ARGS="--gc parallel": results/slow-causes.md, gc-plant-xeon)
 #   client  a node pinned to CPU 0 (started with NODE_ARGS too, e.g. "--heap 1G --gc zgc") at
 #           2,000 op/s, caplab pinned to CPU 1 beside HOGS busy loops there (default 3; only the
 #           client is starved)
@@ -33,9 +35,10 @@ hogs() { for _ in $(seq "${HOGS:-3}"); do taskset -c 1 sh -c 'while :; do :; don
 unhog() { pkill -f "while :; do :; done" || true; }
 trap 'unhog; "$CAPLAB" node stop --no-drain >/dev/null 2>&1 || true' EXIT
 if [[ $parts == *gc* ]]; then
-fresh_node --heap "${GC_HEAP:-256M}"
+# shellcheck disable=SC2086 # GC_ARGS is flags, split as written
+fresh_node --heap "${GC_HEAP:-256M}" ${GC_ARGS:-}
 for r in $(seq "$runs"); do
-  "$CAPLAB" run --rate 3000 --value-size "${GC_VALUE:-10}" --warmup 20s --duration 30s -q --no-history \
+  "$CAPLAB" run --rate "${GC_RATE:-3000}" --value-size "${GC_VALUE:-10}" --warmup 20s --duration 30s -q --no-history \
     --out "$work/gc-$r" >/dev/null
   show "$work/gc-$r" "gc $r"
 done
