@@ -186,8 +186,8 @@ fn a_replay_at_its_own_speed_sends_the_applications_rate_mix_and_values() {
         );
     }
     // Sent in the second they were due, bar those a late start (or the timer's tick, early)
-    // moved across a boundary (the application's bursts put hundreds in a few milliseconds). The last second of the trace is
-    // partial: whole seconds only.
+    // moved across a boundary (the application's bursts put hundreds in a few milliseconds).
+    // The last second of the trace is partial: whole seconds only.
     let sent = per_second(starts.iter().filter_map(|o| o.1), seconds);
     let mut latest = vec![0i64; seconds + 1];
     for &(i, s) in &starts {
