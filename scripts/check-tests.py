@@ -6,6 +6,8 @@ one at a time and stops its shared node is written down, not implied:
 1. In a test file that starts Cassandra nodes (it names `jvm_lock`), every test takes
    `jvm_lock()`: the lock keeps the file's tests one at a time, and its release is how the file's
    last test is seen to end, which stops the node the file's tests shared (tests/common/shared.rs).
+   A test whose node is its own may take `jvm_lock_apart()` instead, which lets such tests of a
+   file run at once, as many as the file's test group allows.
 2. Every such file is in a test group, or needs every thread, in .config/nextest.toml, so nextest
    runs its tests one at a time instead of holding a thread for each test waiting on the lock.
 3. Every test file that makes a `Lab::new` is listed in tests/common/shared.rs's TEST_FILES,
@@ -30,7 +32,7 @@ def tests_without_lock(text):
     bad = []
     for m in TEST.finditer(text):
         head = text[m.end() : m.end() + 400]
-        if "jvm_lock()" not in head.split("\n}\n")[0]:
+        if not re.search(r"\bjvm_lock(_apart)?\(\)", head.split("\n}\n")[0]):
             bad.append(m.group(1))
     return bad
 

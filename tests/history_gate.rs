@@ -3,29 +3,28 @@
 //! slowdown of the machine confirmed by rerunning while it lasts and a noisy night not, once the
 //! machine is itself again. (Split from tests/history.rs, whose other tests share the machine.)
 //!
-//! Runs with the machine to itself (.config/nextest.toml gives its tests every thread): "the
-//! machine is itself again" is what the confirmation by rerunning is asked to see, and beside
-//! another file's nodes a rerun came out slower than the quiet level and was confirmed, or the
-//! slower nights were lost in the neighbour's noise (bench/results/test-margins.md,
-//! history-gate-group).
+//! Runs with the machine to itself, its three tests at once, each on a node of its own
+//! (.config/nextest.toml runs them after steady.rs and before loaders_warmup.rs, each of which
+//! needs every thread): "the machine is itself again" is what the confirmation by rerunning is
+//! asked to see, and beside another file's nodes a rerun came out slower than the quiet level and
+//! was confirmed, or the slower nights were lost in the neighbour's noise
+//! (bench/results/test-margins.md, history-gate-group). Beside each other, three light loads at
+//! 1,000 op/s leave the two cores about half idle (history-gate-apart).
 
 mod common;
 
-use common::{Lab, Shared, history_json, jvm_lock, ok, stderr, stdout};
+use common::{Lab, history_json, jvm_lock_apart, ok, stderr, stdout};
 use std::time::Duration;
 
-static LAB: Shared<()> = Shared::new();
-
-/// The file's node, shared by its tests (each keeps a history database of its own), warmed
-/// first: the first run on a fresh node is its JIT's, and can hide the 2 ms slower nights. On C1
-/// alone (common::JIT) the warm run's per-second p50 is level after its first second: 5 s are
-/// enough (bench/results/test-margins.md, history-gate-warm).
-fn lab() -> &'static Lab {
-    &LAB.get("history-gate", |lab| {
-        ok(lab.start(&[]));
-        ok(lab.run("warm", &["--rate", "1000", "--duration", "5s"]));
-    })
-    .0
+/// The test's own node, warmed first: the first run on a fresh node is its JIT's, and can hide
+/// the 2 ms slower nights. On C1 alone (common::JIT) the warm run's per-second p50 is level after
+/// its first second: 5 s are enough (bench/results/test-margins.md, history-gate-warm). The node
+/// stops when the lab is dropped, at the test's end.
+fn lab(name: &str) -> Lab {
+    let lab = Lab::new(name);
+    ok(lab.start(&[]));
+    ok(lab.run("warm", &["--rate", "1000", "--duration", "5s"]));
+    lab
 }
 
 /// Six sittings (named by the job, `--label sitting=`), each running the series (2 s windows)
@@ -45,8 +44,8 @@ fn lab() -> &'static Lab {
 /// may fail.
 #[test]
 fn a_canary_cancels_a_slower_night() {
-    let _jvm = jvm_lock();
-    let lab = lab();
+    let _jvm = jvm_lock_apart();
+    let lab = &lab("history-gate-canary");
     let db = format!("{}/canary.db", lab.fresh("canary"));
     for night in 0..6 {
         // Each night in the other order, so which of the two runs second is no level of its own.
@@ -162,8 +161,8 @@ impl Drop for Slower {
 /// results in caplab's home.
 #[test]
 fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
-    let _jvm = jvm_lock();
-    let lab = lab();
+    let _jvm = jvm_lock_apart();
+    let lab = &lab("history-gate-confirm");
     let db = format!("{}/confirm.db", lab.fresh("confirm"));
     let run = |name: &str| {
         let out = format!("confirm/{name}");
@@ -250,16 +249,17 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
 /// paused run (the tail figures set such runs aside; in a series this tight, a clean run 13 %
 /// above the others was once set aside too); `--confirm`
 /// reruns both commands paired by round (the runs after had the fault) and, the rounds judged by
-/// their median, confirms it from the third round on. The check's false negatives are the
-/// simulated ones (a ×2 p99 among paused runs missed by its 3rd run in about 15 % of series at
-/// 15 % spread; these runs, alone on the machine, spread less): how often this may fail. A false
-/// change among the clean runs (an improvement, at the check's level: at most 5 % of looks,
+/// their median, confirms it once the rounds say so, within 12 (beside this file's other two
+/// tests it took five rounds, and eight: bench/results/test-margins.md, history-gate-apart). The
+/// check's false negatives are the simulated ones (a ×2 p99 among paused runs missed by its 3rd
+/// run in about 15 % of series at 15 % spread; these runs spread less): how often this may fail.
+/// A false change among the clean runs (an improvement, at the check's level: at most 5 % of looks,
 /// crates/stats' `a_check_among_gc_paused_runs_fails_falsely_at_its_stated_level`) is left to
 /// that proof, not counted here.
 #[test]
 fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
-    let _jvm = jvm_lock();
-    let lab = lab();
+    let _jvm = jvm_lock_apart();
+    let lab = &lab("history-gate-paused");
     let db = format!("{}/paused.db", lab.fresh("paused"));
     let run = |name: &str, fault: Option<&str>| {
         let name = &format!("paused/{name}");
@@ -321,7 +321,7 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
         "the paused run ({paused} ms) is not part of the level before ({median} ms its median): {c:#}"
     );
     assert!(c["ratio"].as_f64().unwrap() > 1.4, "{c:#}; after: {slow:?}");
-    let confirmed = check(&["--confirm", "--confirm-runs", "8"]);
+    let confirmed = check(&["--confirm", "--confirm-runs", "12"]);
     let text = stdout(&confirmed);
     println!("p99s before {p99s:?} ms, paused {paused} ms, after {slow:?} ms; the check:\n{text}");
     assert_eq!(confirmed.status.code(), Some(1), "{text}\n{}", stderr(&confirmed));

@@ -14,7 +14,7 @@ pub mod upgrade;
 pub mod verdict;
 
 #[allow(unused_imports)]
-pub use shared::{Shared, jvm_lock};
+pub use shared::{Shared, jvm_lock, jvm_lock_apart};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -127,7 +127,7 @@ static JVM_LOCK: Mutex<()> = Mutex::new(());
 /// tests run one at a time (in one process, or in several), so two never boot at once on a
 /// 2-core machine. When the last test of the file lets go, the lab the file's tests shared stops.
 pub struct NodeTest {
-    _across: Locked,
+    _across: Option<Locked>,
     _within: MutexGuard<'static, ()>,
 }
 
@@ -137,8 +137,19 @@ pub struct NodeTest {
 pub fn jvm_lock() -> NodeTest {
     let within = JVM_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     NodeTest {
-        _across: lock(&file_dir().join(".jvm.lock")),
+        _across: Some(lock(&file_dir().join(".jvm.lock"))),
         _within: within,
+    }
+}
+
+/// `jvm_lock` for a test whose node is its own (a `Lab::new` of its own, no `Shared` lab): under
+/// nextest, which runs each test in a process of its own, such tests of a file may run at once
+/// (as many as the file's test group in .config/nextest.toml lets); in one process (`cargo
+/// test`) they still run one at a time. The file's last test to end is seen as with `jvm_lock`.
+pub fn jvm_lock_apart() -> NodeTest {
+    NodeTest {
+        _across: None,
+        _within: JVM_LOCK.lock().unwrap_or_else(|p| p.into_inner()),
     }
 }
 
