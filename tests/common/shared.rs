@@ -125,7 +125,8 @@ static JVM_LOCK: Mutex<()> = Mutex::new(());
 
 /// Held by a test that starts or uses Cassandra nodes, for as long as it runs: the file's node
 /// tests run one at a time (in one process, or in several), so two never boot at once on a
-/// 2-core machine. When the last test of the file lets go, the lab the file's tests shared stops.
+/// 2-core machine, unless each has a node of its own and takes `jvm_lock_apart`. When the last
+/// test of the file lets go, the lab the file's tests shared stops.
 pub struct NodeTest {
     _across: Option<Locked>,
     _within: MutexGuard<'static, ()>,
