@@ -3,13 +3,13 @@
 //! slowdown of the machine confirmed by rerunning while it lasts and a noisy night not, once the
 //! machine is itself again. (Split from tests/history.rs, whose other tests share the machine.)
 //!
-//! Runs with the machine to itself, its three tests at once, each on a node of its own
-//! (.config/nextest.toml runs them after steady.rs and before loaders_warmup.rs, each of which
-//! needs every thread): "the machine is itself again" is what the confirmation by rerunning is
-//! asked to see, and beside another file's nodes a rerun came out slower than the quiet level and
-//! was confirmed, or the slower nights were lost in the neighbour's noise
-//! (bench/results/test-margins.md, history-gate-group). Beside each other, three light loads at
-//! 1,000 op/s leave the two cores about half idle (history-gate-apart).
+//! Runs with the machine to itself, each test on a node of its own (.config/nextest.toml): the
+//! canary and the slowdown at once, then the doubled p99 alone. "The machine is itself again" is
+//! what the confirmation by rerunning is asked to see, and beside another file's nodes a rerun
+//! came out slower than the quiet level and was confirmed, or the slower nights were lost in the
+//! neighbour's noise (bench/results/test-margins.md, history-gate-group). Two light loads at 1,000
+//! op/s beside each other leave the two cores about half idle; the doubled p99's paired rounds
+//! spread too much beside them (history-gate-apart).
 
 mod common;
 
@@ -250,7 +250,7 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
 /// above the others was once set aside too); `--confirm`
 /// reruns both commands paired by round (the runs after had the fault) and, the rounds judged by
 /// their median, confirms it once the rounds say so, within 12 (beside this file's other two
-/// tests it took five rounds, and eight: bench/results/test-margins.md, history-gate-apart). The
+/// tests it took 3 to 11: bench/results/test-margins.md, history-gate-apart; it runs alone). The
 /// check's false negatives are the simulated ones (a ×2 p99 among paused runs missed by its 3rd
 /// run in about 15 % of series at 15 % spread; these runs spread less): how often this may fail.
 /// A false change among the clean runs (an improvement, at the check's level: at most 5 % of looks,
