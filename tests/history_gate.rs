@@ -3,24 +3,38 @@
 //! slowdown of the machine confirmed by rerunning while it lasts and a noisy night not, once the
 //! machine is itself again. (Split from tests/history.rs, whose other tests share the machine.)
 //!
-//! Runs with the machine to itself, each test on a node of its own (.config/nextest.toml): the
-//! canary and the slowdown at once, then the doubled p99 alone. "The machine is itself again" is
-//! what the confirmation by rerunning is asked to see, and beside another file's nodes a rerun
-//! came out slower than the quiet level and was confirmed, or the slower nights were lost in the
-//! neighbour's noise (bench/results/test-margins.md, history-gate-group). Two light loads at 1,000
-//! op/s beside each other leave the two cores about half idle; the doubled p99's paired rounds
-//! spread too much beside them (history-gate-apart).
+//! Runs with the machine to itself (.config/nextest.toml): the canary and the slowdown at once,
+//! each on a node of its own, then the doubled p99 alone on the canary's node, which the canary's
+//! runs have warmed. "The machine is itself again" is what the confirmation by rerunning is asked
+//! to see, and beside another file's nodes a rerun came out slower than the quiet level and was
+//! confirmed, or the slower nights were lost in the neighbour's noise
+//! (bench/results/test-margins.md, history-gate-group). Two light loads at 1,000 op/s beside each
+//! other leave the two cores about half idle; the doubled p99's paired rounds spread too much
+//! beside them, and its p99s on a node warmed for 5 s only (history-gate-apart).
 
 mod common;
 
-use common::{Lab, history_json, jvm_lock_apart, ok, stderr, stdout};
+use common::{Lab, Shared, history_json, jvm_lock, jvm_lock_apart, ok, stderr, stdout};
 use std::time::Duration;
 
-/// The test's own node, warmed first: the first run on a fresh node is its JIT's, and can hide
-/// the 2 ms slower nights. On C1 alone (common::JIT) the warm run's per-second p50 is level after
-/// its first second: 5 s are enough (bench/results/test-margins.md, history-gate-warm). The node
-/// stops when the lab is dropped, at the test's end.
-fn lab(name: &str) -> Lab {
+static LAB: Shared<()> = Shared::new();
+
+/// The node the canary and then the doubled p99 use (one at a time: both take `jvm_lock`), warmed
+/// first: the first run on a fresh node is its JIT's, and can hide the 2 ms slower nights. On C1
+/// alone (common::JIT) the warm run's per-second p50 is level after its first second: 5 s are
+/// enough for p50 (bench/results/test-margins.md, history-gate-warm), not for the doubled p99's
+/// p99s, which nextest runs after the canary.
+fn shared() -> &'static Lab {
+    &LAB.get("history-gate", |lab| {
+        ok(lab.start(&[]));
+        ok(lab.run("warm", &["--rate", "1000", "--duration", "5s"]));
+    })
+    .0
+}
+
+/// The slowdown's own node (it stops the node's JVM again and again), warmed as the shared one;
+/// it stops when the lab is dropped, at the test's end.
+fn own(name: &str) -> Lab {
     let lab = Lab::new(name);
     ok(lab.start(&[]));
     ok(lab.run("warm", &["--rate", "1000", "--duration", "5s"]));
@@ -44,8 +58,8 @@ fn lab(name: &str) -> Lab {
 /// may fail.
 #[test]
 fn a_canary_cancels_a_slower_night() {
-    let _jvm = jvm_lock_apart();
-    let lab = &lab("history-gate-canary");
+    let _jvm = jvm_lock();
+    let lab = shared();
     let db = format!("{}/canary.db", lab.fresh("canary"));
     for night in 0..6 {
         // Each night in the other order, so which of the two runs second is no level of its own.
@@ -162,7 +176,7 @@ impl Drop for Slower {
 #[test]
 fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
     let _jvm = jvm_lock_apart();
-    let lab = &lab("history-gate-confirm");
+    let lab = &own("history-gate-confirm");
     let db = format!("{}/confirm.db", lab.fresh("confirm"));
     let run = |name: &str| {
         let out = format!("confirm/{name}");
@@ -258,8 +272,8 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
 /// that proof, not counted here.
 #[test]
 fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
-    let _jvm = jvm_lock_apart();
-    let lab = &lab("history-gate-paused");
+    let _jvm = jvm_lock();
+    let lab = shared();
     let db = format!("{}/paused.db", lab.fresh("paused"));
     let run = |name: &str, fault: Option<&str>| {
         let name = &format!("paused/{name}");

@@ -144,9 +144,9 @@ pub fn jvm_lock() -> NodeTest {
 }
 
 /// `jvm_lock` for a test whose node is its own (a `Lab::new` of its own, no `Shared` lab): under
-/// nextest, which runs each test in a process of its own, such tests of a file may run at once
-/// (as many as the file's test group in .config/nextest.toml lets); in one process (`cargo
-/// test`) they still run one at a time. The file's last test to end is seen as with `jvm_lock`.
+/// nextest, which runs each test in a process of its own, it may run beside the file's other
+/// tests (as many at once as the file's test group in .config/nextest.toml lets); in one process
+/// (`cargo test`) it still runs alone. The file's last test to end is seen as with `jvm_lock`.
 pub fn jvm_lock_apart() -> NodeTest {
     NodeTest {
         _across: None,
