@@ -9,8 +9,8 @@
 //! to see, and beside another file's nodes a rerun came out slower than the quiet level and was
 //! confirmed, or the slower nights were lost in the neighbour's noise
 //! (bench/results/test-margins.md, history-gate-group). Two light loads at 1,000 op/s beside each
-//! other leave the two cores about half idle; the doubled p99's paired rounds spread too much
-//! beside them, and its p99s on a node warmed for 5 s only (history-gate-apart).
+//! other leave the two cores about half idle. Beside them the doubled p99's paired rounds spread
+//! too much, and on a node warmed for 5 s only so did its p99s (history-gate-apart).
 
 mod common;
 
