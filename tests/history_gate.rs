@@ -25,20 +25,21 @@ static LAB: Shared<()> = Shared::new();
 /// enough for p50 (bench/results/test-margins.md, history-gate-warm), not for the doubled p99's
 /// p99s, which nextest runs after the canary.
 fn shared() -> &'static Lab {
-    &LAB.get("history-gate", |lab| {
-        ok(lab.start(&[]));
-        ok(lab.run("warm", &["--rate", "1000", "--duration", "5s"]));
-    })
-    .0
+    &LAB.get("history-gate", start_warmed).0
 }
 
 /// The slowdown's own node (it stops the node's JVM again and again), warmed as the shared one;
 /// it stops when the lab is dropped, at the test's end.
 fn own(name: &str) -> Lab {
     let lab = Lab::new(name);
+    start_warmed(&lab);
+    lab
+}
+
+/// Starts the lab's node and warms it: 5 s at the tests' 1,000 op/s.
+fn start_warmed(lab: &Lab) {
     ok(lab.start(&[]));
     ok(lab.run("warm", &["--rate", "1000", "--duration", "5s"]));
-    lab
 }
 
 /// Six sittings (named by the job, `--label sitting=`), each running the series (2 s windows)
