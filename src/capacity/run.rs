@@ -425,6 +425,7 @@ impl Bench<'_> {
             command: self.cfg.command.clone(),
             server_profile: self.cfg.server_profile.clone(),
             start_at: None,
+            meet: None,
             pools: self.cfg.pools,
             faults: self.cfg.faults.as_ref().map(|f| f.for_step()),
             labels: self.cfg.labels.clone(),

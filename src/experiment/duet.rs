@@ -11,17 +11,12 @@ use anyhow::{Result, anyhow};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::spec::{Cell, What};
 use super::step::{self, StepOutcome, StepPlan};
 use crate::cluster::Home;
-use crate::engine::{StartAt, Stop};
+use crate::engine::{Meeting, Stop};
 use crate::measure::{RunResult, RunStatus, commands};
-
-/// How far ahead both runs' start is set: each run creates its schema first (a second or two
-/// on a fresh node; the rest is room for a busy machine).
-const LEAD: Duration = Duration::from_secs(15);
 
 /// Metrics a duet cannot tell apart between its variants: one caplab process drives both.
 pub const SHARED: &[&str] = &["client_cpu"];
@@ -40,9 +35,9 @@ pub struct Side<'a> {
 }
 
 /// Runs a round's two steps of one measurement at once: both variants' nodes started (fresh:
-/// wiped first), then each window of both started in the same second, each driven from its
-/// own thread. An error on either side fails both: the other's window ran beside a partner
-/// that was not there.
+/// wiped first), then each window of both started in the same second once both have set their
+/// schema up (engine::Meeting), each driven from its own thread. An error on either side fails
+/// both: the other's window ran beside a partner that was not there.
 pub fn run_pair(sides: &[Side; 2], fresh: bool, plan: StepPlan, stop: &Arc<Stop>) -> Result<[StepOutcome; 2]> {
     for s in sides {
         step::start_nodes(s.home, fresh, s.cell).map_err(|e| e.context(format!("variant {}", s.name)))?;
@@ -50,29 +45,47 @@ pub fn run_pair(sides: &[Side; 2], fresh: bool, plan: StepPlan, stop: &Arc<Stop>
     let windows = plan.windows.max(1);
     let mut results: [Vec<(RunResult, BTreeMap<String, f64>)>; 2] = Default::default();
     for w in 1..=windows {
-        let at = StartAt::At(start_time(SystemTime::now()));
+        let meeting = Arc::new(Meeting::new(sides.len()));
         let mut options = Vec::new();
         for s in sides {
             let What::Run(o) = &s.cell.what else {
                 anyhow::bail!("variant {}: a duet runs runs, not capacity searches", s.name);
             };
             let mut o = step::window_options(o, &s.dir, plan, w);
-            o.start_at = Some(at);
+            o.meet = Some(meeting.clone());
             options.push(o);
         }
-        let runs: Vec<Result<(RunResult, PathBuf)>> = std::thread::scope(|scope| {
+        let mut runs: Vec<(Result<(RunResult, PathBuf)>, bool)> = std::thread::scope(|scope| {
             let handles: Vec<_> = sides
                 .iter()
                 .zip(&options)
-                .map(|(s, o)| scope.spawn(move || commands::run(s.home, o, stop)))
+                .map(|(s, o)| {
+                    let meeting = &meeting;
+                    scope.spawn(move || {
+                        let run = commands::run(s.home, o, stop);
+                        // A side that ended before its schedule began releases the other.
+                        let first = meeting.abandon(&format!("variant {} ended before its window began", s.name));
+                        (run, first)
+                    })
+                })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("the run's thread panicked"))))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| (Err(anyhow!("the run's thread panicked")), false))
+                })
                 .collect()
         });
+        // The side that failed before its window holds the cause of its partner's error.
+        if let Some(i) = runs.iter().position(|(run, first)| *first && run.is_err()) {
+            let (Err(e), _) = runs.swap_remove(i) else {
+                unreachable!()
+            };
+            return Err(e.context(format!("variant {} of the duet", sides[i].name)));
+        }
         let mut done = true;
-        for ((s, run), into) in sides.iter().zip(runs).zip(results.iter_mut()) {
+        for ((s, (run, _)), into) in sides.iter().zip(runs).zip(results.iter_mut()) {
             let (r, _) = run.map_err(|e| e.context(format!("variant {} of the duet", s.name)))?;
             let mut values = step::values_in(&step::window_dir(&s.dir, windows, w));
             for key in SHARED {
@@ -89,24 +102,4 @@ pub fn run_pair(sides: &[Side; 2], fresh: bool, plan: StepPlan, stop: &Arc<Stop>
         step::outcome_of(&results[0], windows),
         step::outcome_of(&results[1], windows),
     ])
-}
-
-/// Both runs' start: a whole second at least `LEAD` after `now`.
-fn start_time(now: SystemTime) -> SystemTime {
-    let secs = (now + LEAD).duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() + 1;
-    UNIX_EPOCH + Duration::from_secs(secs)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn both_runs_start_on_a_whole_second_after_the_lead() {
-        let now = UNIX_EPOCH + Duration::from_millis(1_795_555_800_250);
-        let at = start_time(now);
-        let d = at.duration_since(UNIX_EPOCH).unwrap();
-        assert_eq!(d.subsec_nanos(), 0);
-        assert!(at >= now + LEAD && at <= now + LEAD + Duration::from_secs(1), "{d:?}");
-    }
 }

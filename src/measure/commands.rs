@@ -106,6 +106,7 @@ pub fn run(home: &Home, args: &RunOptions, stop: &Arc<Stop>) -> Result<(RunResul
         command: crate::measure::out::command_line(),
         server_profile,
         start_at: args.start_at,
+        meet: args.meet.clone(),
         pools: common.telemetry.pools(),
         faults: faults.as_ref().map(|(f, _)| f.clone()),
         labels: common.labels.iter().cloned().collect(),

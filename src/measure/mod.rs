@@ -32,6 +32,7 @@ pub mod result;
 pub mod sections;
 pub mod signal;
 pub mod sinks;
+pub mod start;
 pub mod step;
 pub mod target;
 pub mod traces;

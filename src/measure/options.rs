@@ -429,6 +429,10 @@ pub struct RunOptions {
     /// next whole second.
     #[arg(long, value_name = "TIME", value_parser = crate::engine::StartAt::parse)]
     pub start_at: Option<crate::engine::StartAt>,
+    /// Not a flag: other runs of this process to start the schedule with, in one second once
+    /// all are ready (a duet's two sides).
+    #[arg(skip)]
+    pub meet: Option<std::sync::Arc<crate::engine::Meeting>>,
     /// Also write every operation, warm-up included, as a Parquet row (alone: the results
     /// directory's operations.parquet): intended and actual start, end, response and service
     /// time, operation, statement, partition or token, error, loader (docs/run.md).

@@ -12,17 +12,17 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::about::About;
-use super::agree::{self, Agreement};
 use super::render;
 use super::result::{CapacityStep, EngineRecord, Files, RESULT_FILE, RunConfig, RunResult, RunStatus, WarmupRecord};
 use super::sinks::{Outputs, Show};
+use super::start;
 use super::target::Site;
 use crate::cluster::nodetool::JmxTarget;
 use crate::console::say;
-use crate::engine::{self, Anchor, EngineConfig, LoaderSlice, RunEnd, Sliced, Span, StartAt, Stop, Warmup, Workload};
+use crate::engine::{self, EngineConfig, LoaderSlice, Meeting, RunEnd, Sliced, Span, StartAt, Stop, Warmup, Workload};
 use crate::faults::{Injector, UndoFaults, impact};
 use crate::metrics::{csv::CsvLog, hdrlog::HdrLog, summary::Summary};
-use crate::server_profile::{Profiler, Slice};
+use crate::server_profile::{Profiler, Recording, Slice};
 use crate::sla::{Judge, Sla, SlaVerdict};
 use crate::telemetry::gclog::epoch_ms;
 use crate::telemetry::{ServerFacts, Watch, jmx, jmx_watch::JmxWatch, pools::PoolWatch};
@@ -50,6 +50,8 @@ pub struct Step {
     pub server_profile: Option<Arc<Profiler>>,
     /// When the schedule starts (`--start-at`); None: the next whole second.
     pub start_at: Option<StartAt>,
+    /// Runs to start with, in one second once all are ready (a duet); before `start_at`.
+    pub meet: Option<Arc<Meeting>>,
     /// Read every node's thread pools over CQL each second (`--server-facts`).
     pub pools: bool,
     /// Faults to apply during the measured window (`--fault`).
@@ -113,21 +115,11 @@ impl Step {
             let (p, out, nodes) = (p.clone(), out.clone(), site.local_nodes.clone());
             recording = Some(tokio::task::spawn_blocking(move || p.start(&out, &nodes)).await??);
         }
-        let anchor = self.anchor()?;
+        let anchor = start::anchor(self.start_at, self.meet.as_deref()).await?;
         let started = anchor.wall;
         let (cancel_profile, delayed) = match (&self.server_profile, profile_after) {
             (Some(p), Some(after)) => {
-                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-                let (p, out, nodes) = (p.clone(), out.clone(), site.local_nodes.clone());
-                let wait = (started + after).duration_since(SystemTime::now()).unwrap_or_default();
-                let task = tokio::spawn(async move {
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {
-                            Some(tokio::task::spawn_blocking(move || p.start(&out, &nodes)).await)
-                        }
-                        _ = rx => None,
-                    }
-                });
+                let (tx, task) = profile_later(p.clone(), out.clone(), site, started + after);
                 (Some(tx), Some(task))
             }
             _ => (None, None),
@@ -154,7 +146,15 @@ impl Step {
             _ => None,
         };
         let mut sink = sink;
-        sink.agreement = self.agreement(site, &about.name, started).await?;
+        sink.agreement = start::agreement(
+            self.loader,
+            &self.engine.warmup,
+            self.start_at,
+            site,
+            &about.name,
+            started,
+        )
+        .await?;
         Self::watch_over_jmx(&mut sink, &self.jmx, site, compacts);
         let undo = self.start_faults(&mut sink, started);
         sink.live = self.live_begin(&names, target_rate);
@@ -315,47 +315,6 @@ impl Step {
         }
     }
 
-    /// Loaders of one run (a slice of several, started at one `--start-at`) with an automatic
-    /// warm-up agree on when measuring starts, in the cluster under test (`agree`).
-    async fn agreement(&self, site: &Site, workload: &str, started: SystemTime) -> Result<Option<Agreement>> {
-        if self.loader.is_whole() || !matches!(self.engine.warmup, Warmup::Auto { .. }) {
-            return Ok(None);
-        }
-        let Some(session) = &site.cql else {
-            return Ok(None);
-        };
-        if self.start_at.is_none() {
-            say(
-                "Loaders without --start-at each end their automatic warm-up on their own (their measured windows \
-                 will not line up): give them one --start-at so they agree on when to measure",
-            );
-            return Ok(None);
-        }
-        agree::prepare(session).await?;
-        Ok(Some(Agreement::new(
-            session.clone(),
-            Agreement::run_name(workload, started),
-            self.loader,
-            started,
-        )))
-    }
-
-    /// When the schedule starts: `--start-at`, else the next whole second.
-    fn anchor(&self) -> Result<Anchor> {
-        let lead = Duration::from_millis(100);
-        Ok(match self.start_at {
-            Some(at) => {
-                let anchor = Anchor::starting(at, lead).map_err(|e| anyhow::anyhow!(e))?;
-                say(&format!(
-                    "Waiting for --start-at: the schedule starts at {}",
-                    humantime::format_rfc3339_seconds(anchor.wall)
-                ));
-                anchor
-            }
-            None => Anchor::next_second(lead),
-        })
-    }
-
     /// The server's facts over the measured window: the local nodes' (`watch`), else why none,
     /// and every node's thread pools over CQL (`pools`).
     fn server_report(
@@ -450,6 +409,31 @@ impl Step {
 }
 
 /// A run that asks for traces of a workload that cannot send its operations traced.
+/// A profile due to start later: None if the step ended first.
+type Later = tokio::task::JoinHandle<Option<std::result::Result<Result<Recording>, tokio::task::JoinError>>>;
+
+/// Starts the profile of the local nodes at `at` (shortly before the measured window), unless
+/// the sender is used or dropped first.
+fn profile_later(
+    p: Arc<Profiler>,
+    out: PathBuf,
+    site: &Site,
+    at: SystemTime,
+) -> (tokio::sync::oneshot::Sender<()>, Later) {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let nodes = site.local_nodes.clone();
+    let wait = at.duration_since(SystemTime::now()).unwrap_or_default();
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {
+                Some(tokio::task::spawn_blocking(move || p.start(&out, &nodes)).await)
+            }
+            _ = rx => None,
+        }
+    });
+    (tx, task)
+}
+
 fn refuse_untraced<W: Workload>(ecfg: &EngineConfig, workload: &W, name: &str) -> Result<()> {
     if ecfg.trace.is_some() && !workload.traces() {
         anyhow::bail!("--trace-slow: the {name} workload {}", super::traces::UNTRACED);
@@ -583,6 +567,7 @@ mod tests {
             command: vec!["caplab".into(), "run".into()],
             server_profile: None,
             start_at: None,
+            meet: None,
             pools: false,
             faults: None,
             labels: Default::default(),
