@@ -3,14 +3,16 @@
 //! slowdown of the machine confirmed by rerunning while it lasts and a noisy night not, once the
 //! machine is itself again. (Split from tests/history.rs, whose other tests share the machine.)
 //!
-//! Runs with the machine to itself (.config/nextest.toml): the canary and the slowdown at once,
-//! each on a node of its own, then the doubled p99 alone on the canary's node, which the canary's
-//! runs have warmed. "The machine is itself again" is what the confirmation by rerunning is asked
-//! to see, and beside another file's nodes a rerun came out slower than the quiet level and was
+//! Runs after the other files (.config/nextest.toml), each test with a core to itself: the canary
+//! (first core) and the slowdown (last core) at once, each on a node of its own, then the doubled
+//! p99 on the canary's node, which the canary's runs have warmed, beside tests/loaders_warmup.rs
+//! on the last core. "The machine is itself again" is what the confirmation by rerunning is asked
+//! to see: beside another file's nodes a rerun came out slower than the quiet level and was
 //! confirmed, or the slower nights were lost in the neighbour's noise
-//! (bench/results/test-margins.md, history-gate-group). Two light loads at 1,000 op/s beside each
-//! other leave the two cores about half idle. Beside them the doubled p99's paired rounds spread
-//! too much, and on a node warmed for 5 s only so did its p99s (history-gate-apart).
+//! (bench/results/test-margins.md, history-gate-group); the two at once on shared cores, a rerun
+//! after the slowdown once came out ×1.15 the quiet level and was confirmed, and the doubled p99's
+//! paired rounds spread more (history-gate-apart, history-gate-cores). Each node and its client
+//! keep to their core (`--cpus`, `--client-cpus`).
 
 mod common;
 
@@ -25,21 +27,28 @@ static LAB: Shared<()> = Shared::new();
 /// enough for p50 (bench/results/test-margins.md, history-gate-warm), not for the doubled p99's
 /// p99s, which nextest runs after the canary.
 fn shared() -> &'static Lab {
-    &LAB.get("history-gate", start_warmed).0
+    &LAB.get("history-gate", |lab| start_warmed(lab, FIRST)).0
 }
+
+/// The core the shared node and its clients keep to: the first. The slowdown's node and client
+/// keep to the last, and so does loaders_warmup.rs, which runs beside the doubled p99: each test
+/// has a core to itself (.config/nextest.toml; bench/results/test-margins.md,
+/// history-gate-cores).
+const FIRST: &str = "0";
 
 /// The slowdown's own node (it stops the node's JVM again and again), warmed as the shared one;
 /// it stops when the lab is dropped, at the test's end.
 fn own(name: &str) -> Lab {
     let lab = Lab::new(name);
-    start_warmed(&lab);
+    start_warmed(&lab, &common::last_core());
     lab
 }
 
-/// Starts the lab's node and warms it: 5 s at the tests' 1,000 op/s.
-fn start_warmed(lab: &Lab) {
-    ok(lab.start(&[]));
-    ok(lab.run("warm", &["--rate", "1000", "--duration", "5s"]));
+/// Starts the lab's node on `core` and warms it: 5 s at the tests' 1,000 op/s, from a client on
+/// the same core.
+fn start_warmed(lab: &Lab, core: &str) {
+    ok(lab.start(&["--cpus", core]));
+    ok(lab.run("warm", &["--rate", "1000", "--duration", "5s", "--client-cpus", core]));
 }
 
 /// Six sittings (named by the job, `--label sitting=`), each running the series (2 s windows)
@@ -80,7 +89,7 @@ fn a_canary_cancels_a_slower_night() {
                 "--label",
                 &sitting,
             ];
-            args.extend(["--concurrency", in_flight]);
+            args.extend(["--concurrency", in_flight, "--client-cpus", FIRST]);
             if night >= 3 {
                 args.extend(["--fault", "delay node1 at 0s for 2s by 2ms"]);
             }
@@ -179,9 +188,20 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
     let _jvm = jvm_lock_apart();
     let lab = &own("history-gate-confirm");
     let db = format!("{}/confirm.db", lab.fresh("confirm"));
+    let core = common::last_core();
     let run = |name: &str| {
         let out = format!("confirm/{name}");
-        ok(lab.run(&out, &["--rate", "1000", "--duration", "2s", "--history", &db]))
+        let args = [
+            "--rate",
+            "1000",
+            "--duration",
+            "2s",
+            "--client-cpus",
+            &core,
+            "--history",
+            &db,
+        ];
+        ok(lab.run(&out, &args))
     };
     for i in 0..5 {
         run(&format!("confirm-good{i}"));
@@ -217,7 +237,15 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
     // rightly confirmed as worse: bench/results/test-margins.md, history-gate-itself).
     ok(lab.run(
         "confirm/recover",
-        &["--rate", "1000", "--duration", "5s", "--no-history"],
+        &[
+            "--rate",
+            "1000",
+            "--duration",
+            "5s",
+            "--client-cpus",
+            &core,
+            "--no-history",
+        ],
     ));
     let cleared = check();
     let text = stdout(&cleared);
@@ -280,7 +308,18 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
         let name = &format!("paused/{name}");
         // A second's warm-up first: a run's first operations wait for its connections (tens of
         // milliseconds, some runs more than others), which a 2 s window's p99 would be made of.
-        let mut args = vec!["--rate", "1000", "--warmup", "1s", "--duration", "2s", "--history", &db];
+        let mut args = vec![
+            "--rate",
+            "1000",
+            "--warmup",
+            "1s",
+            "--duration",
+            "2s",
+            "--client-cpus",
+            FIRST,
+            "--history",
+            &db,
+        ];
         if let Some(f) = fault {
             args.extend(["--fault", f]);
         }

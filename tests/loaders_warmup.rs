@@ -4,9 +4,11 @@
 //! (Split from tests/loaders.rs, whose other tests share the machine; the warm-up of a run flat
 //! out, which watches throughput and the JIT, is tests/steady.rs'.)
 //!
-//! Runs with the machine to itself (.config/nextest.toml gives its test every thread): its loaders
-//! wait for the node to settle, and beside another file's nodes their service latency settled
-//! late or not at all (bench/results/test-margins.md, loaders-warmup-group).
+//! Runs after the other files, on the machine's last core with its node (`--cpus`,
+//! `--client-cpus`), beside tests/history_gate.rs' doubled p99 on the first
+//! (.config/nextest.toml): its loaders wait for the node to settle, and beside another file's
+//! nodes on shared cores their service latency settled late or not at all
+//! (bench/results/test-margins.md, loaders-warmup-group, history-gate-cores).
 
 mod common;
 
@@ -17,10 +19,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 static LAB: Shared<()> = Shared::new();
 
-/// The file's node.
+/// The file's node, on the machine's last core (history_gate.rs' doubled p99 runs beside it, on
+/// the first).
 fn lab() -> &'static Lab {
     &LAB.get("loaders-warmup", |lab| {
-        ok(lab.start(&[]));
+        ok(lab.start(&["--cpus", &common::last_core()]));
     })
     .0
 }
@@ -44,10 +47,13 @@ fn loaders_with_an_automatic_warm_up_agree_on_when_to_measure() {
     let lab = lab();
     let hosts = lab.cql();
     let flat_out = lab.dir("agreed-flat-out");
+    let core = common::last_core();
     ok(lab.caplab(&[
         "run",
         "--hosts",
         &hosts,
+        "--client-cpus",
+        &core,
         "-q",
         "--warmup",
         "0s",
@@ -67,6 +73,8 @@ fn loaders_with_an_automatic_warm_up_agree_on_when_to_measure() {
             "run",
             "--hosts",
             &hosts,
+            "--client-cpus",
+            &core,
             "-q",
             "--rate",
             "1500",

@@ -225,6 +225,13 @@ pub const TIMER_SLACK: &str = "1ms";
 /// What the tests check is caplab's behaviour against a real node, which holds at either speed.
 pub const JIT: &str = "c1";
 
+/// The machine's last core (`--cpus`, `--client-cpus`): where tests that run beside one on the
+/// first core keep their node and client.
+pub fn last_core() -> String {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (n - 1).to_string()
+}
+
 /// The caplab binary under test, its nodes started with the tests' timer slack and JIT.
 pub fn caplab_command() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_caplab"));
