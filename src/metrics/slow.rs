@@ -4,13 +4,15 @@
 //! own shard (the same shard as the recorder's, so the lock is uncontended). A shard keeps what
 //! it is offered in a buffer allocated once; when more is offered than it holds, it keeps a
 //! uniform sample (reservoir sampling), and each kept operation stands for `offered / kept` of
-//! them. The interval thread sets the thresholds after each interval: half the lower of the
-//! measured window's p99 so far and the lowest p99 of any measured interval (none before the
-//! first), so that what is over the final p99 was offered unless the window's p99 ends under
-//! half of every interval's.
+//! them. The interval thread sets the thresholds after each interval from the second measured one
+//! on: half the lower of the measured window's p99 so far and the lowest p99 of any measured
+//! interval (none before), so that an operation over the final p99 was offered unless, when it
+//! ended, every measured interval before it had a p99 over twice the window's: at least two.
+//! (After one only, a first second with a GC pause in it set a threshold over the final p99 for
+//! the second after it.)
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use uuid::Uuid;
@@ -65,6 +67,8 @@ pub struct SlowOps {
     thresholds: Vec<AtomicU64>,
     /// Per operation type, ns: the lowest p99 of a measured interval so far.
     lowest: Vec<AtomicU64>,
+    /// Per operation type: the measured intervals its `lowest` has seen.
+    intervals: Vec<AtomicU32>,
     shards: Vec<Mutex<Reservoir>>,
     per_shard: usize,
     /// The slow operations sent traced, apart: a handful among many.
@@ -103,6 +107,7 @@ impl SlowOps {
             t0,
             thresholds: (0..op_types).map(|_| AtomicU64::new(0)).collect(),
             lowest: (0..op_types).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            intervals: (0..op_types).map(|_| AtomicU32::new(0)).collect(),
             shards: reservoirs(per_shard, 1),
             per_shard,
             traced: reservoirs(traced_per_shard, 1 + shards as u64),
@@ -172,19 +177,20 @@ impl SlowOps {
         })
     }
 
-    /// Sets each type's threshold to half the lower of its measured p99 so far and the lowest
-    /// p99 of a measured interval (the interval thread, after each interval, with the window's
-    /// totals and the interval's figures).
+    /// Sets each type's threshold, from its second measured interval on, to half the lower of
+    /// its measured p99 so far and the lowest p99 of a measured interval (the interval thread,
+    /// after each interval, with the window's totals and the interval's figures).
     pub fn follow(&self, totals: &[OpStats], interval: &[OpStats]) {
-        for (t, ((o, i), low)) in self
+        for (t, ((o, i), (low, seen))) in self
             .thresholds
             .iter()
-            .zip(totals.iter().zip(interval).zip(&self.lowest))
+            .zip(totals.iter().zip(interval).zip(self.lowest.iter().zip(&self.intervals)))
         {
             if !i.response.is_empty() {
                 low.fetch_min(i.response.value_at_quantile(0.99), Ordering::Relaxed);
+                seen.fetch_add(1, Ordering::Relaxed);
             }
-            if !o.response.is_empty() {
+            if !o.response.is_empty() && seen.load(Ordering::Relaxed) >= 2 {
                 let p99 = o.response.value_at_quantile(0.99).min(low.load(Ordering::Relaxed));
                 t.store(p99 / 2, Ordering::Relaxed);
             }
@@ -258,13 +264,14 @@ mod tests {
         let t0 = Instant::now();
         let slow = SlowOps::new(t0, 2, 1);
         let mut totals = vec![OpStats::default()];
-        // p99 40 ms: the threshold is 20 ms.
+        // p99 40 ms, in two intervals alike: the threshold is 20 ms.
         for i in 0..100 {
             totals[0]
                 .response
                 .record(if i < 98 { 1_000_000 } else { 40_000_000 })
                 .unwrap();
         }
+        slow.follow(&totals, &totals);
         slow.follow(&totals, &totals);
         slow.offer(0, &op(t0, 10, 1));
         slow.offer(
@@ -305,6 +312,7 @@ mod tests {
         }
         for s in [&by_type, &floor] {
             s.follow(&totals, &totals);
+            s.follow(&totals, &totals);
             s.offer_traced(1, &op(t0, 0, 10), id);
             s.offer_traced(0, &op(t0, 5, 30), id);
         }
@@ -320,11 +328,12 @@ mod tests {
         assert_eq!(by_type.take().offered, 0, "the slow operations' own reservoir is apart");
     }
 
-    /// A window whose first seconds were slow: its p99 so far stays high, but a quiet interval's
-    /// lower p99 lowers the threshold, so the operations over the final p99 of a window that
-    /// settled are still offered.
+    /// A window whose first second was slow (a GC pause in it): after it every operation is
+    /// still offered, for the second after it may be the window's quiet level; from the second
+    /// interval on, a quiet interval's lower p99 sets the threshold, so the operations over the
+    /// final p99 of a window that settled are offered, and those well under it are not.
     #[test]
-    fn a_quiet_interval_lowers_the_threshold_below_a_slow_start() {
+    fn a_slow_first_second_sets_no_threshold_and_a_quiet_one_does() {
         let t0 = Instant::now();
         let slow = SlowOps::new(t0, 1, 1);
         let mut slow_start = OpStats::default();
@@ -335,10 +344,19 @@ mod tests {
         }
         slow.follow(std::slice::from_ref(&slow_start), std::slice::from_ref(&slow_start));
         slow.offer(0, &op(t0, 0, 3));
-        assert_eq!(slow.take().offered, 0, "under half of 40 ms");
+        assert_eq!(
+            slow.take().offered,
+            1,
+            "no threshold after one interval (it would be 20 ms)"
+        );
         slow.follow(std::slice::from_ref(&slow_start), std::slice::from_ref(&quiet));
         slow.offer(0, &op(t0, 0, 3));
-        assert_eq!(slow.take().offered, 1, "over half of the quiet interval's 4 ms");
+        slow.offer(0, &op(t0, 0, 1));
+        assert_eq!(
+            slow.take().offered,
+            1,
+            "3 ms over half of the quiet interval's 4 ms, 1 ms not"
+        );
     }
 
     /// More offered than a shard holds: it keeps a uniform sample, weighted to the offered
