@@ -8,8 +8,8 @@
 //! on: half the lower of the measured window's p99 so far and the lowest p99 of any measured
 //! interval (none before), so that an operation over the final p99 was offered unless, when it
 //! ended, every measured interval before it had a p99 over twice the window's: at least two.
-//! (After one only, a first second with a GC pause in it set a threshold over the final p99 for
-//! the second after it.)
+//! (After one only, a first second holding a GC pause would set a threshold over the final p99
+//! for the second after it.)
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
