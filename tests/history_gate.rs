@@ -368,8 +368,10 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
     );
     let c = &found[0];
     assert_eq!(c["runs_since"], 2, "{c:#}");
-    // Set aside, or before the runs the level was read from (the four clean runs after it).
-    let aside = c["before_aside"].as_u64() >= Some(1) || c["before_runs"].as_u64() <= Some(4);
+    // Set aside, or before the runs the level was read from (the four clean runs after it: a
+    // node still warming can make its first runs a level of their own, ended at the paused run).
+    let set_aside = c["before_aside"].as_u64() >= Some(1);
+    let aside = set_aside || c["before_runs"].as_u64() <= Some(4);
     assert!(
         c["before"].as_f64().unwrap() < 1.5 * median && aside,
         "the paused run ({paused} ms) is not part of the level before ({median} ms its median): {c:#}"
@@ -381,7 +383,7 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
     assert_eq!(confirmed.status.code(), Some(1), "{text}\n{}", stderr(&confirmed));
     assert!(
         text.contains("REGRESSION p99_ms")
-            && text.contains("GC-paused set aside")
+            && (!set_aside || text.contains("GC-paused set aside"))
             && text.contains("CONFIRMED after")
             && text.contains("paired by round"),
         "{text}"
