@@ -1,6 +1,6 @@
-//! The history's gate on a real node, with the machine to itself: six sittings and a canary (the
-//! series' slower nights are the machine's, so relative to the canary nothing regressed), and a
-//! slowdown of the machine confirmed by rerunning while it lasts and a noisy night not, once the
+//! The history's gate on a real node, each test with a core to itself: six sittings and a canary
+//! (the series' slower nights are the machine's, so relative to the canary nothing regressed), and
+//! a slowdown of the machine confirmed by rerunning while it lasts and a noisy night not, once the
 //! machine is itself again. (Split from tests/history.rs, whose other tests share the machine.)
 //!
 //! Runs after the other files (.config/nextest.toml), each test with a core to itself: the canary
@@ -293,9 +293,10 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
 /// above the others was once set aside too); `--confirm`
 /// reruns both commands paired by round (the runs after had the fault) and, the rounds judged by
 /// their median, confirms it once the rounds say so, within 12 (beside this file's other two
-/// tests it took 3 to 11: bench/results/test-margins.md, history-gate-apart; it runs alone). The
-/// check's false negatives are the simulated ones (a ×2 p99 among paused runs missed by its 3rd
-/// run in about 15 % of series at 15 % spread; these runs spread less): how often this may fail.
+/// tests it took 3 to 11: bench/results/test-margins.md, history-gate-apart; on a core of its own,
+/// as it runs now, 6 in each of three tries: history-gate-cores). The check's false negatives are
+/// the simulated ones (a ×2 p99 among paused runs missed by its 3rd run in about 15 % of series at
+/// 15 % spread; these runs spread less): how often this may fail.
 /// A false change among the clean runs (an improvement, at the check's level: at most 5 % of looks,
 /// crates/stats' `a_check_among_gc_paused_runs_fails_falsely_at_its_stated_level`) is left to
 /// that proof, not counted here.
