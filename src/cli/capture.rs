@@ -47,7 +47,17 @@ pub fn run(home: &Home, args: CaptureArgs) -> Result<u8> {
         out: args.out,
         keep_system: args.keep_system,
     };
-    let stop = crate::measure::signal::stop_on_signals(Duration::from_secs(5));
+    // After a signal the capture still turns each node's log off (nodetool, a JVM of its own) and
+    // reads it (another): tens of seconds on a busy machine, so the stop's bound is minutes, not
+    // a drain's seconds. A second signal still exits at once.
+    let bound = Duration::from_secs(60 + 120 * nodes.len() as u64);
+    let stop = crate::measure::signal::stop_on_signals_for(
+        bound,
+        format!(
+            "turning the full query log off and writing the trace (at most {})",
+            humantime::format_duration(bound)
+        ),
+    );
     let done = capture(&nodes, &opts, &|| stop.is_requested(), &mut |m| eprintln!("{m}"))?;
     println!(
         "Captured {} queries and {} batches in {:.1} s ({} distinct statements; {} about the cluster \

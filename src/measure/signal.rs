@@ -78,6 +78,17 @@ fn mark_interrupted(stop: &Stop, cause: &str) {
 /// A stop that SIGINT, SIGTERM or SIGHUP asks for, from now until the process ends. `drain`
 /// is how long operations in flight may take to finish after it.
 pub fn stop_on_signals(drain: Duration) -> Arc<Stop> {
+    let doing = format!(
+        "finishing operations in flight (at most {}), then writing results",
+        humantime::format_duration(drain)
+    );
+    stop_on_signals_for(drain + WRITE_GRACE, doing)
+}
+
+/// A stop as `stop_on_signals` makes it, for a command whose work after a signal is not a drain
+/// of operations in flight: `doing` says what it does then (printed when the signal comes), and
+/// `bound` is how long that may take before the process exits anyway.
+pub fn stop_on_signals_for(bound: Duration, doing: String) -> Arc<Stop> {
     let stop = Stop::new();
     let on_signal = stop.clone();
     let (ready_tx, ready) = std::sync::mpsc::channel();
@@ -88,7 +99,7 @@ pub fn stop_on_signals(drain: Duration) -> Arc<Stop> {
                 .enable_all()
                 .build()
                 .expect("a runtime for signals");
-            rt.block_on(listen(on_signal, drain, ready_tx));
+            rt.block_on(listen(on_signal, bound, doing, ready_tx));
         })
         .expect("a thread for signals");
     // Signals are caught from here on.
@@ -96,7 +107,7 @@ pub fn stop_on_signals(drain: Duration) -> Arc<Stop> {
     stop
 }
 
-async fn listen(stop: Arc<Stop>, drain: Duration, ready: std::sync::mpsc::Sender<()>) {
+async fn listen(stop: Arc<Stop>, bound: Duration, doing: String, ready: std::sync::mpsc::Sender<()>) {
     let listen = |kind: SignalKind| signal(kind).ok();
     let (mut int, mut term, mut hup) = (
         listen(SignalKind::interrupt()),
@@ -113,7 +124,6 @@ async fn listen(stop: Arc<Stop>, drain: Duration, ready: std::sync::mpsc::Sender
         }
     }
     let mut first: Option<tokio::time::Instant> = None;
-    let bound = drain + WRITE_GRACE;
     loop {
         let deadline = first.map(|at| at + bound);
         let overrun = async {
@@ -128,8 +138,7 @@ async fn listen(stop: Arc<Stop>, drain: Duration, ready: std::sync::mpsc::Sender
             _ = next(&mut hup) => "SIGHUP",
             () = overrun => {
                 say(&format!(
-                    "The stop took longer than {} (--drain and writing results): exiting now; intervals so far \
-                     are in the results directory",
+                    "The stop took longer than {}: exiting now; what was written so far is kept",
                     humantime::format_duration(bound)
                 ));
                 force_exit(&stop);
@@ -137,10 +146,7 @@ async fn listen(stop: Arc<Stop>, drain: Duration, ready: std::sync::mpsc::Sender
         };
         match first {
             None => {
-                say(&format!(
-                    "Stopping ({name}): finishing operations in flight (at most {}), then writing results",
-                    humantime::format_duration(drain)
-                ));
+                say(&format!("Stopping ({name}): {doing}"));
                 first = Some(tokio::time::Instant::now());
                 stop.request_because(name);
                 mark_interrupted(&stop, name);
