@@ -1,7 +1,8 @@
-//! The one reader of /proc: a process's state, command line, CPU time, resident memory and
-//! thread count, the CPU of some of its threads by name, and the machine's memory, name and
-//! kernel. Provisioning uses it to tell a node's JVM from a recycled PID and to size heaps;
-//! telemetry samples it once per interval; results record the machine.
+//! The one reader of /proc: a process's state, command line, CPU time, resident memory, thread
+//! count, children and allowed cores, the CPU of some of its threads by name, and the machine's
+//! memory, name, kernel and each CPU's time. Provisioning uses it to tell a node's JVM from a
+//! recycled PID and to size heaps; telemetry samples it once per interval; results record the
+//! machine.
 
 use serde::Serialize;
 use std::collections::HashMap;
@@ -134,6 +135,76 @@ pub fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
+}
+
+/// One CPU's time since boot, in clock ticks, from /proc/stat: busy (user, nice, system, irq,
+/// softirq; a guest's time is inside user and nice already), idle (idle, iowait), and steal (what
+/// the hypervisor ran elsewhere while this virtual CPU wanted to run).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTicks {
+    pub busy: u64,
+    pub idle: u64,
+    pub steal: u64,
+}
+
+/// Each CPU's ticks, indexed by its number (a CPU /proc/stat does not list, being offline, reads
+/// as zeros); empty when /proc/stat cannot be read.
+pub fn cpu_ticks() -> Vec<CpuTicks> {
+    std::fs::read_to_string("/proc/stat").map_or_else(|_| Vec::new(), |t| parse_cpu_ticks(&t))
+}
+
+fn parse_cpu_ticks(stat: &str) -> Vec<CpuTicks> {
+    let mut out: Vec<CpuTicks> = Vec::new();
+    for line in stat.lines() {
+        // The first "cpu" line (all CPUs together) has no number.
+        let Some(rest) = line
+            .strip_prefix("cpu")
+            .filter(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let Some(Ok(cpu)) = f.next().map(str::parse::<usize>) else {
+            continue;
+        };
+        let v: Vec<u64> = f.map(|x| x.parse().unwrap_or(0)).collect();
+        let at = |i: usize| v.get(i).copied().unwrap_or(0);
+        if out.len() <= cpu {
+            out.resize(cpu + 1, CpuTicks::default());
+        }
+        // user nice system idle iowait irq softirq steal guest guest_nice
+        out[cpu] = CpuTicks {
+            busy: at(0) + at(1) + at(2) + at(5) + at(6),
+            idle: at(3) + at(4),
+            steal: at(7),
+        };
+    }
+    out
+}
+
+/// The cores `pid` may run on, as /proc/<pid>/status lists them (`0-1`, `0,2`); None if it is
+/// gone.
+pub fn allowed_cpus(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("Cpus_allowed_list:"))?;
+    Some(line.split_once(':')?.1.trim().to_string())
+}
+
+/// The processes `pid` started and that still run (every thread's children), e.g. the JVM a
+/// JMX watch starts; empty where the kernel does not list children.
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
 }
 
 /// The threads of one process whose names start with given prefixes (Linux truncates thread
@@ -274,6 +345,39 @@ mod tests {
             "waited {} ms among busy threads",
             (crowded - before) / 1_000_000
         );
+    }
+
+    #[test]
+    fn each_cpus_busy_idle_and_stolen_ticks_are_read_by_its_number() {
+        let stat = "cpu  10 1 5 100 3 1 1 7 0 0\ncpu0 4 0 2 50 1 0 1 3 0 0\ncpu2 6 1 3 50 2 1 0 4 2 0\nintr 1 2\n";
+        let t = parse_cpu_ticks(stat);
+        assert_eq!(t.len(), 3, "cpu1 offline, cpu2 still at index 2");
+        assert_eq!(
+            t[0],
+            CpuTicks {
+                busy: 7,
+                idle: 51,
+                steal: 3
+            }
+        );
+        assert_eq!(t[1], CpuTicks::default());
+        assert_eq!(
+            t[2],
+            CpuTicks {
+                busy: 11,
+                idle: 52,
+                steal: 4
+            },
+            "guest time is inside user"
+        );
+        let here = cpu_ticks();
+        assert!(here.iter().any(|c| c.busy > 0), "{here:?}");
+        assert!(allowed_cpus(std::process::id()).is_some_and(|l| !l.is_empty()));
+        let child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        assert!(children(std::process::id()).contains(&child.id()));
+        let mut child = child;
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

@@ -38,6 +38,14 @@ pub struct ServerSecond {
     /// schedule.
     #[serde(default)]
     pub client_late_ops: u64,
+    /// The run's cores in it (`machine`): every process's CPU, what neither caplab nor its nodes
+    /// used, and what the hypervisor stole, in cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_cores: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_cpu_cores: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_cores: Option<f64>,
     /// Whether it lies in the measured window.
     pub measured: bool,
     /// Over JMX (`jmx_watch`), when it is read: the heap in use, the compactions the nodes
@@ -126,6 +134,10 @@ pub struct ServerFacts {
     /// Compaction over the measured window, from the seconds read over JMX.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionFacts>,
+    /// What else the run's cores did over the measured window (None in results from before it
+    /// was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<super::machine::MachineFacts>,
 }
 
 /// Compaction over the measured window, all nodes together.
@@ -236,6 +248,7 @@ impl ServerFacts {
             jmx: Vec::new(),
             pools: None,
             compaction: None,
+            machine: None,
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod flush;
 pub mod gclog;
 pub mod jmx;
 pub mod jmx_watch;
+pub mod machine;
 pub mod pools;
 mod render;
 
@@ -74,6 +75,7 @@ pub struct Watch {
     client_last: ProcSample,
     tck: f64,
     timeline: Vec<ServerSecond>,
+    machine: machine::MachineWatch,
 }
 
 impl Watch {
@@ -113,7 +115,9 @@ impl Watch {
         if watched.is_empty() {
             return None;
         }
+        let pids: Vec<u32> = watched.iter().map(|n| n.pid).collect();
         Some(Watch {
+            machine: machine::MachineWatch::new(&pids),
             nodes: watched,
             remote: false,
             client_last: procfs::sample(std::process::id()).unwrap_or_default(),
@@ -126,6 +130,7 @@ impl Watch {
     /// A cluster caplab does not run: its seconds are what JMX reads of it.
     pub fn remote() -> Watch {
         Watch {
+            machine: machine::MachineWatch::new(&[]),
             nodes: Vec::new(),
             remote: true,
             client_last: procfs::sample(std::process::id()).unwrap_or_default(),
@@ -218,6 +223,13 @@ impl Watch {
             s.client_ops_per_cpu_s = (cpu_s > 0.0).then(|| client.sent as f64 / cpu_s);
         }
         s.client_late_ops = client.late;
+        let pids: Vec<u32> = self.nodes.iter().map(|n| n.pid).collect();
+        let m = self.machine.tick(secs, &pids);
+        // A remote cluster's CPU is another machine's.
+        let local_server = if self.remote { 0.0 } else { s.server_cpu_cores };
+        s.busy_cores = Some(m.busy);
+        s.steal_cores = Some(m.steal);
+        s.other_cpu_cores = Some((m.busy - local_server - s.client_cpu_cores - m.helpers).max(0.0));
         self.timeline.push(s);
         self.timeline.last()
     }
@@ -279,6 +291,12 @@ impl Watch {
         let server_cpu = total(nodes.iter().map(|n| n.cpu_seconds));
         let client_cpu = total(measured.iter().map(|s| s.client_cpu_cores * s.length_s));
         let remote = self.remote;
+        let (cores, shared) = self.machine.cores();
+        let seconds: Vec<(f64, f64, f64, f64)> = measured
+            .iter()
+            .filter_map(|s| Some((s.length_s, s.busy_cores?, s.other_cpu_cores?, s.steal_cores?)))
+            .collect();
+        let machine = machine::MachineFacts::of(cores, shared, &seconds);
         let flushed_mb = (!remote).then(|| total(nodes.iter().map(|n| n.flushes.written_mb)));
         let compaction = CompactionFacts::of(&self.timeline, flushed_mb);
         let mut facts = ServerFacts {
@@ -291,6 +309,7 @@ impl Watch {
                 "flush_cpu": "/proc/<pid>/task/*/stat of the threads named PerDiskMemtableFlushWriter/MemtableFlushWriter",
                 "jit_cpu": "/proc/<pid>/task/*/stat of the JIT compiler threads (C1/C2 CompilerThread, JVMCI CompilerThread)",
                 "client_cpu": "/proc/self/stat utime+stime of caplab",
+                "machine": "/proc/stat of the cores caplab and the nodes may run on (/proc/<pid>/status Cpus_allowed_list): busy and steal ticks; other = busy less the nodes, caplab and the processes caplab started",
                 "compaction": "over JMX once a second when the run's tables compact: org.apache.cassandra.metrics:type=Compaction PendingTasks and CompressedBytesCompacted (the size on disk of what compactions read, counted as each ends; uncompressed BytesCompacted before 5.0), type=Table SSTablesPerReadHistogram (all tables), java.lang:type=Memory heap used",
             }),
             measured_from_ms: from_ms,
@@ -312,6 +331,7 @@ impl Watch {
             jmx: Vec::new(),
             pools: None,
             compaction,
+            machine,
         };
         if remote {
             facts.sum_jmx_seconds();

@@ -73,6 +73,10 @@ impl ServerFacts {
             "\nServer CPU                    : {:>12.2} cores\nClient CPU (caplab)           : {:>12.2} cores",
             self.server_cpu_cores, self.client_cpu_cores
         ));
+        if let Some(m) = &self.machine {
+            out.push('\n');
+            out.push_str(&m.render());
+        }
         let flushes: usize = self.nodes.iter().map(|n| n.flushes.count).sum();
         if flushes > 0 {
             let mb = total(self.nodes.iter().map(|n| n.flushes.written_mb));
