@@ -149,10 +149,22 @@ fn slow_operations_are_explained(doc: &serde_json::Value, text: &str, due: u64) 
     assert!(listed.windows(2).all(|w| w[0] >= w[1]), "{listed:?}");
     assert_eq!(listed.len() as u64, over.min(10));
     assert!(
-        doc["client"]["rule"].as_str().unwrap().contains("client-bound when"),
+        doc["client"]["rule"]
+            .as_str()
+            .unwrap()
+            .contains("the machine was the limit when"),
         "{}",
         doc["client"]
     );
+    // What limited the run, as a tag; and what else the run's cores did, beside the server.
+    let limit = doc["client"]["limit"].as_str().unwrap();
+    assert!(["client", "machine", "neither"].contains(&limit), "{}", doc["client"]);
+    let machine = &doc["server"]["machine"];
+    let busy = machine["busy_cores"].as_f64().unwrap();
+    let cores = machine["core_count"].as_f64().unwrap();
+    assert!(busy > 0.0 && busy <= cores + 0.05, "{machine}");
+    assert!(machine["other_cpu_cores"].as_f64().unwrap() >= 0.0, "{machine}");
+    assert!(text.contains("Machine                       :"), "{text}");
     // The client's thread's waits for a CPU, read from the kernel's schedstat (Linux keeps it).
     let waited = doc["client"]["cpu_wait_share"].as_f64();
     assert!(waited.is_some_and(|w| (0.0..=1.0).contains(&w)), "{}", doc["client"]);

@@ -47,9 +47,14 @@ pub struct SearchStep {
     /// latency–throughput curve (None in searches recorded before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<Latency>,
-    /// Why a failure was the client's rather than the cluster's (`measure::audit`).
+    /// Why a failure was the client's rather than the cluster's (`measure::audit`: the client
+    /// made every failing window fail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_bound: Option<String>,
+    /// Why a failure was the shared machine's (client and nodes on the same cores): a failure
+    /// all the same, which no capacity excuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_bound: Option<String>,
 }
 
 impl SearchStep {
@@ -78,6 +83,7 @@ impl SearchStep {
             recovered: (!r.faults.is_empty()).then(|| r.faults.iter().all(|f| f.recover_s.is_some())),
             response: r.summary.as_ref().map(|s| s.total.response.clone()),
             client_bound: verdict.and_then(|v| v.client_bound.clone()),
+            machine_bound: verdict.and_then(|v| v.machine_bound.clone()),
         }
     }
 
@@ -94,10 +100,11 @@ impl SearchStep {
         let verdict = if self.pass {
             "PASS".to_string()
         } else {
-            let bound = self
-                .client_bound
-                .as_ref()
-                .map_or(String::new(), |why| format!("; CLIENT-BOUND: {why}"));
+            let bound = match (&self.client_bound, &self.machine_bound) {
+                (Some(why), _) => format!("; CLIENT-BOUND: {why}"),
+                (None, Some(why)) => format!("; MACHINE-BOUND (a failure all the same): {why}"),
+                (None, None) => String::new(),
+            };
             format!("FAIL ({}{bound})", self.reasons.join("; "))
         };
         let faults = match (self.availability, self.recovered, self.recovery_s) {
@@ -196,10 +203,13 @@ pub struct CapacityResult {
 }
 
 impl CapacityResult {
-    /// When the lowest failed rate above the capacity failed because of the client, not the
-    /// cluster, the capacity may be the client's limit: it is said to be a lower bound, with why.
-    /// The search itself goes on as planned (on shared cores an overloaded server makes the client
-    /// late too, so stopping at the first such step would stop at every overload).
+    /// When the lowest failed rate above the capacity failed because of the client (it made
+    /// every failing window fail), not the cluster, the capacity may be the client's limit: it is
+    /// said to be a lower bound, with why. When it failed with the client and nodes on the same
+    /// saturated cores, the machine was the limit: a failure all the same, said so, and the
+    /// capacity stays what it is (this machine's, with caplab on it). The search itself goes on as
+    /// planned (on shared cores an overloaded server makes the client late too, so stopping at
+    /// the first such step would stop at every overload).
     pub fn mark_client_bound(&mut self) {
         let cap = self.capacity.unwrap_or(0.0);
         let Some(lowest) = self
@@ -211,19 +221,21 @@ impl CapacityResult {
         else {
             return;
         };
-        let Some(why) = self
-            .steps
-            .iter()
-            .filter(|s| s.rate == lowest && !s.pass)
-            .find_map(|s| s.client_bound.clone())
-        else {
+        let failed = || self.steps.iter().filter(|s| s.rate == lowest && !s.pass);
+        let note = if let Some(why) = failed().find_map(|s| s.client_bound.clone()) {
+            self.at_least = self.capacity.is_some();
+            format!(
+                "the client was the limit at {} op/s, the lowest rate that failed ({why}): the cluster's capacity may be higher",
+                group(lowest)
+            )
+        } else if let Some(why) = failed().find_map(|s| s.machine_bound.clone()) {
+            format!(
+                "the machine was the limit at {} op/s, the lowest rate that failed ({why}): the capacity is this machine's with caplab on it",
+                group(lowest)
+            )
+        } else {
             return;
         };
-        self.at_least = self.capacity.is_some();
-        let note = format!(
-            "the client was the limit at {} op/s, the lowest rate that failed ({why}): the cluster's capacity may be higher; give caplab more CPU (--threads, --client-cpus) or more loaders",
-            group(lowest)
-        );
         self.stopped_early = Some(match self.stopped_early.take() {
             Some(other) => format!("{other}; {note}"),
             None => note,
@@ -414,6 +426,7 @@ mod tests {
             recovered: None,
             response: None,
             client_bound: None,
+            machine_bound: None,
         }
     }
 

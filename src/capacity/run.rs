@@ -525,6 +525,7 @@ mod tests {
             recovered: None,
             response: None,
             client_bound: None,
+            machine_bound: None,
         };
         (end, step)
     }
@@ -582,6 +583,23 @@ mod tests {
             report.render().contains("Note: the client was the limit"),
             "{}",
             report.render()
+        );
+        // The machine the limit (client and node on the same saturated cores): a failure all the
+        // same, so the capacity is no lower bound, and the note says whose limit it was.
+        let (report, _out) = adaptive(async |rate, repeat, _, _| {
+            let (end, mut step) = server(rate, repeat, RunStatus::Completed);
+            if rate > 5_500.0 {
+                step.pass = false;
+                step.machine_bound = Some("client and nodes shared cores 0-1".into());
+            }
+            Ok((end, step))
+        })
+        .await;
+        assert!(report.capacity.is_some_and(|c| c <= 5_500.0) && !report.at_least);
+        let note = report.stopped_early.as_deref().unwrap();
+        assert!(
+            note.contains("the machine was the limit at") && note.contains("this machine's"),
+            "{note}"
         );
         // A server-bound failure above the capacity leaves it as found.
         let (report, _out) = adaptive(async |rate, repeat, _, _| Ok(server(rate, repeat, RunStatus::Completed))).await;

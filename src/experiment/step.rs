@@ -69,11 +69,12 @@ pub fn run_step(
             let values = values_in(dir);
             Ok(StepOutcome {
                 status: r.status,
+                // What the search holds to: the confirmed rate when it confirmed one, so a search
+                // whose every confirmation failed says so rather than naming its first guess.
                 line: format!(
                     "{}: capacity {}{}",
                     r.status.name(),
-                    r.capacity
-                        .map_or("none".into(), |c| format!("{} op/s", crate::console::group(c))),
+                    r.capacity_text(),
                     if unsteady > 0 {
                         format!(" ({unsteady} of {} steps not steady)", r.steps.len())
                     } else {

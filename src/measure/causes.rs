@@ -16,16 +16,12 @@
 //! - otherwise it is unexplained: no cause caplab watches covered it.
 
 use serde::{Deserialize, Serialize};
-use std::time::SystemTime;
 
 pub use super::evidence::{Cause, Evidence, evidence};
 use super::evidence::{Spans, spans};
-use crate::engine::RunEnd;
 use crate::engine::canary::STALL;
-use crate::faults::FaultRecord;
 use crate::metrics::OpStats;
 use crate::metrics::slow::{Kept, SlowOp};
-use crate::telemetry::ServerFacts;
 
 /// The share of an operation's excess a cause must cover to explain it.
 pub const COVERS: f64 = 0.5;
@@ -141,16 +137,23 @@ pub fn explain(names: &[String], totals: &[OpStats], kept: &Kept, ev: &Evidence)
     })
 }
 
-/// The measured operations over their type's p99, each matched against what the server, the
-/// fault schedule and the client did while it was in flight.
-pub fn of_run(
-    names: &[String],
-    end: &RunEnd,
-    server: &ServerFacts,
-    faults: &[FaultRecord],
-    started: SystemTime,
-) -> Option<Slow> {
-    explain(names, &end.totals, &end.slow, &evidence(end, server, faults, started)?)
+/// Every operation the engine kept (`metrics::slow`: those over about half the window's p99),
+/// each with its top cause by the same rule, its excess counted over its type's median: what a
+/// failed service level's operations are judged by (`failing`).
+pub fn named(totals: &[OpStats], kept: &Kept, ev: &Evidence) -> Vec<(SlowOp, Cause)> {
+    let (spans, _) = spans(ev);
+    let ms = |ns: i64| ev.t0_ms + ns as f64 / 1e6;
+    kept.ops
+        .iter()
+        .map(|o| {
+            let p50 = totals
+                .get(o.op as usize)
+                .map_or(0.0, |t| t.response.value_at_quantile(0.5) as f64 / 1e6);
+            let response = o.response_ns() as f64 / 1e6;
+            let excess = if response > p50 { response - p50 } else { response };
+            (*o, match_one(&spans, o, ms(o.from_ns), ms(o.done_ns), excess).0)
+        })
+        .collect()
 }
 
 /// The top cause of each of `ops` with its detail ("GC pause: node1 Pause Young … 66 ms"), its
@@ -252,11 +255,12 @@ impl Slow {
 mod tests {
     use super::*;
     use crate::engine::canary::{Stall, Wait};
+    use crate::faults::FaultRecord;
     use crate::faults::impact::Period;
     use crate::faults::spec::Action;
     use crate::telemetry::flush::{Flush, FlushStats};
     use crate::telemetry::gclog::{GcStats, Pause};
-    use crate::telemetry::{NodeFacts, ServerSecond};
+    use crate::telemetry::{NodeFacts, ServerFacts, ServerSecond};
 
     /// An operation of type 0 in flight from `from` to `to`, ms after the run's start (epoch 0).
     fn op(from: f64, to: f64) -> SlowOp {

@@ -20,6 +20,7 @@ pub mod causes;
 pub mod commands;
 pub mod environment;
 pub mod evidence;
+pub mod failing;
 pub mod load;
 pub mod options;
 pub mod out;

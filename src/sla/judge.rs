@@ -24,6 +24,10 @@ pub struct ObjectiveValue {
     pub label: String,
     pub ms: f64,
     pub pass: bool,
+    /// The window's operations over the objective's bound (0 in results from before it was
+    /// counted): those that failed it, when it failed.
+    #[serde(default)]
+    pub over: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,9 +73,13 @@ pub struct SlaVerdict {
     pub objectives: Vec<ObjectiveResult>,
     pub windows: Vec<WindowVerdict>,
     /// Why the failure was the client's rather than the cluster's, when it was (the run's
-    /// client audit).
+    /// client audit: the client made every failing window fail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_bound: Option<String>,
+    /// Why the failure was the shared machine's, when the client made the failing windows fail
+    /// only because its nodes took the cores they shared (the run's client audit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_bound: Option<String>,
 }
 
 /// The window being filled for one window length.
@@ -236,6 +244,7 @@ impl Judge {
             objectives,
             windows: self.windows,
             client_bound: None,
+            machine_bound: None,
         }
     }
 
@@ -274,10 +283,12 @@ impl Judge {
                         o.bound.as_secs_f64() * 1e3
                     ));
                 }
+                let bound = u64::try_from(o.bound.as_nanos()).unwrap_or(u64::MAX);
                 ObjectiveValue {
                     label: o.label.clone(),
                     ms,
                     pass,
+                    over: lane.hist.len() - lane.hist.count_between(0, bound),
                 }
             })
             .collect::<Vec<_>>();
@@ -386,6 +397,11 @@ impl SlaVerdict {
         if let Some(why) = &self.client_bound {
             out.push_str(&format!(
                 "\n  CLIENT-BOUND: {why}; the failure is caplab's, not the cluster's"
+            ));
+        }
+        if let Some(why) = &self.machine_bound {
+            out.push_str(&format!(
+                "\n  MACHINE-BOUND: {why}; the failure is the shared machine's: the cluster failed it with caplab beside it"
             ));
         }
         for w in self.windows.iter().filter(|w| w.judged && !w.pass).take(5) {
