@@ -146,6 +146,7 @@ pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
             }
             let points = Points {
                 include_unsteady: args.detect.include_unsteady,
+                include_disturbed: args.detect.include_disturbed,
                 canary: None,
             };
             let events = crate::history::events::all(&mut store)?;

@@ -56,7 +56,7 @@ pub fn check(
     } else {
         println!("Checked {} series ({settings}).", checked.series_checked);
         println!("{}", nightly(d, confirm.is_some()));
-        if let Some(c) = checked.canary {
+        if let Some(c) = &checked.canary {
             println!(
                 "Each relative to canary {} in the same sitting (the canary itself not checked).",
                 &c[..8]
@@ -95,6 +95,9 @@ pub fn check(
         for c in confirmations {
             println!("{}", c.render());
         }
+        for u in &checked.disturbed {
+            println!("{}", u.render());
+        }
         if !failing.is_empty() {
             println!(
                 "FAIL: {} new {} (--fail-on {:?}{})",
@@ -109,5 +112,12 @@ pub fn check(
             );
         }
     }
-    Ok(u8::from(!failing.is_empty()))
+    if !json && failing.is_empty() && !checked.disturbed.is_empty() {
+        println!(
+            "NOT JUDGED: {} series ran their latest run beside other work (exit status {})",
+            checked.disturbed.len(),
+            crate::history::gate::UNDECIDED
+        );
+    }
+    Ok(checked.exit_code())
 }

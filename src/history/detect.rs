@@ -4,8 +4,9 @@
 //! (its threads spin less), not an improvement. Runs are grouped by their sitting
 //! (`stats::sittings`): a series whose sittings hold several runs is searched between sittings
 //! (each sitting one point) and within each long sitting. Only completed runs whose window was not judged
-//! unsteady are points, unless asked otherwise: a window that was still warming up is not the
-//! configuration's level (the same rule comparisons follow).
+//! unsteady, and whose machine was not busy with other work, are points, unless asked otherwise:
+//! a window that was still warming up is not the configuration's level (the same rule
+//! comparisons follow), nor is one that shared its cores with other work.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -194,6 +195,8 @@ pub const RERUN_LABEL: &str = "confirm";
 pub struct Points<'a> {
     /// Windows judged not steady are points too.
     pub include_unsteady: bool,
+    /// Runs whose machine was busy with other work are points too (`disturbed`).
+    pub include_disturbed: bool,
     /// A canary series (`--canary`): a fixed configuration run in the same sittings, whose
     /// level in each sitting every value is divided by, so what moves a sitting's host moves
     /// both and cancels. Runs of sittings the canary did not run in are left out.
@@ -201,12 +204,14 @@ pub struct Points<'a> {
 }
 
 impl Points<'_> {
-    /// Completed runs whose window was not judged unsteady (unless asked), and not a
-    /// confirmation's reruns (`confirm` label): those answer one question and are kept in the
-    /// history, but a series' points are its own runs, however often a change was rerun.
+    /// Completed runs whose window was not judged unsteady and whose machine was not busy with
+    /// other work (unless asked), and not a confirmation's reruns (`confirm` label): those answer
+    /// one question and are kept in the history, but a series' points are its own runs, however
+    /// often a change was rerun.
     pub fn admits(&self, r: &Record) -> bool {
         r.status == "completed"
             && (self.include_unsteady || r.is_steady != Some(false))
+            && (self.include_disturbed || !disturbed(r))
             && !r.labels.contains_key(RERUN_LABEL)
     }
 
@@ -235,6 +240,11 @@ impl Points<'_> {
             })
             .collect()
     }
+}
+
+/// Whether a record's machine was busy with other work (`super::disturbed`).
+pub fn disturbed(r: &Record) -> bool {
+    r.machine.is_some_and(|m| m.disturbed().is_some())
 }
 
 /// The changes in one series' `figures` (its records oldest first), at the thresholds of `s`

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use super::confirm::{Confirmation, Request, confirm};
 use super::detect::{Found, Kind, Points};
+use super::disturbed::Undecided;
 use super::events::{self, Event, EventKind};
 use super::look::DetectArgs;
 use super::series::by_series;
@@ -58,6 +59,27 @@ pub struct Checked {
     #[serde(skip)]
     pub failing: Vec<Found>,
     pub fail: bool,
+    /// Series whose latest run was disturbed by other work: not judged tonight (none with
+    /// `--include-disturbed`).
+    pub disturbed: Vec<Undecided>,
+}
+
+/// The check's exit status when nothing failed but a series could not be judged (its latest run
+/// disturbed): neither green (0) nor a change (1).
+pub const UNDECIDED: u8 = 3;
+
+impl Checked {
+    /// 1 when a change fails the check, else `UNDECIDED` when a series could not be judged,
+    /// else 0.
+    pub fn exit_code(&self) -> u8 {
+        if self.fail {
+            1
+        } else if !self.disturbed.is_empty() {
+            UNDECIDED
+        } else {
+            0
+        }
+    }
 }
 
 impl Gate<'_> {
@@ -118,7 +140,12 @@ impl Gate<'_> {
             }
         }
         let failing: Vec<Found> = failing.into_iter().cloned().collect();
+        let disturbed = match d.include_disturbed {
+            true => Vec::new(),
+            false => series.iter().filter_map(|(_, recs)| latest_disturbed(recs)).collect(),
+        };
         Ok(Checked {
+            disturbed,
             settings: d.settings(series.len()).describe(),
             series_checked: series.len(),
             too_short: series.iter().filter(|(_, recs)| recs.len() < 2 * d.min_segment).count(),
@@ -129,6 +156,26 @@ impl Gate<'_> {
             failing,
         })
     }
+}
+
+/// The series `recs` (oldest first) when its latest completed run was disturbed.
+pub fn latest_disturbed(recs: &[&Stored]) -> Option<Undecided> {
+    let last = recs
+        .iter()
+        .rev()
+        .find(|r| r.record.status == "completed" && !r.record.labels.contains_key(super::detect::RERUN_LABEL))?;
+    let load = last.record.machine?;
+    let why = load.disturbed()?;
+    Some(Undecided {
+        series: last.record.series.id(),
+        series_name: last.record.series.name(),
+        run_id: last.id,
+        started_at: last.record.started_at.clone(),
+        dir: last.record.dir.display().to_string(),
+        load,
+        why,
+        disturbed_runs: recs.iter().filter(|r| super::detect::disturbed(&r.record)).count(),
+    })
 }
 
 /// The change of a series to confirm: its latest sure regression, else its latest sure change.

@@ -1,6 +1,6 @@
 //! How a look for change points is made: the options every `caplab history` command takes
 //! (`--figure`, `--alpha`, `--weak`, `--min-change`, `--min-segment`, `--include-unsteady`,
-//! `--canary`), and the thresholds, points and canary they make.
+//! `--include-disturbed`, `--canary`), and the thresholds, points and canary they make.
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -33,6 +33,12 @@ pub struct DetectArgs {
     /// Windows judged not steady are points too (by default they are left out).
     #[arg(long, global = true)]
     pub include_unsteady: bool,
+    /// Runs whose machine was busy with other work are points too, and a series whose latest run
+    /// was is judged all the same (by default they are left out of its levels, and `check` ends
+    /// with status 3 naming the other load: a night that cannot be judged is not green). For a
+    /// series that always runs beside other work, such as a test suite's.
+    #[arg(long, global = true)]
+    pub include_disturbed: bool,
     /// A canary series (id or prefix): a fixed configuration the job runs in every sitting.
     /// Each run's figures are divided by the canary's in the same sitting, so a slower host or
     /// a noisy night moves both and cancels; runs of sittings without the canary are left out,
@@ -71,6 +77,7 @@ impl DetectArgs {
     pub fn points<'a>(&self, canary: Option<&'a [&'a Stored]>) -> Points<'a> {
         Points {
             include_unsteady: self.include_unsteady,
+            include_disturbed: self.include_disturbed,
             canary,
         }
     }

@@ -3,7 +3,8 @@
 //! PostgreSQL server (`--history postgres://…`), with what identifies its series (record.rs)
 //! and the user's labels (`--label commit=abc123`). `caplab history import DIR…` adds results
 //! written earlier. The store and its schema: store.rs; walking result directories: import.rs;
-//! change points: detect.rs, looked for with look.rs' settings; confirming them by rerunning:
+//! change points: detect.rs, looked for with look.rs' settings, runs disturbed by other work left
+//! out of them (disturbed.rs); confirming them by rerunning:
 //! confirm.rs and rerun.rs; what a nightly check fails on, and its confirmations recorded:
 //! gate.rs; confirmations and bisections kept: events.rs; where along ordered values a figure
 //! changes: bisect/.
@@ -11,9 +12,11 @@
 pub mod bisect;
 pub mod confirm;
 pub mod detect;
+pub mod disturbed;
 pub mod events;
 pub mod gate;
 pub mod import;
+pub mod location;
 pub mod look;
 pub mod record;
 pub mod rerun;
@@ -26,8 +29,9 @@ use clap::Args;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub use location::Location;
 pub use record::{Figures, Record, SeriesKey};
-pub use store::{Location, Store, Stored};
+pub use store::{Store, Stored};
 
 /// Where results are recorded: the options every measuring command takes.
 #[derive(Debug, Clone, Args)]

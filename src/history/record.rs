@@ -222,6 +222,9 @@ pub struct Record {
     pub is_steady: Option<bool>,
     pub figures: Figures,
     pub intervals: Intervals,
+    /// What else the run's machine did (None: not read, as in capacity searches and results
+    /// from before it was).
+    pub machine: Option<super::disturbed::MachineLoad>,
 }
 
 /// The record of the results in `dir`: a capacity search (capacity.json) or a run (result.json,
@@ -313,6 +316,7 @@ pub fn of_run(dir: &Path, r: &RunResult) -> Record {
         is_steady,
         intervals: run_intervals(dir, r, &figures),
         figures,
+        machine: super::disturbed::MachineLoad::of(r),
     }
 }
 
@@ -390,6 +394,7 @@ fn of_capacity(dir: &Path, c: &CapacityResult) -> Result<Record> {
             ..Figures::default()
         },
         intervals: capacity_bracket(c),
+        machine: None,
     })
 }
 

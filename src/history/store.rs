@@ -12,17 +12,20 @@
 //!   record's intervals; importing a directory recorded before fills them in. Version 3 added
 //!   each record's sitting (rows from before are read as their host and day); version 4 the
 //!   events: confirmations and bisections (events.rs); version 5 the spread between machines
-//!   that pooled experiments measured (spreads.rs).
+//!   that pooled experiments measured (spreads.rs); version 6 what else each run's machine did
+//!   (disturbed.rs; rows from before have none, and are never disturbed).
 
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::disturbed::MachineLoad;
+pub use super::location::Location;
 use super::record::{FIGURES, Figures, Intervals, Record, SeriesKey, WITH_INTERVAL};
 
 /// The schema this caplab writes; `MIGRATIONS[v - 1]` takes a database from v - 1 to v.
-pub const SCHEMA: u32 = 5;
+pub const SCHEMA: u32 = 6;
 
 /// How long a writer waits for another (SQLite).
 const BUSY: Duration = Duration::from_secs(60);
@@ -96,48 +99,12 @@ ALTER TABLE runs ADD COLUMN capacity_hi DOUBLE PRECISION",
     machines BIGINT NOT NULL,
     recorded_at TEXT NOT NULL
 )",
+    // 6: what else each run's machine did (`disturbed::MachineLoad`).
+    "ALTER TABLE runs ADD COLUMN other_cpu_cores DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN steal_cores DOUBLE PRECISION",
 ];
 
 const META: &str = "CREATE TABLE IF NOT EXISTS caplab_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
-
-/// Where the history is: `postgres://…` / `postgresql://…`, or an SQLite file.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Location {
-    Sqlite(PathBuf),
-    Postgres(String),
-}
-
-impl Location {
-    pub fn parse(text: &str) -> Location {
-        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            Location::Postgres(text.to_string())
-        } else {
-            Location::Sqlite(PathBuf::from(text))
-        }
-    }
-
-    /// `--history` as given (`FILE` or `URL`), or `history.db` in caplab's home `home`.
-    pub fn resolve(text: Option<&str>, home: &Path) -> Location {
-        match text.filter(|t| !t.is_empty()) {
-            Some(t) => Location::parse(t),
-            None => Location::Sqlite(home.join(super::DEFAULT_FILE)),
-        }
-    }
-
-    /// For messages: the file, or the URL without its password.
-    pub fn describe(&self) -> String {
-        match self {
-            Location::Sqlite(p) => p.display().to_string(),
-            Location::Postgres(url) => match (url.find("://"), url.rfind('@')) {
-                (Some(s), Some(at)) if at > s => match url[s + 3..at].find(':') {
-                    Some(c) => format!("{}:***{}", &url[..s + 3 + c], &url[at..]),
-                    None => url.clone(),
-                },
-                _ => url.clone(),
-            },
-        }
-    }
-}
 
 /// An open history.
 pub enum Store {
@@ -146,7 +113,7 @@ pub enum Store {
 }
 
 const COLUMNS: &str = "result_key, kind, series, series_name, series_key, labels, started_at, finished_at, \
-     recorded_at, status, caplab_version, dir, steady, is_steady, sitting";
+     recorded_at, status, caplab_version, dir, steady, is_steady, sitting, other_cpu_cores, steal_cores";
 
 impl Store {
     /// Opens (creating it if need be) and brings its schema to this caplab's.
@@ -234,7 +201,7 @@ impl Store {
     pub fn insert(&mut self, r: &Record) -> Result<bool> {
         let figure_cols = FIGURES.join(", ");
         let interval_cols = interval_columns().join(", ");
-        let n = 15 + FIGURES.len() + 2 * WITH_INTERVAL.len();
+        let n = 17 + FIGURES.len() + 2 * WITH_INTERVAL.len();
         let marks: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
         let sql = format!(
             "INSERT INTO runs ({COLUMNS}, {figure_cols}, {interval_cols}) VALUES ({}) ON CONFLICT (result_key) DO NOTHING",
@@ -273,6 +240,7 @@ impl Store {
         ];
         let figures = r.figures.values();
         let bounds = interval_values(&r.intervals);
+        let load = [r.machine.map(|m| m.other_cpu_cores), r.machine.map(|m| m.steal_cores)];
         let added = match self {
             Store::Sqlite(c) => {
                 let mut p: Vec<&dyn rusqlite::ToSql> = text.iter().map(|t| t as &dyn rusqlite::ToSql).collect();
@@ -281,6 +249,7 @@ impl Store {
                 p.push(&r.steady);
                 p.push(&r.is_steady);
                 p.push(&r.sitting);
+                p.extend(load.iter().map(|f| f as &dyn rusqlite::ToSql));
                 p.extend(figures.iter().map(|f| f as &dyn rusqlite::ToSql));
                 p.extend(bounds.iter().map(|f| f as &dyn rusqlite::ToSql));
                 let added = c.execute(&sql.replace('$', "?"), p.as_slice())? > 0;
@@ -299,6 +268,7 @@ impl Store {
                 p.push(&r.steady);
                 p.push(&r.is_steady);
                 p.push(&r.sitting);
+                p.extend(load.iter().map(|f| f as &Sql));
                 p.extend(figures.iter().map(|f| f as &Sql));
                 p.extend(bounds.iter().map(|f| f as &Sql));
                 let added = c.execute(sql.as_str(), p.as_slice())? > 0;
@@ -316,7 +286,8 @@ impl Store {
     /// Every record, oldest first (by start, then by when it was recorded).
     pub fn records(&mut self) -> Result<Vec<Stored>> {
         let sql = format!(
-            "SELECT id, series_key, labels, started_at, finished_at, status, caplab_version, dir, steady, is_steady, result_key, {}, {}, sitting \
+            "SELECT id, series_key, labels, started_at, finished_at, status, caplab_version, dir, steady, is_steady, result_key, {}, {}, sitting, \
+             other_cpu_cores, steal_cores \
              FROM runs ORDER BY started_at, id",
             FIGURES.join(", "),
             interval_columns().join(", ")
@@ -345,7 +316,7 @@ impl Store {
                         row.get(8)?,
                         row.get(9)?,
                         (row.get(10)?, row.get(SITTING)?),
-                        figures,
+                        (figures, load(row.get(SITTING + 1)?, row.get(SITTING + 2)?)),
                         bounds,
                     )?);
                 }
@@ -368,7 +339,7 @@ impl Store {
                         row.get(8),
                         row.get(9),
                         (row.get(10), row.get(SITTING)),
-                        figures,
+                        (figures, load(row.get(SITTING + 1), row.get(SITTING + 2))),
                         bounds,
                     )?);
                 }
@@ -394,7 +365,7 @@ fn stored(
     steady: Option<String>,
     is_steady: Option<bool>,
     (result_key, sitting): (String, Option<String>),
-    figures: [Option<f64>; 10],
+    (figures, machine): ([Option<f64>; 10], Option<MachineLoad>),
     bounds: [Option<f64>; 2 * WITH_INTERVAL.len()],
 ) -> Result<Stored> {
     let series: SeriesKey = serde_json::from_str(&key).context("a history row's series_key is not caplab's")?;
@@ -421,7 +392,16 @@ fn stored(
                 .zip(bounds.chunks(2))
                 .filter_map(|(f, b)| Some((f.to_string(), [b[0]?, b[1]?])))
                 .collect(),
+            machine,
         },
+    })
+}
+
+/// A row's machine load, where it has one.
+fn load(other: Option<f64>, steal: Option<f64>) -> Option<MachineLoad> {
+    Some(MachineLoad {
+        other_cpu_cores: other?,
+        steal_cores: steal.unwrap_or(0.0),
     })
 }
 
