@@ -15,6 +15,7 @@
 //! `Statistic::Robust` (`Settings::for_tails`), which sets such runs aside rather than pulling
 //! them in. The error rates are simulated in the tests below.
 
+use super::joint::Joint;
 use super::maxt::{self, Scratch, Statistic};
 use super::{t_quantile, variance};
 
@@ -33,6 +34,9 @@ pub struct Settings {
     pub min_change: f64,
     /// The split statistic: winsorized, or robust to GC-paused runs (tail figures).
     pub statistic: Statistic,
+    /// Tested alone, or as one of a group of figures that move together (`joint`: the group's
+    /// largest |t| is the statistic, and the group counts once in `family`).
+    pub joint: Joint,
 }
 
 impl Default for Settings {
@@ -44,6 +48,7 @@ impl Default for Settings {
             min_segment: MIN_SEGMENT,
             min_change: MIN_CHANGE,
             statistic: Statistic::Winsorized,
+            joint: Joint::default(),
         }
     }
 }
@@ -88,7 +93,9 @@ impl Settings {
         );
         format!(
             "change points: binary segmentation on log values ({wild}), the largest t \
-             over every split against its own null (p after the search), false changes in at most {:.0} % of looks \
+             over every split against its own null (p after the search; figures that move together, p99, p99.9, \
+             service p99 and max, tested jointly by their largest t with their measured correlation, one member of the \
+             family), false changes in at most {:.0} % of looks \
              over {} series × figure(s) (p ≤ {:.1e} each), weak ones at p ≤ {} reported apart and never failing, \
              at least {} runs each side, changes of at least {:.0} %",
             self.alpha * 100.0,
@@ -100,6 +107,9 @@ impl Settings {
         )
     }
 }
+
+/// The confidence of a level's interval.
+pub const LEVEL_CONFIDENCE: f64 = 0.95;
 
 /// A level: the mean of a segment's log values, winsorized, as a value with its 95 % interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -209,7 +219,7 @@ fn test(logs: &[f64], from: usize, at: usize, to: usize, s: &Settings, scratch: 
         before,
         after,
         ratio: after.value / before.value,
-        p: maxt::p_value(to - from, m, s.statistic, t),
+        p: super::joint::p_value(to - from, m, s.statistic, t, s.joint),
         weak: false,
     })
 }
@@ -236,7 +246,7 @@ fn level(logs: &[f64], stat: Statistic) -> Level {
     let m = super::mean(&w);
     let k = w.len();
     let half = if k >= 2 {
-        t_quantile(0.975, k as f64 - 1.0) * (variance(&w) / k as f64).sqrt()
+        t_quantile(0.5 + LEVEL_CONFIDENCE / 2.0, k as f64 - 1.0) * (variance(&w) / k as f64).sqrt()
     } else {
         f64::NAN
     };

@@ -9,11 +9,15 @@
 
 pub mod changes;
 pub mod confirm;
+pub mod joint;
 pub mod machines;
 pub mod maxt;
+pub mod measured;
 pub mod meta;
 #[cfg(test)]
 mod nights;
+pub mod noise;
+pub mod power;
 pub mod ratio;
 pub mod robust;
 pub mod sequential;
