@@ -111,7 +111,17 @@ fn a_canary_cancels_a_slower_night() {
     let shown = history_json(lab, &["--history", &db, &series]);
     assert_eq!(shown["records"][4]["sitting"], "night-4", "{shown:#}");
     let check = |extra: &[&str]| {
-        let mut args = vec!["history", "--history", &db, "check", "--figure", "p50_ms"];
+        // Judged whatever the hypervisor stole (a run it disturbed is left out, or not judged,
+        // by default: tests/history.rs' a_night_beside_busy_loops_is_not_judged).
+        let mut args = vec![
+            "history",
+            "--history",
+            &db,
+            "--include-disturbed",
+            "check",
+            "--figure",
+            "p50_ms",
+        ];
         args.extend_from_slice(extra);
         lab.caplab(&args)
     };
@@ -211,6 +221,7 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
             "history",
             "--history",
             &db,
+            "--include-disturbed",
             "--figure",
             "p50_ms",
             "check",
@@ -283,25 +294,26 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
     );
 }
 
-/// Issue 72's real proof: a p99 doubled through the fault proxy is found and confirmed although
-/// a GC-paused run sits among the runs before it. Seven runs of the series, the third with the
-/// node's JVM stopped for 100 ms in its window (its p99 many times the others', as a G1 pause
-/// makes it), then three with every response delayed by 0.7 times the median p99 of the six
-/// others (here a delay D added about 1.4 D to the p99: it about doubles). `history check
-/// --figure p99_ms` finds the regression where it began, its level before read without the
-/// paused run (the tail figures set such runs aside; in a series this tight, a clean run 13 %
-/// above the others was once set aside too); `--confirm`
-/// reruns both commands paired by round (the runs after had the fault) and, the rounds judged by
-/// their median, confirms it once the rounds say so, within 12 (beside this file's other two
-/// tests it took 3 to 11: bench/results/test-margins.md, history-gate-apart; on a core of its own,
-/// as it runs now, 6 in each of three tries: history-gate-cores). The check's false negatives are
-/// the simulated ones (a ×2 p99 among paused runs missed by its 3rd run in about 15 % of series at
-/// 15 % spread; these runs spread less): how often this may fail.
-/// A false change among the clean runs (an improvement, at the check's level: at most 5 % of looks,
-/// crates/stats' `a_check_among_gc_paused_runs_fails_falsely_at_its_stated_level`) is left to
-/// that proof, not counted here.
+/// Issue 72's real proof, on the machine's own noise (issue 90): a p99 doubled or more through
+/// the fault proxy is found and confirmed although a GC-paused run sits among the runs before it.
+/// Seven runs of the series, the third with the node's JVM stopped for 100 ms in its window (its
+/// p99 many times the others', as a G1 pause makes it). The six clean runs' spread then sets the
+/// change: the smallest of ×2, ×2.5, ×3 and ×4 that the gate finds by the 5th run after it in at
+/// least 95 % of series of that spread (`stats::power`, the check's own statement of what it can
+/// see), made by delaying every response by (ratio − 1) times the clean runs' median p99 (a delay
+/// D added 1.0–1.4 D to the p99 on the machines measured: at least the ratio). On a boot whose
+/// clean runs spread about a third, a ×2 after them was found by the 3rd run in well under half
+/// of such series, and the test with a fixed ×2 failed three times of three
+/// (bench/results/test-margins.md, history-gate-spread, has the spreads and ratios). Slow runs
+/// follow, `history check --figure p99_ms` after each from the 3rd, until it finds the
+/// regression (at most 5): where it began, its level before read without the paused run (or
+/// before the runs it was read from); `--confirm` reruns both commands paired by round and,
+/// judged by their median, confirms it within 12. The check's false negatives are the simulated
+/// ones (at most 5 % by the 5th run at the spread the change was sized for): how often this may
+/// fail.
 #[test]
 fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
+    use caplab::stats::{changes::Settings, power};
     let _jvm = jvm_lock();
     let lab = shared();
     let db = format!("{}/paused.db", lab.fresh("paused"));
@@ -336,57 +348,86 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
         })
         .collect();
     let paused = p99s.remove(2);
+    let logs: Vec<f64> = p99s.iter().map(|v| v.ln()).collect();
+    let spread = power::spread(&logs).expect("six runs");
     p99s.sort_by(f64::total_cmp);
     let median = p99s[p99s.len() / 2];
     assert!(
         paused > 3.0 * median,
         "the paused run stands out: {paused} ms against {p99s:?}"
     );
+    let tails = Settings::default().for_tails();
+    let ratio = [2.0, 2.5, 3.0, 4.0]
+        .into_iter()
+        .find(|&r| power::found_by(7, spread, r, 5, &tails, 400) >= 0.95)
+        .unwrap_or(4.0);
     let delay = format!(
         "delay node1 at 0s for 2s by {}us",
-        (0.7 * median * 1000.0).round() as u64
+        ((ratio - 1.0) * median * 1000.0).round() as u64
     );
-    let slow: Vec<f64> = (0..3).map(|i| run(&format!("paused-slow-{i}"), Some(&delay))).collect();
     let check = |extra: &[&str]| {
-        let mut args = vec!["history", "--history", &db, "--figure", "p99_ms", "check"];
+        // Judged whatever the hypervisor stole (a_night_beside_busy_loops_is_not_judged, in
+        // tests/history.rs, checks the default).
+        let mut args = vec![
+            "history",
+            "--history",
+            &db,
+            "--include-disturbed",
+            "--figure",
+            "p99_ms",
+            "check",
+        ];
         args.extend_from_slice(extra);
         lab.caplab(&args)
     };
-    let json = check(&["--json"]);
-    let doc: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
-    // The sure regressions: a sure change elsewhere among the clean runs is a false change, at
-    // the check's own level (crates/stats' simulations), not what this test is about.
-    let found: Vec<&serde_json::Value> = doc["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["weak"] == false && c["kind"] == "regression")
-        .collect();
-    assert_eq!(
-        found.len(),
-        1,
-        "one sure regression, after {p99s:?} and {paused}: {doc:#}"
-    );
+    let mut slow = Vec::new();
+    let mut doc = serde_json::Value::Null;
+    let mut found = Vec::new();
+    for i in 0..5 {
+        slow.push(run(&format!("paused-slow-{i}"), Some(&delay)));
+        if slow.len() < 3 {
+            continue;
+        }
+        doc = serde_json::from_str(&stdout(&check(&["--json"]))).unwrap();
+        // The sure regressions: a sure change elsewhere among the clean runs is a false change,
+        // at the check's own level (crates/stats' simulations), not what this test is about.
+        found = doc["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["weak"] == false && c["kind"] == "regression")
+            .cloned()
+            .collect();
+        if !found.is_empty() {
+            break;
+        }
+    }
+    let said = format!("clean {p99s:?} (spread {spread:.2}), paused {paused}, ×{ratio} after: {slow:?}");
+    assert_eq!(found.len(), 1, "one sure regression, after {said}: {doc:#}");
     let c = &found[0];
-    assert_eq!(c["runs_since"], 2, "{c:#}");
-    // Set aside, or before the runs the level was read from (the four clean runs after it: a
-    // node still warming can make its first runs a level of their own, ended at the paused run).
+    assert_eq!(c["runs_since"], slow.len() as u64 - 1, "{c:#}");
+    // Set aside, or before the runs the level was read from (the clean runs after it: a node
+    // still warming can make its first runs a level of their own, ended at the paused run).
     let set_aside = c["before_aside"].as_u64() >= Some(1);
     let aside = set_aside || c["before_runs"].as_u64() <= Some(4);
     assert!(
         c["before"].as_f64().unwrap() < 1.5 * median && aside,
         "the paused run ({paused} ms) is not part of the level before ({median} ms its median): {c:#}"
     );
-    assert!(c["ratio"].as_f64().unwrap() > 1.4, "{c:#}; after: {slow:?}");
+    assert!(c["ratio"].as_f64().unwrap() > 1.4, "{c:#}; {said}");
+    // What the check says it can see at this series' own spread.
+    let power = doc["power"].as_array().unwrap();
+    assert!(power.iter().any(|p| p["figure"] == "p99_ms"), "{doc:#}");
     let confirmed = check(&["--confirm", "--confirm-runs", "12"]);
     let text = stdout(&confirmed);
-    println!("p99s before {p99s:?} ms, paused {paused} ms, after {slow:?} ms; the check:\n{text}");
+    println!("{said}; the check:\n{text}");
     assert_eq!(confirmed.status.code(), Some(1), "{text}\n{}", stderr(&confirmed));
     assert!(
         text.contains("REGRESSION p99_ms")
             && (!set_aside || text.contains("GC-paused set aside"))
             && text.contains("CONFIRMED after")
-            && text.contains("paired by round"),
+            && text.contains("paired by round")
+            && text.contains("What this check can see"),
         "{text}"
     );
 }

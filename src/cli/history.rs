@@ -153,7 +153,10 @@ pub fn run(home: &Home, args: HistoryCommand) -> Result<u8> {
             crate::report::history::write(
                 &by_series(&all),
                 &events,
-                &args.detect.settings(1).over(CHECKED.len()),
+                &args
+                    .detect
+                    .settings(1)
+                    .over(crate::history::detect::family_members(&CHECKED)),
                 points,
                 &at.describe(),
                 &out,

@@ -95,6 +95,15 @@ pub fn check(
         for c in confirmations {
             println!("{}", c.render());
         }
+        for (series, group) in by_series(&checked.power) {
+            println!(
+                "What this check can see in {} at its own spread (simulated; docs/history.md says how to lower it):",
+                &series[..8]
+            );
+            for p in group {
+                println!("  {}", p.text());
+            }
+        }
         for u in &checked.disturbed {
             println!("{}", u.render());
         }
@@ -120,4 +129,16 @@ pub fn check(
         );
     }
     Ok(checked.exit_code())
+}
+
+/// The statements of power grouped by series, in order.
+fn by_series(power: &[crate::history::power::Power]) -> Vec<(&str, Vec<&crate::history::power::Power>)> {
+    let mut out: Vec<(&str, Vec<&crate::history::power::Power>)> = Vec::new();
+    for p in power {
+        match out.iter_mut().find(|(s, _)| *s == p.series) {
+            Some((_, g)) => g.push(p),
+            None => out.push((&p.series, vec![p])),
+        }
+    }
+    out
 }

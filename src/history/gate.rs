@@ -13,6 +13,7 @@ use super::detect::{Found, Kind, Points};
 use super::disturbed::Undecided;
 use super::events::{self, Event, EventKind};
 use super::look::DetectArgs;
+use super::power::Power;
 use super::series::by_series;
 use super::{Location, Store, Stored};
 use crate::stats::changes::Settings;
@@ -62,6 +63,8 @@ pub struct Checked {
     /// Series whose latest run was disturbed by other work: not judged tonight (none with
     /// `--include-disturbed`).
     pub disturbed: Vec<Undecided>,
+    /// What the check could find in each series at its own spread.
+    pub power: Vec<Power>,
 }
 
 /// The check's exit status when nothing failed but a series could not be judged (its latest run
@@ -114,7 +117,7 @@ impl Gate<'_> {
             .filter(|f| !f.weak)
             .filter(|f| match self.fail_on {
                 FailOn::Regression => f.kind == Kind::Regression,
-                FailOn::Change => f.kind != Kind::Starved,
+                FailOn::Change => !matches!(f.kind, Kind::Starved | Kind::Disturbed),
                 FailOn::Never => false,
             })
             .collect();
@@ -144,8 +147,20 @@ impl Gate<'_> {
             true => Vec::new(),
             false => series.iter().filter_map(|(_, recs)| latest_disturbed(recs)).collect(),
         };
+        let power = series
+            .iter()
+            .flat_map(|(_, recs)| {
+                super::power::of_series(
+                    recs,
+                    &d.figures(),
+                    d.points(canary.map(|c| c.1)),
+                    &d.settings(series.len()),
+                )
+            })
+            .collect();
         Ok(Checked {
             disturbed,
+            power,
             settings: d.settings(series.len()).describe(),
             series_checked: series.len(),
             too_short: series.iter().filter(|(_, recs)| recs.len() < 2 * d.min_segment).count(),

@@ -14,11 +14,13 @@ use crate::stats::changes::Settings;
 #[derive(Debug, Clone, Args)]
 pub struct DetectArgs {
     /// A figure to look for changes in (repeatable; default: throughput, p50_ms, p99_ms,
-    /// p999_ms, service_p99_ms, server_cpu_us_per_op, gc_pause_ms, capacity).
+    /// service_p99_ms, server_cpu_us_per_op, gc_pause_ms, capacity; p999_ms only when asked, its
+    /// runs cluster: docs/history.md).
     #[arg(long = "figure", value_name = "NAME", global = true, value_parser = clap::builder::PossibleValuesParser::new(crate::history::record::FIGURES))]
     pub figures: Vec<String>,
     /// The chance of any false change per look, over every series × figure it looks at (a
-    /// check: the series checked × the figures; a series' listing: its figures).
+    /// check: the series checked × the figures; a series' listing: its figures; p99, p99.9,
+    /// service p99 and max, tested jointly, count once).
     #[arg(long, value_parser = crate::sla::parse_share, default_value = "5%", global = true)]
     pub alpha: f64,
     /// A weak change's largest p-value for its own figure (reported apart; never fails a check).
@@ -52,7 +54,7 @@ impl DetectArgs {
     pub fn settings(&self, series: usize) -> Settings {
         Settings {
             alpha: self.alpha,
-            family: series.max(1) * self.figures().len(),
+            family: series.max(1) * detect::family_members(&self.figures()),
             weak: self.weak,
             min_segment: self.min_segment,
             min_change: self.min_change,

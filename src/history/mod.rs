@@ -18,6 +18,7 @@ pub mod gate;
 pub mod import;
 pub mod location;
 pub mod look;
+pub mod power;
 pub mod record;
 pub mod rerun;
 pub mod series;
