@@ -312,7 +312,7 @@ fn answer_view(a: &Answer) -> AnswerView {
             .join(", "),
         check: a.steady_check.as_ref().map(|c| {
             format!(
-                "steady windows only: ×{:.3} [{:.3}–{:.3}] over {} rounds ({} window(s) not steady left out)",
+                "steady windows only: ×{:.3} [{:.3}–{:.3}] at 95 % over {} rounds ({} window(s) not steady left out)",
                 c.ratio, c.ci.0, c.ci.1, c.rounds, c.left_out
             )
         }),
@@ -321,7 +321,7 @@ fn answer_view(a: &Answer) -> AnswerView {
             .iter()
             .map(|p| {
                 format!(
-                    "{}: ×{:.3} [{:.3}–{:.3}] over {} rounds{}",
+                    "{}: ×{:.3} [{:.3}–{:.3}] at 95 % (fixed-sample) over {} rounds{}",
                     p.sitting,
                     p.ratio,
                     p.ci.0,

@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{Metric, metrics};
-use super::pool::{SittingId, by_machine, per_sitting};
+use super::pool::{PREDICTION_LEVEL, SittingId, by_machine, per_sitting};
 use super::units::{Unit, blocked, pairs};
 use crate::stats::machines::{TauPrior, look_alpha};
 use crate::stats::ratio::{self, LogRatio, Prior};
@@ -33,6 +33,8 @@ const MORE_LIMIT: usize = 100;
 pub struct SteadyCheck {
     pub ratio: f64,
     pub ci: (f64, f64),
+    #[serde(default = "fixed_level")]
+    pub level: f64,
     /// Rounds kept, and left out for a window that was not steady.
     pub rounds: usize,
     pub left_out: usize,
@@ -47,7 +49,16 @@ pub struct SittingPart {
     pub ratio: f64,
     /// Its fixed-sample 95 % interval.
     pub ci: (f64, f64),
+    #[serde(default = "fixed_level")]
+    pub level: f64,
     pub rounds: usize,
+}
+
+/// The level of the fixed-sample intervals shown beside an answer.
+pub const FIXED_LEVEL: f64 = 0.95;
+
+fn fixed_level() -> f64 {
+    FIXED_LEVEL
 }
 
 /// One primary comparison's answer.
@@ -56,9 +67,13 @@ pub struct Answer {
     pub metric: String,
     pub variant: String,
     pub decision: Decision,
-    /// The ratio of geometric means, variant / baseline, and its interval at the look's level.
+    /// The ratio of geometric means, variant / baseline, and its interval at the look's level
+    /// (`level`: 0.9988 is a two-sided 99.88 % interval; a sequential look spends only part of
+    /// the question's α).
     pub ratio: Option<f64>,
     pub ci: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<f64>,
     /// The smallest difference that matters (0.05: ±5 %).
     pub effect: f64,
     /// Repeats behind it: the baseline's and the variant's (rounds paired, twice).
@@ -99,9 +114,12 @@ pub struct Answer {
     /// The machines the pooled sittings ran on (sittings on one boot are one machine).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub machines: usize,
-    /// The 95 % interval of the ratio a new machine of this kind will see (pooled answers).
+    /// The interval of the ratio a new machine of this kind will see (pooled answers), at
+    /// `prediction_level` (95 %): what to plan by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prediction: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction_level: Option<f64>,
     /// τ estimated from the machines alone, with its degrees of freedom (machines − 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tau_estimate: Option<(f64, f64)>,
@@ -120,6 +138,7 @@ impl Answer {
             decision: Decision::Open,
             ratio: None,
             ci: None,
+            level: None,
             effect,
             repeats: (0, 0),
             round,
@@ -135,81 +154,9 @@ impl Answer {
             tau: None,
             machines: 0,
             prediction: None,
+            prediction_level: None,
             tau_estimate: None,
         }
-    }
-
-    /// `throughput of b: BETTER ×1.481 [1.402–1.565] (±5 %, 4 rounds paired, this sitting only)`.
-    pub fn line(&self) -> String {
-        let ratio = match (self.ratio, self.ci) {
-            (Some(r), Some((lo, hi))) if lo.is_finite() => format!(" ×{r:.3} [{lo:.3}–{hi:.3}]"),
-            (Some(r), _) => format!(" ×{r:.3}"),
-            _ => String::new(),
-        };
-        let more = match (self.decision, self.more) {
-            (Decision::Open, Some(n)) => format!("; about {n} repeats per variant would decide it (80 %)"),
-            (Decision::Open, None) if self.note.is_none() && self.sittings.is_empty() => {
-                "; more than 100 repeats per variant would".into()
-            }
-            _ => String::new(),
-        };
-        let band = if self.within_band {
-            format!(", within the ±{:.0} % band", self.effect * 100.0)
-        } else {
-            String::new()
-        };
-        let behind = if self.sittings.is_empty() {
-            format!("{} and {} repeats", self.repeats.0, self.repeats.1)
-        } else {
-            self.tau
-                .map(|t| format!("between-machine SD {:.1} %", t * 100.0))
-                .unwrap_or_else(|| "one machine".into())
-        };
-        let covers = if self.covers.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", self.covers)
-        };
-        let prediction = self
-            .prediction
-            .map(|(lo, hi)| format!("; a new machine of this kind: [{lo:.3}–{hi:.3}]"))
-            .unwrap_or_default();
-        format!(
-            "{} of {}: {}{band}{ratio} (±{:.0} %, {behind}{covers}{}){prediction}{more}",
-            self.metric,
-            self.variant,
-            self.decision.name().to_uppercase(),
-            self.effect * 100.0,
-            self.note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
-        )
-    }
-
-    /// The answer's line, then what stands behind it: how it was pooled (the prior on τ, the
-    /// look's level) and each sitting's own ratio and answer (pooled answers), and the
-    /// steady-only analysis where some window was not steady.
-    pub fn lines(&self) -> Vec<String> {
-        let mut out = vec![self.line()];
-        if !self.sittings.is_empty() && !self.variance.is_empty() {
-            out.push(format!("  how: {}", self.variance));
-        }
-        for p in &self.sittings {
-            out.push(format!(
-                "  sitting {}: ×{:.3} [{:.3}–{:.3}] over {} rounds (fixed-sample 95 %), its own answer {}",
-                p.sitting,
-                p.ratio,
-                p.ci.0,
-                p.ci.1,
-                p.rounds,
-                p.decision.map_or("not looked at".into(), |d| d.name().to_uppercase())
-            ));
-        }
-        if let Some(c) = &self.steady_check {
-            out.push(format!(
-                "  steady windows only: ×{:.3} [{:.3}–{:.3}] over {} rounds ({} window(s) left out)",
-                c.ratio, c.ci.0, c.ci.1, c.rounds, c.left_out
-            ));
-        }
-        out
     }
 }
 
@@ -305,6 +252,7 @@ pub fn sitting_answers(
         answer.within_band = l.within_band;
         answer.ratio = Some(l.ratio);
         answer.ci = l.ci.0.is_finite().then_some(l.ci);
+        answer.level = answer.ci.map(|_| 1.0 - l.alpha);
         if l.ci.0.is_finite() {
             // Looked at again in the same round (the final comparison after the last round):
             // one point per round.
@@ -349,7 +297,8 @@ pub fn pooled_answers(
                     .and_then(|a| a.iter().find(|a| a.metric == metric.key && &a.variant == name))
                     .map(|a| a.decision),
                 ratio: est.ratio(),
-                ci: est.interval(0.95),
+                ci: est.interval(FIXED_LEVEL),
+                level: FIXED_LEVEL,
                 rounds: est.n.0,
             })
             .collect();
@@ -369,10 +318,12 @@ pub fn pooled_answers(
                 answer.within_band = l.within_band;
                 answer.ratio = Some(l.ratio);
                 answer.ci = Some(l.ci);
+                answer.level = Some(1.0 - alpha);
                 answer.tau = w.tau;
                 answer.covers = format!("across {}", w.covers());
                 answer.machines = w.machines;
                 answer.prediction = Some((w.prediction.0.exp(), w.prediction.1.exp()));
+                answer.prediction_level = Some(PREDICTION_LEVEL);
                 answer.tau_estimate = w.tau_estimate;
                 answer.variance = format!(
                     "{}; look {} of the sittings at {:.2} % (of {:.2} %); {}",
@@ -451,7 +402,8 @@ fn steady_check(base: &[Unit], other: &[Unit], key: &str) -> Option<SteadyCheck>
     let est = estimate(&keep(base), &keep(other), key, None)?;
     Some(SteadyCheck {
         ratio: est.ratio(),
-        ci: est.interval(0.95),
+        ci: est.interval(FIXED_LEVEL),
+        level: FIXED_LEVEL,
         rounds: est.n.0,
         left_out,
     })

@@ -21,10 +21,11 @@
 //!
 //! The files: `load` reads what a step left on disk (`Observation`), `units` turns records
 //! into what is compared and pairs them by round, `metrics` is the table of what is compared,
-//! `statistics` makes the figures and verdicts, `answer` decides the primary questions,
-//! `render` prints them.
+//! `statistics` makes the figures and verdicts, `answer` decides the primary questions and
+//! `answer_text` words them, `render` prints them.
 
 pub mod answer;
+pub mod answer_text;
 pub mod load;
 pub mod metrics;
 pub mod pool;

@@ -13,6 +13,9 @@ use crate::stats::meta::random_effects;
 use crate::stats::ratio::{self, LogRatio};
 use crate::stats::t_quantile;
 
+/// The level of the interval a new machine of this kind will see (`Pooled::prediction`).
+pub const PREDICTION_LEVEL: f64 = 0.95;
+
 /// A sitting as pooling sees it: its name and the machine it ran on (its boot: the same boot
 /// id is the same machine; a record without one falls back to its host name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,7 +101,7 @@ pub fn by_machine(estimates: &[(usize, LogRatio)], ids: &[SittingId], prior: &Ta
         }
     }
     let studies: Vec<Study> = machines.iter().filter_map(|(_, s)| within_machine(s)).collect();
-    let predicted = pool(&studies, prior.scale, 0.95)?.prediction(0.95);
+    let predicted = pool(&studies, prior.scale, 0.95)?.prediction(PREDICTION_LEVEL);
     let mut out = Pooled {
         d: 0.0,
         ci: (f64::NAN, f64::NAN),
