@@ -176,6 +176,38 @@ fn slow_operations_are_explained(doc: &serde_json::Value, text: &str, due: u64) 
     );
 }
 
+/// The CSV: the E5 columns, one row per second (plus the last partial one), counts adding up
+/// to the `due` operations, each row with its own length.
+fn csv_rows_add_up(out: &Path, due: u64) {
+    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs,serverGcPauseMs,serverCpuCores,\
+         targetRate,lengthS"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!((10..=11).contains(&rows.len()), "one row per second: {}", rows.len());
+    assert!(
+        rows.iter()
+            .all(|r| r.len() == 14 && r[2] == "e1_insert" && r[3] == "insert")
+    );
+    let csv_total: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
+    assert_eq!(csv_total, due);
+    // Each row's own length: whole seconds but for at most a partial one at each end.
+    let lengths: Vec<f64> = rows.iter().map(|r| r[13].parse::<f64>().unwrap()).collect();
+    assert!(
+        lengths.iter().all(|l| *l > 0.0 && *l <= 1.01) && lengths.iter().filter(|l| **l < 0.99).count() <= 2,
+        "{lengths:?}"
+    );
+    // Most seconds have completions; a stall may empty one (beside other test files a node can
+    // take nearly 2 s to answer, and the first measured second have none).
+    assert!(
+        rows[..9].iter().filter(|r| r[4].parse::<u64>().unwrap() > 0).count() >= 6,
+        "most seconds have operations: {csv}"
+    );
+}
+
 /// every histogram.
 fn hlog_counts(path: &Path) -> (BTreeMap<String, u64>, Vec<String>) {
     use base64::Engine;
@@ -310,28 +342,7 @@ fn insert_and_batch_runs_write_exactly_what_they_report() {
         assert_eq!(h.len(), due);
     }
 
-    // The CSV: the E5 columns, one row per second (plus the last partial one), counts adding up.
-    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
-    let mut lines = csv.lines();
-    assert_eq!(
-        lines.next().unwrap(),
-        "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs,serverGcPauseMs,serverCpuCores,\
-         targetRate"
-    );
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    assert!((10..=11).contains(&rows.len()), "one row per second: {}", rows.len());
-    assert!(
-        rows.iter()
-            .all(|r| r.len() == 13 && r[2] == "e1_insert" && r[3] == "insert")
-    );
-    let csv_total: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
-    assert_eq!(csv_total, due);
-    // Most seconds have completions; a stall may empty one (beside other test files a node can
-    // take nearly 2 s to answer, and the first measured second have none).
-    assert!(
-        rows[..9].iter().filter(|r| r[4].parse::<u64>().unwrap() > 0).count() >= 6,
-        "most seconds have operations: {csv}"
-    );
+    csv_rows_add_up(&out, due);
 
     // batch: 5 s at 300 batches/s of 10 rows, on two client threads, a tenth sent traced.
     let out = lab.out("results-batch");

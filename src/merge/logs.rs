@@ -95,7 +95,15 @@ pub fn write_logs(
                 .position(|t| *t == Some(tag.as_str()))
                 .map_or(&empty, |i| &sums[i]);
             let table = tables.get(op).map_or("", String::as_str);
-            row(csv.line(), &when, "merged", table, op, h, None, target)?;
+            row(
+                csv.line(),
+                &when,
+                "merged",
+                (table, op),
+                h,
+                None,
+                (target, length.as_secs_f64()),
+            )?;
         }
         csv.write_line()?;
         let at_s = start.as_secs_f64();

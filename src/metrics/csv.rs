@@ -10,8 +10,11 @@ use std::time::SystemTime;
 
 use super::Interval;
 
+/// The E5 talk's columns, then the server's GC and CPU, the rate asked, and the interval's own
+/// length (`lengthS`): a run's last interval is usually shorter than a second, and its count and
+/// CPU are of that length only (a partial second, not a second at a higher rate).
 pub const HEADER: &str = "timestamp,host,table,operationType,count,minMs,medianMs,meanMs,p999Ms,maxMs,serverGcPauseMs,\
-                          serverCpuCores,targetRate\n";
+                          serverCpuCores,targetRate,lengthS\n";
 
 pub struct CsvLog {
     file: File,
@@ -50,11 +53,10 @@ impl CsvLog {
                 &mut self.line,
                 &when,
                 &self.host,
-                table,
-                op,
+                (table, op),
                 &s.response,
                 server,
-                target,
+                (target, interval.length.as_secs_f64()),
             )?;
         }
         self.write_line()
@@ -75,18 +77,16 @@ impl CsvLog {
 }
 
 /// Appends one row to `line`: `when` (the interval's end), the client host, the operation type's
-/// table and name, its response times `h`, the server's GC pause (ms) and CPU (cores), and the
-/// rate the schedule asked (operations a second, all types together).
-#[allow(clippy::too_many_arguments)]
+/// table and name, its response times `h`, the server's GC pause (ms) and CPU (cores), the rate
+/// the schedule asked (operations a second, all types together) and the interval's length (s).
 pub fn row(
     line: &mut String,
     when: &impl std::fmt::Display,
     host: &str,
-    table: &str,
-    op: &str,
+    (table, op): (&str, &str),
     h: &hdrhistogram::Histogram<u64>,
     server: Option<(f64, f64)>,
-    target: Option<f64>,
+    (target, length_s): (Option<f64>, f64),
 ) -> Result<()> {
     let ms = |v: u64| v as f64 / 1e6;
     write!(line, "{when},{host},{table},{op},{}", h.len())?;
@@ -108,8 +108,9 @@ pub fn row(
         None => line.push_str(",,"),
     }
     match target {
-        Some(rate) => writeln!(line, ",{rate:.1}")?,
-        None => line.push_str(",\n"),
+        Some(rate) => write!(line, ",{rate:.1}")?,
+        None => line.push(','),
     }
+    writeln!(line, ",{length_s:.3}")?;
     Ok(())
 }

@@ -55,6 +55,10 @@ pub struct CompactionSeries {
     pub per_read: Vec<Option<f64>>,
 }
 
+/// A point (or telemetry interval) shorter than this share of its nominal length is partial:
+/// drawn without a rate or CPU.
+pub const PARTIAL: f64 = 0.5;
+
 /// Everything a run's charts draw; times are Unix seconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSeries {
@@ -68,10 +72,11 @@ pub struct RunSeries {
     pub p999: Vec<Option<f64>>,
     pub max: Vec<Option<f64>>,
     pub service_p99: Vec<Option<f64>>,
-    /// Successful operations per second.
-    pub ok_rate: Vec<f64>,
-    /// Failed operations per second.
-    pub error_rate: Vec<f64>,
+    /// Successful and failed operations per second, over each point's own length; None for a
+    /// point shorter than half its bucket (`PARTIAL`): a run's last interval is often a fraction
+    /// of a second, whose rate is no second's.
+    pub ok_rate: Vec<Option<f64>>,
+    pub error_rate: Vec<Option<f64>>,
     /// The scheduled rate (None: flat out, or a shape: `target_at`).
     pub target: Option<f64>,
     /// Along a shape, the rate asked at each point (the part of the shape it falls in).
@@ -84,11 +89,12 @@ pub struct RunSeries {
     pub gc: Vec<(f64, f64)>,
     /// (time the flush ended, MB written) of every memtable flush in the window.
     pub flushes: Vec<(f64, f64)>,
-    /// Per telemetry interval (its end): server, client and flush-thread CPU, in cores.
+    /// Per telemetry interval (its end): server, client and flush-thread CPU, in cores (None
+    /// for an interval shorter than half a second: a few clock ticks over its length).
     pub cpu_t: Vec<f64>,
-    pub server_cpu: Vec<f64>,
-    pub client_cpu: Vec<f64>,
-    pub flush_cpu: Vec<f64>,
+    pub server_cpu: Vec<Option<f64>>,
+    pub client_cpu: Vec<Option<f64>>,
+    pub flush_cpu: Vec<Option<f64>>,
     /// Per thread-pool reading (its time): tasks pending, active and blocked, all nodes, and
     /// tasks completed and internode messages dropped per second.
     pub pool_t: Vec<f64>,
@@ -201,7 +207,8 @@ impl Bucket {
     }
 
     /// Its point on every client series, at its start after the log's base time; then empty again (its
-    /// histograms' memory kept for the next point).
+    /// histograms' memory kept for the next point). A point shorter than `PARTIAL` of its bucket
+    /// has no rates.
     fn flush(&mut self, s: &mut RunSeries) {
         let Some(start) = self.start.take() else {
             return;
@@ -215,8 +222,9 @@ impl Bucket {
         s.max.push((!response.is_empty()).then(|| response.max() as f64 / 1e6));
         s.service_p99.push(self.service.as_ref().and_then(|h| ms(h, 0.99)));
         let secs = self.seconds.max(1e-9);
-        s.ok_rate.push(self.ok as f64 / secs);
-        s.error_rate.push(self.errors as f64 / secs);
+        let whole = self.seconds >= PARTIAL * s.bucket_s;
+        s.ok_rate.push(whole.then(|| self.ok as f64 / secs));
+        s.error_rate.push(whole.then(|| self.errors as f64 / secs));
         self.response
             .iter_mut()
             .chain(self.service.iter_mut())
@@ -226,16 +234,11 @@ impl Bucket {
 }
 
 impl RunSeries {
-    /// The series of the run in `dir` (result.json and its interval log). The log is read
-    /// one histogram at a time, into one point's histograms: memory does not grow with the
-    /// run's length.
-    pub fn load(dir: &Path, label: &str) -> Result<(RunResult, RunSeries)> {
-        let r = RunResult::load(dir)?;
-        let log = dir.join(&r.files.hdr_log);
-        let per = hdrlog::interval_count(&log)?.div_ceil(MAX_POINTS).max(1);
-        let mut s = RunSeries {
+    /// No point yet, `bucket_s` seconds a point.
+    fn empty(label: &str, bucket_s: f64) -> RunSeries {
+        RunSeries {
             label: label.to_string(),
-            bucket_s: r.config.engine.interval_s * per as f64,
+            bucket_s,
             t: Vec::new(),
             p50: Vec::new(),
             p99: Vec::new(),
@@ -244,11 +247,10 @@ impl RunSeries {
             service_p99: Vec::new(),
             ok_rate: Vec::new(),
             error_rate: Vec::new(),
-            target: (r.config.engine.rate > 0.0 && r.config.engine.rate_shape.is_none())
-                .then_some(r.config.engine.rate),
+            target: None,
             target_at: Vec::new(),
-            curve: shape_curve(&r.shape_parts),
-            knee: r.knee.as_ref().map(|k| (k.held_rate, k.broke_rate)),
+            curve: Vec::new(),
+            knee: None,
             gc: Vec::new(),
             flushes: Vec::new(),
             cpu_t: Vec::new(),
@@ -267,7 +269,20 @@ impl RunSeries {
             faults: Vec::new(),
             slow: Vec::new(),
             distribution: Vec::new(),
-        };
+        }
+    }
+
+    /// The series of the run in `dir` (result.json and its interval log). The log is read
+    /// one histogram at a time, into one point's histograms: memory does not grow with the
+    /// run's length.
+    pub fn load(dir: &Path, label: &str) -> Result<(RunResult, RunSeries)> {
+        let r = RunResult::load(dir)?;
+        let log = dir.join(&r.files.hdr_log);
+        let per = hdrlog::interval_count(&log)?.div_ceil(MAX_POINTS).max(1);
+        let mut s = RunSeries::empty(label, r.config.engine.interval_s * per as f64);
+        s.target = (r.config.engine.rate > 0.0 && r.config.engine.rate_shape.is_none()).then_some(r.config.engine.rate);
+        s.curve = shape_curve(&r.shape_parts);
+        s.knee = r.knee.as_ref().map(|k| (k.held_rate, k.broke_rate));
         // The log's intervals come in order, each as its untagged histogram (every operation's
         // response time) and its tags. Points are stamped after the log's base time, which
         // `each` returns at the end, and then moved by it.
@@ -318,9 +333,10 @@ impl RunSeries {
                 // A second of telemetry is stamped at its end, an interval at its start: both
                 // are drawn at their start, on one time axis.
                 s.cpu_t.push(sec.at_ms as f64 / 1e3 - sec.length_s);
-                s.server_cpu.push(sec.server_cpu_cores);
-                s.client_cpu.push(sec.client_cpu_cores);
-                s.flush_cpu.push(sec.flush_cpu_cores);
+                let whole = sec.length_s >= PARTIAL * r.config.engine.interval_s;
+                s.server_cpu.push(whole.then_some(sec.server_cpu_cores));
+                s.client_cpu.push(whole.then_some(sec.client_cpu_cores));
+                s.flush_cpu.push(whole.then_some(sec.flush_cpu_cores));
                 // A cluster caplab does not run: its pauses are counted per second, over JMX.
                 if server.nodes.is_empty() && sec.gc_pauses > 0 {
                     s.gc.push((sec.at_ms as f64 / 1e3 - sec.length_s, sec.gc_pause_ms));
@@ -428,6 +444,27 @@ pub fn distributions(r: &RunResult) -> Vec<Curve> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run's last interval of 60 ms holding 197 operations is no second at 3,283 op/s: its
+    /// point has no rate (nor does a telemetry second that short have CPU), a whole one has.
+    #[test]
+    fn a_partial_last_interval_is_drawn_without_a_rate() {
+        let mut s = RunSeries::empty("r", 1.0);
+        let mut ok = new_histogram();
+        for _ in 0..197 {
+            ok.record(1_000_000).unwrap();
+        }
+        let tag = TagKind::Ok.tag("insert");
+        for (at, length) in [(0, 1000), (1000, 60)] {
+            let mut b = Bucket::default();
+            let (start, length) = (Duration::from_millis(at), Duration::from_millis(length));
+            b.add(None, start, length, &ok);
+            b.add(Some(&tag), start, length, &ok);
+            b.flush(&mut s);
+        }
+        assert_eq!(s.ok_rate, [Some(197.0), None]);
+        assert_eq!(s.t.len(), 2, "the point is there, for its latencies");
+    }
 
     #[test]
     fn a_curve_reaches_the_percentiles_the_count_resolves_and_ends_at_the_max() {
