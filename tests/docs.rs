@@ -149,7 +149,8 @@ fn no_doc_says_not_built_yet_of_what_help_lists() {
         let text = std::fs::read_to_string(doc).unwrap();
         for (i, line) in text.lines().enumerate() {
             let lower = line.to_lowercase();
-            let Some(at) = lower.find("not built yet") else {
+            // A doc quoting the words (as this test's own description does) says nothing unbuilt.
+            let Some(at) = lower.find("not built yet").filter(|&at| !lower[..at].ends_with('"')) else {
                 continue;
             };
             let said = &line[at..];

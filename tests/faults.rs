@@ -260,7 +260,7 @@ fn a_full_disk_keeps_every_whole_second() {
         "the log holds whole lines only"
     );
     let csv = std::fs::read_to_string(full.join("latency.csv")).unwrap();
-    assert!(csv.lines().all(|l| l.split(',').count() == 13), "whole CSV rows only");
+    assert!(csv.lines().all(|l| l.split(',').count() == 14), "whole CSV rows only");
     assert!(!full.join("result.json.tmp").exists(), "no temporary file is left");
     drop(disk);
 }

@@ -321,7 +321,7 @@ fn a_newer_schema_is_refused() {
     drop(c);
     let err = fails(lab.caplab(&["history", "--history", &newer]));
     assert!(err.contains("schema version 99, written by caplab 9.9.9"), "{err}");
-    assert!(err.contains("knows versions up to 5"), "{err}");
+    assert!(err.contains("knows versions up to 6"), "{err}");
     // A run still succeeds, its results on disk, the history's refusal a warning.
     lab.fresh("run-d");
     let run = ok(lab.run("run-d", &["--rate", "500", "--duration", "2s", "--history", &newer]));
@@ -349,6 +349,8 @@ fn an_older_schema_is_migrated() {
         }
     }
     c.execute("ALTER TABLE runs DROP COLUMN sitting", []).unwrap();
+    c.execute("ALTER TABLE runs DROP COLUMN other_cpu_cores", []).unwrap();
+    c.execute("ALTER TABLE runs DROP COLUMN steal_cores", []).unwrap();
     c.execute("DROP TABLE events", []).unwrap();
     c.execute("DROP TABLE spreads", []).unwrap();
     c.execute("UPDATE caplab_meta SET value = '1' WHERE key = 'schema_version'", [])
@@ -362,7 +364,7 @@ fn an_older_schema_is_migrated() {
             r.get(0)
         })
         .unwrap();
-    assert_eq!(version, "5");
+    assert_eq!(version, "6");
     assert_eq!(rows(Path::new(&old)), 2);
     let id = list
         .as_array()
