@@ -297,8 +297,8 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
 /// Issue 72's real proof, on the machine's own noise (issue 90): a p99 doubled or more through
 /// the fault proxy is found and confirmed although a GC-paused run sits among the runs before it.
 /// Seven runs of the series, the third with the node's JVM stopped for 100 ms in its window (its
-/// p99 many times the others', as a G1 pause makes it). The six clean runs' spread then sets the
-/// change: the smallest of ×2, ×2.5, ×3 and ×4 that the gate finds by the 5th run after it in at
+/// p99 many times the others', as a G1 pause makes it). The six clean runs' spread (the larger
+/// of its robust and plain readings) then sets the change: the smallest of ×2, ×2.5, ×3 and ×4 that the gate finds by the 5th run after it in at
 /// least 95 % of series of that spread (`stats::power`, the check's own statement of what it can
 /// see), made by delaying every response by (ratio − 1) times the clean runs' median p99 (a delay
 /// D added 1.0–1.4 D to the p99 on the machines measured: at least the ratio). On a boot whose
@@ -308,15 +308,19 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
 /// follow, `history check --figure p99_ms` after each from the 3rd, until it finds the
 /// regression (at most 5): where it began, its level before read without the paused run (or
 /// before the runs it was read from); `--confirm` reruns both commands paired by round and,
-/// judged by their median, confirms it within 12. The check's false negatives are the simulated
-/// ones (at most 5 % by the 5th run at the spread the change was sized for): how often this may
-/// fail.
+/// judged by their median, confirms it within 12. Runs the hypervisor or other processes
+/// disturbed are left out, by the gate (its default) and by the spread and the count of slow runs
+/// (steal on the test's core once made a clean run's p99 several times the others':
+/// bench/results/test-margins.md, history-gate-spread). The check's false negatives are the simulated ones (at most 5 % by the 5th run at the
+/// spread the change was sized for): how often this may fail.
 #[test]
 fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
     use caplab::stats::{changes::Settings, power};
     let _jvm = jvm_lock();
     let lab = shared();
     let db = format!("{}/paused.db", lab.fresh("paused"));
+    // Each run's p99, and whether it was disturbed (the hypervisor stole from its core, or other
+    // processes took it): the gate leaves such runs out of its levels, and so does the spread.
     let run = |name: &str, fault: Option<&str>| {
         let name = &format!("paused/{name}");
         // A second's warm-up first: a run's first operations wait for its connections (tens of
@@ -337,55 +341,54 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
             args.extend(["--fault", f]);
         }
         ok(lab.run(name, &args));
-        common::result_json(&lab.home.join(name))["summary"]["total"]["response"]["p99_ms"]
-            .as_f64()
-            .expect("a p99")
+        let doc = common::result_json(&lab.home.join(name));
+        let p99 = doc["summary"]["total"]["response"]["p99_ms"].as_f64().expect("a p99");
+        (p99, doc["server"]["machine"]["disturbed"].is_string())
     };
-    let mut p99s: Vec<f64> = (0..7)
+    let mut runs: Vec<(f64, bool)> = (0..7)
         .map(|i| {
             let fault = (i == 2).then_some("pause node1 at 1s for 100ms");
             run(&format!("paused-{i}"), fault)
         })
         .collect();
-    let paused = p99s.remove(2);
+    let (paused, _) = runs.remove(2);
+    let mut p99s: Vec<f64> = runs.iter().filter(|r| !r.1).map(|r| r.0).collect();
+    assert!(p99s.len() >= 3, "most clean runs undisturbed: {runs:?}");
+    // The clean runs' spread, the larger of its robust and its plain reading: six runs give
+    // either a wide error, and a spread read too low would size too small a change.
     let logs: Vec<f64> = p99s.iter().map(|v| v.ln()).collect();
-    let spread = power::spread(&logs).expect("six runs");
+    let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+    let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64).sqrt();
+    let spread = power::spread(&logs).unwrap_or(sd).max(sd);
     p99s.sort_by(f64::total_cmp);
     let median = p99s[p99s.len() / 2];
     assert!(
         paused > 3.0 * median,
-        "the paused run stands out: {paused} ms against {p99s:?}"
+        "the paused run stands out: {paused} ms against {runs:?}"
     );
     let tails = Settings::default().for_tails();
+    let before = p99s.len() + 1;
     let ratio = [2.0, 2.5, 3.0, 4.0]
         .into_iter()
-        .find(|&r| power::found_by(7, spread, r, 5, &tails, 400) >= 0.95)
+        .find(|&r| power::found_by(before, spread, r, 5, &tails, 400) >= 0.95)
         .unwrap_or(4.0);
     let delay = format!(
         "delay node1 at 0s for 2s by {}us",
         ((ratio - 1.0) * median * 1000.0).round() as u64
     );
     let check = |extra: &[&str]| {
-        // Judged whatever the hypervisor stole (a_night_beside_busy_loops_is_not_judged, in
-        // tests/history.rs, checks the default).
-        let mut args = vec![
-            "history",
-            "--history",
-            &db,
-            "--include-disturbed",
-            "--figure",
-            "p99_ms",
-            "check",
-        ];
+        let mut args = vec!["history", "--history", &db, "--figure", "p99_ms", "check"];
         args.extend_from_slice(extra);
         lab.caplab(&args)
     };
-    let mut slow = Vec::new();
+    // Slow runs until the check finds the change, at most 5 undisturbed ones (and 8 in all).
+    let mut slow: Vec<(f64, bool)> = Vec::new();
     let mut doc = serde_json::Value::Null;
     let mut found = Vec::new();
-    for i in 0..5 {
+    let undisturbed = |slow: &[(f64, bool)]| slow.iter().filter(|r| !r.1).count();
+    for i in 0..8 {
         slow.push(run(&format!("paused-slow-{i}"), Some(&delay)));
-        if slow.len() < 3 {
+        if undisturbed(&slow) < 3 || slow.last().is_some_and(|r| r.1) {
             continue;
         }
         doc = serde_json::from_str(&stdout(&check(&["--json"]))).unwrap();
@@ -398,14 +401,18 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
             .filter(|c| c["weak"] == false && c["kind"] == "regression")
             .cloned()
             .collect();
-        if !found.is_empty() {
+        if !found.is_empty() || undisturbed(&slow) >= 5 {
             break;
         }
     }
-    let said = format!("clean {p99s:?} (spread {spread:.2}), paused {paused}, ×{ratio} after: {slow:?}");
+    let said = format!("clean {runs:?} (spread {spread:.2}), paused {paused}, ×{ratio} after: {slow:?}");
     assert_eq!(found.len(), 1, "one sure regression, after {said}: {doc:#}");
     let c = &found[0];
-    assert_eq!(c["runs_since"], slow.len() as u64 - 1, "{c:#}");
+    // Found where it began: at the first undisturbed slow run, or the clean run just before it
+    // when that one already read high (its level then holds every slow run).
+    let since = c["runs_since"].as_u64().unwrap() as usize;
+    let at_first = undisturbed(&slow) - 1;
+    assert!(since == at_first || since == at_first + 1, "{c:#}; {said}");
     // Set aside, or before the runs the level was read from (the clean runs after it: a node
     // still warming can make its first runs a level of their own, ended at the paused run).
     let set_aside = c["before_aside"].as_u64() >= Some(1);
