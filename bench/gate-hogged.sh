@@ -8,7 +8,7 @@
 # Per run: p99, p99.9, server CPU per operation, other processes' CPU on the run's cores, and the
 # check's exit status (0 green, 1 a change, 3 not judged: the latest run disturbed) and verdict.
 #
-#   bench/gate-hogged.sh [CLEAN] [HOGGED]      defaults 8 and 5; about 15 minutes; run it alone
+#   bench/gate-hogged.sh [CLEAN] [HOGGED]      defaults 8 and 5; about 25 minutes; run it alone
 #
 # Results: $OUT (default /tmp/gate-hogged): series.tsv (one row a run) and each check's text.
 set -euo pipefail

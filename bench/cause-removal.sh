@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Each cause the slow-operation audit names, checked by removing it (issue 90): the same run with
+# the cause there and with it removed, alternated (ABAB…), ROUNDS rounds, and for each run the share
+# of the operations over p99 named for the cause against how far the tail moved. A cause named for
+# most slow operations whose removal leaves p99 where it was is a wrong rule.
+#
+#   shared  the machine: E1 inserts flat out, 30 s after a 20 s warm-up, on a node warmed 2 min;
+#           A: client and node share both cores; B: the node re-pinned to core 1 (taskset, live)
+#           and the client on core 0 (--client-cpus 0). Cause: client (its waits for a CPU).
+#   gc      GC pauses: E1 inserts at 4,000 op/s, 30 s after a 20 s warm-up; A: a node with a
+#           512 MiB heap, B: 4 GiB (a fresh node each run, warmed 30 s). Cause: gc_pause.
+#
+#   bench/cause-removal.sh shared|gc [ROUNDS]     default 2 rounds; 10-15 minutes; run it alone
+#
+# Results: $OUT (default /tmp/cause-removal-MODE): runs.tsv and each run's directory. Starved
+# clients: bench/client-starved.sh; a client runtime short of threads: bench/bursty-replay.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:?shared or gc}
+rounds=${2:-2}
+OUT=${OUT:-/tmp/cause-removal-$mode}
+export CAPLAB_HOME=${CAPLAB_HOME:-$OUT/home}
+rm -rf "$OUT/runs"
+mkdir -p "$OUT/runs"
+. bench/fresh-node.sh
+printf 'round\tcase\tthroughput\tp99_ms\tp999_ms\tnamed_client\tnamed_gc\tlimit\tcpu_wait\n' >"$OUT/runs.tsv"
+
+record() { # $1 dir, $2 round, $3 case
+  python3 - "$1/result.json" "$2" "$3" >>"$OUT/runs.tsv" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); t = r["summary"]["total"]; c = r.get("client") or {}
+share = {s["cause"]: s["share"] for s in (r.get("slow") or {}).get("by_cause", [])}
+print("\t".join([sys.argv[2], sys.argv[3], f"{t['op_rate']:.0f}", f"{t['response']['p99_ms']:.2f}",
+                 f"{t['response']['p999_ms']:.2f}", f"{share.get('client', 0) * 100:.0f} %",
+                 f"{share.get('gc_pause', 0) * 100:.0f} %", c.get("limit", "?"),
+                 f"{(c.get('cpu_wait_share') or 0) * 100:.1f} %"]))
+PY
+  tail -n 1 "$OUT/runs.tsv" >&2
+}
+
+case $mode in
+shared)
+  fresh_node --heap 4G
+  pid=$("$CAPLAB" node status --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["pid"])')
+  "$CAPLAB" run --warmup 0s --duration 2m -q --no-history --out "$OUT/runs/settle" >/dev/null
+  for round in $(seq "$rounds"); do
+    for c in shared apart; do
+      dir="$OUT/runs/$round-$c"
+      if [ $c = shared ]; then
+        taskset -a -p -c 0-1 "$pid" >/dev/null
+        "$CAPLAB" run --warmup 20s --duration 30s -q --no-history --out "$dir" >/dev/null
+      else
+        taskset -a -p -c 1 "$pid" >/dev/null
+        "$CAPLAB" run --warmup 20s --duration 30s --client-cpus 0 -q --no-history --out "$dir" >/dev/null
+      fi
+      record "$dir" "$round" "$c"
+    done
+  done
+  ;;
+gc)
+  for round in $(seq "$rounds"); do
+    for heap in 512M 4G; do
+      fresh_node --heap "$heap"
+      "$CAPLAB" run --rate 4000 --warmup 0s --duration 30s -q --no-history --out "$OUT/runs/$round-$heap-warm" >/dev/null
+      dir="$OUT/runs/$round-$heap"
+      "$CAPLAB" run --rate 4000 --warmup 20s --duration 30s -q --no-history --out "$dir" >/dev/null
+      record "$dir" "$round" "heap $heap"
+    done
+  done
+  ;;
+*)
+  echo "unknown mode $mode: shared or gc" >&2
+  exit 2
+  ;;
+esac
+column -t -s $'\t' "$OUT/runs.tsv"
