@@ -41,7 +41,7 @@ PY
 case $mode in
 shared)
   fresh_node --heap 4G
-  pid=$("$CAPLAB" node status --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["pid"])')
+  pid=$("$CAPLAB" node status --json 2>/dev/null | python3 -c 'import json,sys; n = json.load(sys.stdin)[0]; print(n["node"]["pid"])')
   "$CAPLAB" run --warmup 0s --duration 2m -q --no-history --out "$OUT/runs/settle" >/dev/null
   for round in $(seq "$rounds"); do
     for c in shared apart; do
