@@ -6,6 +6,10 @@
 #
 #   bench/client-efficiency.sh [SECONDS]      default 60
 #   LONG=1800 bench/client-efficiency.sh      also: caplab's RSS each minute of a long run
+#   ROUNDS=4 RATES=5000 bench/client-efficiency.sh 30
+#                                             rounds in alternating order (odd: caplab first, even:
+#                                             latte first), so the node's warming is no tool's
+#                                             cost; each row gives the server's CPU per operation
 #
 # Its node lives in EFFICIENCY_HOME (default /tmp/caplab-efficiency) and is wiped at the start.
 #
@@ -50,21 +54,29 @@ run() {
   echo "$name $client $rss $server" >>"$work/results"
 }
 
-caplab_run() { # rate out
-  run "caplab-$1" "$caplab" run --hosts "$addr" --warmup 0s --rate "$1" --duration "${secs}s" -q --out "$work/caplab-$1"
+caplab_run() { # rate round
+  run "caplab-$1-$2" "$caplab" run --hosts "$addr" --warmup 0s --rate "$1" --duration "${secs}s" -q --out "$work/caplab-$1-$2"
 }
-latte_run() { # rate
+latte_run() { # rate round
   local r=()
   [ "$1" != 0 ] && r=(-r "$1")
   # The same load shape as caplab's defaults: 256 in flight, 1 connection, 1 thread.
   # latte writes its log into the current directory: run it in the work directory.
-  (cd "$work" && run "latte-$1" "$latte" run "$root/bench/latte/e1_insert.rn" -d "${secs}s" "${r[@]}" \
-    -p 256 -c 1 -t 1 -q -o "$work/latte-$1.json" "$addr")
+  (cd "$work" && run "latte-$1-$2" "$latte" run "$root/bench/latte/e1_insert.rn" -d "${secs}s" "${r[@]}" \
+    -p 256 -c 1 -t 1 -q -o "$work/latte-$1-$2.json" "$addr")
 }
 
-for rate in 5000 0; do
-  caplab_run "$rate"
-  latte_run "$rate"
+rates=${RATES:-5000 0}
+for round in $(seq "${ROUNDS:-1}"); do
+  for rate in $rates; do
+    if ((round % 2)); then
+      caplab_run "$rate" "$round"
+      latte_run "$rate" "$round"
+    else
+      latte_run "$rate" "$round"
+      caplab_run "$rate" "$round"
+    fi
+  done
 done
 
 # caplab's p99 as service time (from the send, what latte reports) / response time (from the
@@ -80,24 +92,33 @@ print(round(float(thr.group(1))) if thr else "?", p99.group(1) if p99 else "?")
 PY
 }
 
-declare -A per_1m achieved
-printf '\n%-14s %12s %12s %12s %12s %14s %12s\n' tool "rate" achieved "p99 ms" "client cpu s" "cpu s / 1M ops" "peak RSS MiB"
+printf '\n%-8s %6s %8s %10s %14s %12s %14s %12s %12s %16s\n' tool round "rate" achieved "p99 ms" "client cpu s" "cpu s / 1M ops" "peak RSS MiB" "server cpu s" "server s / 1M ops"
 while read -r name client rss server; do
-  rate=${name#*-}
-  if [[ $name == caplab-* ]]; then read -r ach p99 < <(achieved_caplab "$rate"); else read -r ach p99 < <(achieved_latte "$rate"); fi
-  per=$( [ "$ach" != "?" ] && echo "$client / ($ach * $secs) * 1000000" | bc -l || echo "?")
-  printf '%-14s %12s %12s %12s %12.2f %14.2f %12.1f   server cpu %.1f s\n' "${name%%-*}" "$rate" "$ach" "$p99" "$client" "$per" "$(echo "$rss/1024" | bc -l)" "$server"
-  per_1m[$name]=$per
-  achieved[$name]=$ach
+  IFS=- read -r tool rate round <<<"$name"
+  if [ "$tool" = caplab ]; then read -r ach p99 < <(achieved_caplab "$rate-$round"); else read -r ach p99 < <(achieved_latte "$rate-$round"); fi
+  per=$( [ "$ach" != "?" ] && echo "$client / ($ach * $secs) * 1000000" | bc -l || echo 0)
+  sper=$( [ "$ach" != "?" ] && echo "$server / ($ach * $secs) * 1000000" | bc -l || echo 0)
+  printf '%-8s %6s %8s %10s %14s %12.2f %14.2f %12.1f %12.1f %16.2f\n' "$tool" "$round" "$rate" "$ach" "$p99" "$client" "$per" "$(echo "$rss/1024" | bc -l)" "$server" "$sper"
+  echo "$tool $rate $per $ach $sper" >>"$work/per-op"
 done <"$work/results"
 
+# Each tool's mean over the rounds, and caplab's ratio to latte's.
 echo
-for rate in 5000 0; do
-  label=$([ "$rate" = 0 ] && echo "flat out" || echo "at $rate op/s")
-  printf 'caplab/latte %s: CPU per op %.2fx, throughput %.2fx\n' "$label" \
-    "$(echo "${per_1m[caplab-$rate]} / ${per_1m[latte-$rate]}" | bc -l)" \
-    "$(echo "${achieved[caplab-$rate]} / ${achieved[latte-$rate]}" | bc -l)"
-done
+python3 - "$work/per-op" <<'PY'
+import collections, statistics, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    tool, rate, per, ach, sper = line.split()
+    rows[(tool, rate)].append((float(per), float(ach) if ach != "?" else float("nan"), float(sper)))
+for rate in sorted({r for _, r in rows}, key=lambda r: -int(r) if r != "0" else 1):
+    label = "flat out" if rate == "0" else f"at {rate} op/s"
+    c, l = rows[("caplab", rate)], rows[("latte", rate)]
+    mean = lambda xs, i: statistics.fmean(x[i] for x in xs)
+    span = lambda xs, i: f"{min(x[i] for x in xs):.2f}-{max(x[i] for x in xs):.2f}"
+    print(f"caplab/latte {label} ({len(c)} runs each): client CPU per op {mean(c, 0) / mean(l, 0):.2f}x, "
+          f"throughput {mean(c, 1) / mean(l, 1):.2f}x, server CPU-s per 1M ops {mean(c, 2):.2f} "
+          f"[{span(c, 2)}] against {mean(l, 2):.2f} [{span(l, 2)}]: {mean(c, 2) / mean(l, 2):.2f}x")
+PY
 
 if [ -n "${LONG:-}" ]; then
   echo; echo "caplab RSS each minute of a ${LONG}s run at 5,000 op/s:"
