@@ -307,7 +307,8 @@ fn a_slowdown_is_confirmed_and_a_noisy_night_is_not() {
 /// (bench/results/test-margins.md, history-gate-spread, has the spreads and ratios). Slow runs
 /// follow, `history check --figure p99_ms` after each from the 3rd, until it finds the
 /// regression (at most 5): where it began, its level before read without the paused run (or
-/// before the runs it was read from); `--confirm` reruns both commands paired by round and,
+/// before the runs it was read from, or with it weighed in where the clean runs spread so much
+/// that it is not far out of them); `--confirm` reruns both commands paired by round and,
 /// judged by their median, confirms it within 12. Runs the hypervisor or other processes
 /// disturbed are left out, by the gate (its default) and by the spread and the count of slow runs
 /// (steal on the test's core once made a clean run's p99 several times the others':
@@ -415,11 +416,17 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
     assert!(since == at_first || since == at_first + 1, "{c:#}; {said}");
     // Set aside, or before the runs the level was read from (the clean runs after it: a node
     // still warming can make its first runs a level of their own, ended at the paused run).
+    // A run is set aside when it is more than about 4 of the series' SDs from the runs around
+    // it (stats::robust): where the clean runs spread so much that the paused one is within 6 of
+    // their SDs (in the suite's tail on the AMD EPYC kind, an 88 ms paused run whose level before read
+    // 9.0 ms, its interval 3.4-23.9: bench/results/test-margins.md, history-gate-paused), the level before is still
+    // held to the clean runs' median, but it may be read with the paused run weighed in.
     let set_aside = c["before_aside"].as_u64() >= Some(1);
     let aside = set_aside || c["before_runs"].as_u64() <= Some(4);
+    let stands_far_out = (paused / median).ln() >= 6.0 * spread;
     assert!(
-        c["before"].as_f64().unwrap() < 1.5 * median && aside,
-        "the paused run ({paused} ms) is not part of the level before ({median} ms its median): {c:#}"
+        c["before"].as_f64().unwrap() < 1.5 * median && (aside || !stands_far_out),
+        "the paused run ({paused} ms) is not part of the level before ({median} ms its median, spread {spread:.2}): {c:#}"
     );
     assert!(c["ratio"].as_f64().unwrap() > 1.4, "{c:#}; {said}");
     // What the check says it can see at this series' own spread.
