@@ -146,14 +146,19 @@ pub fn named(totals: &[OpStats], kept: &Kept, ev: &Evidence) -> Vec<(SlowOp, Cau
     kept.ops
         .iter()
         .map(|o| {
-            let p50 = totals
-                .get(o.op as usize)
-                .map_or(0.0, |t| t.response.value_at_quantile(0.5) as f64 / 1e6);
-            let response = o.response_ns() as f64 / 1e6;
-            let excess = if response > p50 { response - p50 } else { response };
+            let excess = excess_ms(totals, o);
             (*o, match_one(&spans, o, ms(o.from_ns), ms(o.done_ns), excess).0)
         })
         .collect()
+}
+
+/// How far `o` is over its type's median (ms), or its whole response when it is not.
+fn excess_ms(totals: &[OpStats], o: &SlowOp) -> f64 {
+    let p50 = totals
+        .get(o.op as usize)
+        .map_or(0.0, |t| t.response.value_at_quantile(0.5) as f64 / 1e6);
+    let response = o.response_ns() as f64 / 1e6;
+    if response > p50 { response - p50 } else { response }
 }
 
 /// The top cause of each of `ops` with its detail ("GC pause: node1 Pause Young … 66 ms"), its
@@ -163,11 +168,7 @@ pub fn name_each(totals: &[OpStats], ops: &[SlowOp], ev: &Evidence) -> Vec<Strin
     let ms = |ns: i64| ev.t0_ms + ns as f64 / 1e6;
     ops.iter()
         .map(|o| {
-            let p50 = totals
-                .get(o.op as usize)
-                .map_or(0.0, |t| t.response.value_at_quantile(0.5) as f64 / 1e6);
-            let response = o.response_ns() as f64 / 1e6;
-            let excess = if response > p50 { response - p50 } else { response };
+            let excess = excess_ms(totals, o);
             let (cause, detail, _) = match_one(&spans, o, ms(o.from_ns), ms(o.done_ns), excess);
             match detail.is_empty() {
                 true => cause.label().to_string(),
