@@ -88,8 +88,22 @@ fn all_help() -> String {
     };
     let top = help(&[]);
     let mut out = top.clone();
-    let commands: Vec<String> = top
-        .split("Commands:")
+    let commands = subcommands(&top);
+    for c in &commands {
+        let text = help(&[c]);
+        // Subcommands of a subcommand (`history check`, `node start`).
+        let subs = subcommands(&text);
+        out.push_str(&text);
+        for s in subs {
+            out.push_str(&help(&[c, &s]));
+        }
+    }
+    out.to_lowercase()
+}
+
+/// The commands a `--help` text lists under "Commands:", `help` left out.
+fn subcommands(help: &str) -> Vec<String> {
+    help.split("Commands:")
         .nth(1)
         .unwrap_or_default()
         .lines()
@@ -97,26 +111,7 @@ fn all_help() -> String {
         .take_while(|l| !l.trim().is_empty())
         .filter_map(|l| l.split_whitespace().next().map(String::from))
         .filter(|c| c != "help")
-        .collect();
-    for c in &commands {
-        let text = help(&[c]);
-        // Subcommands of a subcommand (`history check`, `node start`).
-        let subs: Vec<String> = text
-            .split("Commands:")
-            .nth(1)
-            .unwrap_or_default()
-            .lines()
-            .skip(1)
-            .take_while(|l| !l.trim().is_empty())
-            .filter_map(|l| l.split_whitespace().next().map(String::from))
-            .filter(|s| s != "help")
-            .collect();
-        out.push_str(&text);
-        for s in subs {
-            out.push_str(&help(&[c, &s]));
-        }
-    }
-    out.to_lowercase()
+        .collect()
 }
 
 /// The words that carry a sentence's meaning (four letters or more, not the commonest).
