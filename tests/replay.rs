@@ -155,16 +155,9 @@ fn mix(doc: &Value) -> BTreeMap<String, u64> {
 
 /// The trace's operations counted by the second (from its first) they started in, at `speed`.
 fn trace_seconds(trace: &str, speed: f64) -> Vec<u64> {
-    let starts: Vec<i64> = std::fs::read_to_string(trace)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| !e["query"].as_str().is_some_and(|q| q.starts_with("USE ")))
-        .map(|e| e["start_ms"].as_i64().unwrap())
-        .collect();
     let mut seconds = Vec::new();
-    for s in &starts {
-        let k = ((s - starts[0]) as f64 / 1000.0 / speed) as usize;
+    for s in trace_starts(trace) {
+        let k = (s as f64 / 1000.0 / speed) as usize;
         seconds.resize(seconds.len().max(k + 1), 0);
         seconds[k] += 1;
     }
@@ -307,10 +300,14 @@ fn a_replay_at_four_times_the_speed_sends_four_times_the_rate() {
 /// operations due against the trace's 4,199, so it loops) is carried within a loose p99 (2 s: a
 /// node beside the suite's other files once took a 4 s window's p99 to 211 ms), and
 /// 200,000 op/s is not kept up with on two shared cores, so the capacity is named as 1,000 op/s
-/// with its speed. The trace's bursts (hundreds of operations in one millisecond) are sent by two
-/// client threads: on one, beside the suite's other files, a free worker sent 7 % of the
-/// operations at 1,000 op/s more than 10 ms late and the client was the limit; two halved the
-/// p99 of the same bursts at 4x (bench/results/client-bound.md, bursty-replay).
+/// with its speed. The trace's bursts are sent by two client threads: on one, beside the suite's
+/// other files, a free worker once sent 7 % of the operations at 1,000 op/s more than 10 ms late
+/// and the client was the limit (alone, a second thread did not move the p99 of these bursts:
+/// bench/results/client-bound.md, bursty-replay). A client that falls behind at the very end
+/// leaves a few operations unsent, which a window counts as failed: 6 of 4,051 (0.15 %, unsent or
+/// failed: its retry's record replaced it) once failed the default 0.1 % budget beside the suite's
+/// other files. The step's budget is 5 %, what `only_not_sent` allows of a 200 ms lag in a 4 s
+/// window, and its operations are checked below for any failure but unsent ones.
 #[test]
 fn a_capacity_search_of_a_replay_names_the_speed_the_node_carries() {
     let _jvm = jvm_lock();
@@ -326,6 +323,8 @@ fn a_capacity_search_of_a_replay_names_the_speed_the_node_carries() {
         "shop_capacity",
         "--sla",
         "p99<2s/4s",
+        "--sla-errors",
+        "5%",
         "--rates",
         "1k,200k",
         "--warmup",
