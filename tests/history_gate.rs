@@ -358,8 +358,7 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
     // The clean runs' spread, the larger of its robust and its plain reading: six runs give
     // either a wide error, and a spread read too low would size too small a change.
     let logs: Vec<f64> = p99s.iter().map(|v| v.ln()).collect();
-    let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-    let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64).sqrt();
+    let sd = caplab::stats::variance(&logs).sqrt();
     let spread = power::spread(&logs).unwrap_or(sd).max(sd);
     p99s.sort_by(f64::total_cmp);
     let median = p99s[p99s.len() / 2];
@@ -418,9 +417,10 @@ fn a_doubled_p99_is_found_and_confirmed_past_a_paused_run() {
     // still warming can make its first runs a level of their own, ended at the paused run).
     // A run is set aside when it is more than about 4 of the series' SDs from the runs around
     // it (stats::robust): where the clean runs spread so much that the paused one is within 6 of
-    // their SDs (in the suite's tail on the AMD EPYC kind, an 88 ms paused run whose level before read
-    // 9.0 ms, its interval 3.4-23.9: bench/results/test-margins.md, history-gate-paused), the level before is still
-    // held to the clean runs' median, but it may be read with the paused run weighed in.
+    // their SDs (in the suite's tail on the AMD EPYC kind, an 88 ms paused run whose level
+    // before read 9.0 ms, its interval 3.4-23.9: bench/results/test-margins.md,
+    // history-gate-paused), the level before is still held to the clean runs' median, but it may
+    // be read with the paused run weighed in.
     let set_aside = c["before_aside"].as_u64() >= Some(1);
     let aside = set_aside || c["before_runs"].as_u64() <= Some(4);
     let stands_far_out = (paused / median).ln() >= 6.0 * spread;
