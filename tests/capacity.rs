@@ -118,8 +118,13 @@ fn the_adaptive_search_reports_what_it_found() {
     assert!(said.contains("window 0-2s"), "per-window verdicts: {said}");
     let cap = result_json_named(&lab.home.join("adaptive"), "capacity.json");
     let Some(capacity) = cap["capacity"].as_f64() else {
-        let why = cap["stopped_early"].as_str();
-        assert_eq!(why, Some("no rate passed, down to the lowest worth trying"), "{cap:#}");
+        // Beside the suite's other nodes even 1 op/s may fail a 10 ms p99, and the reason then
+        // goes on to say whether the client made it fail.
+        let why = cap["stopped_early"].as_str().unwrap_or_default();
+        assert!(
+            why.starts_with("no rate passed, down to the lowest worth trying"),
+            "{cap:#}"
+        );
         return no_rate_passed_is_reported(lab, &o, &cap, &dir("adaptive"), Some(&history_db));
     };
     assert!(stdout(&o).contains("Capacity: "), "{}", stdout(&o));
