@@ -8,6 +8,9 @@
 # for a CPU, and the audit's verdict.
 #
 #   bench/bursty-replay.sh [ROUNDS]        default 2; about 10 minutes; run it alone
+#   SHOP_BURST=instant bench/bursty-replay.sh 2
+#                                           each burst's 450 operations due at once, sent as fast as
+#                                           the driver sends them (as the report's application did)
 #
 # Results: $OUT (default /tmp/bursty-replay): replays.tsv and each replay's directory.
 set -euo pipefail

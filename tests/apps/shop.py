@@ -12,11 +12,14 @@ them, about half reads of a user by a Zipf-skewed id (prepared SELECT, paged), a
 upserts of a user (prepared INSERT), an eighth UNLOGGED batches of three events for one user,
 and an eighth orders placed with a lightweight transaction (INSERT … IF NOT EXISTS, each id
 new). The driver sends its own timestamps, so rows written again with them end up the same
-whatever the order. Everything is drawn from a fixed seed.
+whatever the order. Everything is drawn from a fixed seed. With SHOP_BURST=instant in the
+environment the 450 of each burst are all due at once, at the start of its second, and go out
+as fast as the driver sends them (bench/bursty-replay.sh).
 """
 
 import bisect
 import json
+import os
 import random
 import sys
 import time
@@ -28,6 +31,7 @@ from cassandra.query import BatchStatement, BatchType
 KEYSPACE = "shop"
 USERS = 1000
 BASE, BURST = 150, 450
+INSTANT = os.environ.get("SHOP_BURST") == "instant"
 
 SCHEMA = [
     "CREATE KEYSPACE IF NOT EXISTS shop WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
@@ -47,10 +51,12 @@ def zipf_cdf(n, s=1.1):
 
 
 def due_before(t):
-    """Operations due in the first t seconds: BASE a second, BURST in the last of every five."""
+    """Operations due in the first t seconds: BASE a second, BURST in the last of every five
+    (all at its start when INSTANT)."""
     whole, rest = divmod(t, 5.0)
     ops = whole * (4 * BASE + BURST)
-    ops += min(rest, 4.0) * BASE + max(rest - 4.0, 0.0) * BURST
+    burst = (rest >= 4.0) * BURST if INSTANT else max(rest - 4.0, 0.0) * BURST
+    ops += min(rest, 4.0) * BASE + burst
     return int(ops)
 
 
