@@ -12,8 +12,9 @@ use common::{Lab, jvm_lock, ok, stdout};
 /// delay too: beside other test files an undelayed run's p50 rises from a fraction of a
 /// millisecond to several, which no ratio of undelayed runs is within the effect of; 50 ms plus
 /// that is. The effect is wide because a run whose client is starved for part of its 2 s moves its
-/// p50 by up to half, and the change is three times it. Up to 10 rounds a comparison (the default), for the rare
-/// starved run; the rounds past a decision are never run, so a quiet day pays nothing
+/// p50 by up to half, and the change is three times it. Up to 20 rounds a comparison, for sittings
+/// whose runs' clients stall a fifth of their window (10 left a probe equal to an end open, both
+/// tries of one CI); the rounds past a decision are never run, so a quiet day pays nothing
 /// (bench/results/test-margins.md, bisect-delays).
 const VALUES: &str = "50ms,50000us,50000000ns,150ms,150000us,150000000ns";
 
@@ -26,6 +27,8 @@ fn bisect(lab: &Lab, out: &str) -> std::process::Output {
         "p50_ms",
         "--effect",
         "40%",
+        "--max-rounds",
+        "20",
         "--out",
         out,
         "--",
