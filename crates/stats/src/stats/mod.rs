@@ -23,6 +23,8 @@ pub mod robust;
 pub mod sequential;
 pub mod sim;
 pub mod sittings;
+pub mod tune;
+pub mod tune_sim;
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
