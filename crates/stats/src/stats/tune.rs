@@ -108,10 +108,26 @@ impl Confirmation {
             .collect()
     }
 
-    /// Whether another round could change the answer: some finalist open and rounds left.
+    /// Whether another round could change the answer: rounds left, and some finalist open that
+    /// could still beat the answer. Once one is recommended, an open finalist whose interval
+    /// reaches no further than the recommended one's ratio could not overtake it, and is left
+    /// open.
     pub fn goes_on(&self, rounds: usize, looks: &[Option<Look>]) -> bool {
-        rounds < self.design.min
-            || rounds < self.design.max && looks.iter().any(|l| !l.is_some_and(|l| l.decision.decided()))
+        if rounds < self.design.min {
+            return true;
+        }
+        if rounds >= self.design.max {
+            return false;
+        }
+        let leader = match answer(looks, self.higher_is_better) {
+            Answer::Recommend(_, l) => Some(l.ratio),
+            _ => None,
+        };
+        looks.iter().any(|l| match l {
+            None => true,
+            Some(l) if l.decision.decided() => false,
+            Some(l) => leader.is_none_or(|r| if self.higher_is_better { l.ci.1 > r } else { l.ci.0 < r }),
+        })
     }
 }
 
@@ -232,5 +248,19 @@ mod tests {
         assert_eq!(c.looks(&rounds, &looks)[0], first);
         assert!(c.goes_on(2, &looks), "before the first look, always on");
         assert!(!c.goes_on(6, &[None]), "the last look ends it, open or not");
+        // One recommended: an open finalist goes on only while its interval reaches past it.
+        let leader = at(Decision::Better, 1.4, false);
+        let open = |hi: f64| {
+            Some(Look {
+                ci: (0.9, hi),
+                ..at(Decision::Open, 1.1, false).unwrap()
+            })
+        };
+        assert!(!c.goes_on(4, &[leader, open(1.3)]));
+        assert!(c.goes_on(4, &[leader, open(1.5)]));
+        assert!(
+            c.goes_on(4, &[at(Decision::Equivalent, 1.0, false), open(1.3)]),
+            "none recommended yet"
+        );
     }
 }
