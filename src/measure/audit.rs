@@ -148,7 +148,6 @@ pub fn audit(end: &RunEnd, server: &ServerFacts, slow: Option<&Slow>, failing: O
     let matched = slow.map_or(0, |s| s.matched);
     let material = tail_ms(end) >= MATERIAL_MS;
     let stalled_share = stalled_ms / window_ms.max(1e-9);
-    let starved_by = starved(server, stalled_share);
     let sign = match &failing {
         Some(f) => f.all_client().then(|| {
             format!(
@@ -162,14 +161,18 @@ pub fn audit(end: &RunEnd, server: &ServerFacts, slow: Option<&Slow>, failing: O
             "{:.2} % of the due operations were sent more than 10 ms late by a free worker",
             late_share * 100.0
         )),
-        None if starved_by.is_some() => Some(format!(
-            "its runtime stalled {:.1} % of the window while other processes used {:.2} cores",
-            stalled_share * 100.0,
-            starved_by.unwrap_or_default()
-        )),
-        None => slow_share
-            .filter(|s| *s >= SLOW_SHARE && matched >= SLOW_MIN && material)
-            .map(|s| format!("the client is named for {:.0} % of the operations over p99", s * 100.0)),
+        None => starved(server, stalled_share)
+            .map(|other| {
+                format!(
+                    "its runtime stalled {:.1} % of the window while other processes used {other:.2} cores",
+                    stalled_share * 100.0
+                )
+            })
+            .or_else(|| {
+                slow_share
+                    .filter(|s| *s >= SLOW_SHARE && matched >= SLOW_MIN && material)
+                    .map(|s| format!("the client is named for {:.0} % of the operations over p99", s * 100.0))
+            }),
     };
     let (limit, fix) = match &sign {
         None => (Limit::Neither, None),

@@ -12,7 +12,7 @@
 
 use super::normal;
 use super::sequential::Look;
-use super::tune::{Answer, Confirmation, answer, best, cost, going_on, stages};
+use super::tune::{Answer, Confirmation, answer, best, cost, going_on, precision, stages};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
@@ -41,7 +41,8 @@ pub struct Setup {
 /// The setting the claims hold for, tuned on seeds 7201 and on (bench/results/tune.md): halving
 /// by two (by three lost the planted candidate in the search 23 % of the time), two finalists
 /// (three split α further and decided fewer), up to 30 rounds (20 left 7 % of the planted
-/// candidates open). The search weighs every measurement of a candidate by its precision.
+/// candidates open). The search weighs every measurement of a candidate by its precision
+/// (`tune::precision`).
 pub const SETUP: Setup = Setup {
     eta: 2,
     finalists: 2,
@@ -72,11 +73,6 @@ fn measure(rng: &mut Pcg64Mcg, truth: f64, fidelity: usize, sigma: f64, level: f
     truth * (level + own * normal(rng)).exp() * paused
 }
 
-/// The precision of a measurement at `fidelity`, relative: its level's variance and its own.
-fn weight(fidelity: usize) -> f64 {
-    1.0 / (2.0 + (PROBE * PROBE - 1.0) / fidelity as f64)
-}
-
 /// A search and confirmation over the space `truth` (candidates' true ratios to the baseline),
 /// higher being better, at round spread `sigma`.
 pub fn tune(rng: &mut Pcg64Mcg, truth: &[f64], sigma: f64, setup: Setup) -> Outcome {
@@ -86,7 +82,7 @@ pub fn tune(rng: &mut Pcg64Mcg, truth: &[f64], sigma: f64, setup: Setup) -> Outc
     // Every measurement of a candidate so far, on the log scale, weighted by its precision.
     let mut sums = vec![(0.0f64, 0.0f64); truth.len()];
     for (at, stage) in plan.iter().enumerate() {
-        let w = weight(stage.fidelity);
+        let w = precision(stage.fidelity, PROBE);
         let scores: Vec<f64> = alive
             .iter()
             .map(|&c| {
@@ -119,11 +115,11 @@ pub fn tune(rng: &mut Pcg64Mcg, truth: &[f64], sigma: f64, setup: Setup) -> Outc
         Answer::Open => (None, false),
     };
     Outcome {
-        finalists: alive.clone(),
+        probes: (cost(&plan), rounds.len() * (alive.len() + 1) * FULL),
+        finalists: alive,
         recommended,
         nothing_better,
         search_best: (truth[top], if last[top].is_nan() { 1.0 } else { last[top] }),
-        probes: (cost(&plan), rounds.len() * (alive.len() + 1) * FULL),
     }
 }
 
